@@ -1,0 +1,294 @@
+//! The KFD ioctl ABI (`linux/kfd_ioctl.h`, version 1.11): request numbers, argument structs and
+//! flags. Only what the driver uses is declared; every struct is `#[repr(C)]` with the header's
+//! field order, and `tests` check sizes and offsets against the header's.
+
+/// `_IOC` direction bits as Linux encodes them on x86-64 and arm64.
+const IOC_WRITE: u64 = 1;
+const IOC_READ: u64 = 2;
+
+const fn ioc(dir: u64, nr: u64, size: usize) -> u64 {
+    (dir << 30) | ((size as u64) << 16) | ((b'K' as u64) << 8) | nr
+}
+const fn iow<T>(nr: u64) -> u64 {
+    ioc(IOC_WRITE, nr, core::mem::size_of::<T>())
+}
+const fn ior<T>(nr: u64) -> u64 {
+    ioc(IOC_READ, nr, core::mem::size_of::<T>())
+}
+const fn iowr<T>(nr: u64) -> u64 {
+    ioc(IOC_READ | IOC_WRITE, nr, core::mem::size_of::<T>())
+}
+
+/// Number of an ioctl request (the `nr` byte), for decoding requests.
+pub const fn request_nr(request: u64) -> u64 {
+    request & 0xff
+}
+/// Size of the argument struct encoded in a request.
+pub const fn request_size(request: u64) -> usize {
+    ((request >> 16) & 0x3fff) as usize
+}
+
+pub const KFD_IOCTL_MAJOR_VERSION: u32 = 1;
+
+pub const QUEUE_TYPE_COMPUTE: u32 = 0;
+pub const QUEUE_TYPE_SDMA: u32 = 1;
+pub const QUEUE_TYPE_COMPUTE_AQL: u32 = 2;
+pub const MAX_QUEUE_PERCENTAGE: u32 = 100;
+pub const MAX_QUEUE_PRIORITY: u32 = 15;
+
+pub const EVENT_SIGNAL: u32 = 0;
+pub const EVENT_HW_EXCEPTION: u32 = 3;
+pub const EVENT_MEMORY: u32 = 8;
+pub const WAIT_RESULT_COMPLETE: u32 = 0;
+pub const WAIT_RESULT_TIMEOUT: u32 = 1;
+pub const WAIT_RESULT_FAIL: u32 = 2;
+pub const SIGNAL_EVENT_LIMIT: u32 = 4096;
+
+pub const ALLOC_MEM_FLAGS_VRAM: u32 = 1 << 0;
+pub const ALLOC_MEM_FLAGS_GTT: u32 = 1 << 1;
+pub const ALLOC_MEM_FLAGS_USERPTR: u32 = 1 << 2;
+pub const ALLOC_MEM_FLAGS_DOORBELL: u32 = 1 << 3;
+pub const ALLOC_MEM_FLAGS_WRITABLE: u32 = 1 << 31;
+pub const ALLOC_MEM_FLAGS_EXECUTABLE: u32 = 1 << 30;
+pub const ALLOC_MEM_FLAGS_PUBLIC: u32 = 1 << 29;
+pub const ALLOC_MEM_FLAGS_NO_SUBSTITUTE: u32 = 1 << 28;
+pub const ALLOC_MEM_FLAGS_AQL_QUEUE_MEM: u32 = 1 << 27;
+pub const ALLOC_MEM_FLAGS_COHERENT: u32 = 1 << 26;
+pub const ALLOC_MEM_FLAGS_UNCACHED: u32 = 1 << 25;
+
+/// The kernel encodes the queue type in the doorbell mmap offset (`KFD_MMAP_TYPE_DOORBELL`);
+/// `create_queue` returns an offset that already carries it.
+pub const MMAP_TYPE_SHIFT: u64 = 62;
+pub const MMAP_TYPE_DOORBELL: u64 = 3 << MMAP_TYPE_SHIFT;
+
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct GetVersionArgs {
+    pub major_version: u32,
+    pub minor_version: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CreateQueueArgs {
+    pub ring_base_address: u64,
+    pub write_pointer_address: u64,
+    pub read_pointer_address: u64,
+    pub doorbell_offset: u64,
+    pub ring_size: u32,
+    pub gpu_id: u32,
+    pub queue_type: u32,
+    pub queue_percentage: u32,
+    pub queue_priority: u32,
+    pub queue_id: u32,
+    pub eop_buffer_address: u64,
+    pub eop_buffer_size: u64,
+    pub ctx_save_restore_address: u64,
+    pub ctx_save_restore_size: u32,
+    pub ctl_stack_size: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DestroyQueueArgs {
+    pub queue_id: u32,
+    pub pad: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct GetClockCountersArgs {
+    pub gpu_clock_counter: u64,
+    pub cpu_clock_counter: u64,
+    pub system_clock_counter: u64,
+    pub system_clock_freq: u64,
+    pub gpu_id: u32,
+    pub pad: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CreateEventArgs {
+    pub event_page_offset: u64,
+    pub event_trigger_data: u32,
+    pub event_type: u32,
+    pub auto_reset: u32,
+    pub node_id: u32,
+    pub event_id: u32,
+    pub event_slot_index: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DestroyEventArgs {
+    pub event_id: u32,
+    pub pad: u32,
+}
+
+/// `set_event` and `reset_event` share this layout.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct EventIdArgs {
+    pub event_id: u32,
+    pub pad: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MemoryExceptionFailure {
+    pub not_present: u32,
+    pub read_only: u32,
+    pub no_execute: u32,
+    pub imprecise: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MemoryExceptionData {
+    pub failure: MemoryExceptionFailure,
+    pub va: u64,
+    pub gpu_id: u32,
+    pub error_type: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct HwExceptionData {
+    pub reset_type: u32,
+    pub reset_cause: u32,
+    pub memory_lost: u32,
+    pub gpu_id: u32,
+}
+
+/// The anonymous union at the head of `struct kfd_event_data`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union EventDataUnion {
+    pub memory_exception_data: MemoryExceptionData,
+    pub hw_exception_data: HwExceptionData,
+}
+
+impl Default for EventDataUnion {
+    fn default() -> Self {
+        EventDataUnion {
+            memory_exception_data: MemoryExceptionData::default(),
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct EventData {
+    pub data: EventDataUnion,
+    pub kfd_event_data_ext: u64,
+    pub event_id: u32,
+    pub pad: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct WaitEventsArgs {
+    pub events_ptr: u64,
+    pub num_events: u32,
+    pub wait_for_all: u32,
+    pub timeout: u32,
+    pub wait_result: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AcquireVmArgs {
+    pub drm_fd: u32,
+    pub gpu_id: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AllocMemoryOfGpuArgs {
+    pub va_addr: u64,
+    pub size: u64,
+    pub handle: u64,
+    pub mmap_offset: u64,
+    pub gpu_id: u32,
+    pub flags: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FreeMemoryOfGpuArgs {
+    pub handle: u64,
+}
+
+/// `map_memory_to_gpu` and `unmap_memory_from_gpu` share this layout.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MapMemoryArgs {
+    pub handle: u64,
+    pub device_ids_array_ptr: u64,
+    pub n_devices: u32,
+    pub n_success: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct GetAvailableMemoryArgs {
+    pub available: u64,
+    pub gpu_id: u32,
+    pub pad: u32,
+}
+
+pub const IOC_GET_VERSION: u64 = ior::<GetVersionArgs>(0x01);
+pub const IOC_CREATE_QUEUE: u64 = iowr::<CreateQueueArgs>(0x02);
+pub const IOC_DESTROY_QUEUE: u64 = iowr::<DestroyQueueArgs>(0x03);
+pub const IOC_GET_CLOCK_COUNTERS: u64 = iowr::<GetClockCountersArgs>(0x05);
+pub const IOC_CREATE_EVENT: u64 = iowr::<CreateEventArgs>(0x08);
+pub const IOC_DESTROY_EVENT: u64 = iow::<DestroyEventArgs>(0x09);
+pub const IOC_SET_EVENT: u64 = iow::<EventIdArgs>(0x0A);
+pub const IOC_RESET_EVENT: u64 = iow::<EventIdArgs>(0x0B);
+pub const IOC_WAIT_EVENTS: u64 = iowr::<WaitEventsArgs>(0x0C);
+pub const IOC_ACQUIRE_VM: u64 = iow::<AcquireVmArgs>(0x15);
+pub const IOC_ALLOC_MEMORY_OF_GPU: u64 = iowr::<AllocMemoryOfGpuArgs>(0x16);
+pub const IOC_FREE_MEMORY_OF_GPU: u64 = iow::<FreeMemoryOfGpuArgs>(0x17);
+pub const IOC_MAP_MEMORY_TO_GPU: u64 = iowr::<MapMemoryArgs>(0x18);
+pub const IOC_UNMAP_MEMORY_FROM_GPU: u64 = iowr::<MapMemoryArgs>(0x19);
+pub const IOC_AVAILABLE_MEMORY: u64 = iowr::<GetAvailableMemoryArgs>(0x23);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::mem::{offset_of, size_of};
+
+    #[test]
+    fn struct_sizes_match_the_header() {
+        assert_eq!(size_of::<GetVersionArgs>(), 8);
+        assert_eq!(size_of::<CreateQueueArgs>(), 88);
+        assert_eq!(offset_of!(CreateQueueArgs, ring_size), 32);
+        assert_eq!(offset_of!(CreateQueueArgs, queue_id), 52);
+        assert_eq!(offset_of!(CreateQueueArgs, eop_buffer_address), 56);
+        assert_eq!(offset_of!(CreateQueueArgs, ctl_stack_size), 84);
+        assert_eq!(size_of::<CreateEventArgs>(), 32);
+        assert_eq!(offset_of!(CreateEventArgs, event_slot_index), 28);
+        assert_eq!(size_of::<EventData>(), 48);
+        assert_eq!(offset_of!(EventData, kfd_event_data_ext), 32);
+        assert_eq!(offset_of!(EventData, event_id), 40);
+        assert_eq!(size_of::<WaitEventsArgs>(), 24);
+        assert_eq!(size_of::<AllocMemoryOfGpuArgs>(), 40);
+        assert_eq!(offset_of!(AllocMemoryOfGpuArgs, flags), 36);
+        assert_eq!(size_of::<MapMemoryArgs>(), 24);
+        assert_eq!(size_of::<GetClockCountersArgs>(), 40);
+    }
+
+    #[test]
+    fn request_numbers_match_the_header() {
+        // Values of the header's macros as the C preprocessor expands them on x86-64.
+        assert_eq!(IOC_GET_VERSION, 0x8008_4b01);
+        assert_eq!(IOC_CREATE_QUEUE, 0xc058_4b02);
+        assert_eq!(IOC_WAIT_EVENTS, 0xc018_4b0c);
+        assert_eq!(IOC_ACQUIRE_VM, 0x4008_4b15);
+        assert_eq!(IOC_ALLOC_MEMORY_OF_GPU, 0xc028_4b16);
+        assert_eq!(IOC_FREE_MEMORY_OF_GPU, 0x4008_4b17);
+        assert_eq!(IOC_MAP_MEMORY_TO_GPU, 0xc018_4b18);
+        assert_eq!(request_nr(IOC_MAP_MEMORY_TO_GPU), 0x18);
+        assert_eq!(request_size(IOC_CREATE_QUEUE), 88);
+    }
+}

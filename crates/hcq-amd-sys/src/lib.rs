@@ -1,0 +1,19 @@
+//! Raw AMD ABI for hcq, the layer under the driver (`hcq-amd`) and the emulated GPU (`hcq-emu`).
+//!
+//! - [`kfd`]: the `/dev/kfd` ioctl ABI (`linux/kfd_ioctl.h`).
+//! - [`seam`]: the [`seam::Kernel`] trait, the driver's only way to reach the kernel, and
+//!   [`seam::HostKernel`], its implementation over real system calls.
+//! - [`pm4`]: compute-queue packets, encoded by the driver and decoded by the emulator.
+//! - [`regs`]: gfx11 compute registers and their bit fields.
+//! - [`kd`]: the kernel descriptor of a code object.
+//! - [`signal`]: the `amd_signal_t` layout.
+//!
+//! Hardware structures are declared once here so that the code that builds them and the code
+//! that executes them cannot disagree.
+
+pub mod kd;
+pub mod kfd;
+pub mod pm4;
+pub mod regs;
+pub mod seam;
+pub mod signal;

@@ -1,0 +1,673 @@
+//! PM4 type-3 packets for the gfx11 compute queue: each packet declared once, with an encoder
+//! (the driver builds command streams) and a decoder (the emulated command processor executes
+//! them), plus [`Pm4Builder`], which emits the exact sequences of the reference runtime.
+
+use crate::regs;
+
+pub const PACKET_TYPE3: u32 = 3;
+
+pub const OP_NOP: u8 = 0x10;
+pub const OP_DISPATCH_DIRECT: u8 = 0x15;
+pub const OP_WAIT_REG_MEM: u8 = 0x3c;
+pub const OP_INDIRECT_BUFFER: u8 = 0x3f;
+pub const OP_EVENT_WRITE: u8 = 0x46;
+pub const OP_RELEASE_MEM: u8 = 0x49;
+pub const OP_ACQUIRE_MEM: u8 = 0x58;
+pub const OP_SET_SH_REG: u8 = 0x76;
+
+/// `VGT_EVENT_TYPE` values used by the compute queue.
+pub const EVENT_CS_PARTIAL_FLUSH: u8 = 0x7;
+pub const EVENT_CACHE_FLUSH_AND_INV_TS: u8 = 0x14;
+/// `EVENT_INDEX` for `RELEASE_MEM` at end of pipe.
+pub const EVENT_INDEX_END_OF_PIPE: u8 = 5;
+
+/// The type-3 header: `count` is the number of payload dwords minus one.
+pub const fn header(op: u8, count: u32) -> u32 {
+    (PACKET_TYPE3 << 30) | ((count & 0x3fff) << 16) | ((op as u32) << 8)
+}
+
+/// A decoded packet header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    pub packet_type: u32,
+    pub opcode: u8,
+    /// Payload dwords (the header's count field plus one).
+    pub payload_len: usize,
+}
+
+impl Header {
+    pub fn parse(word: u32) -> Header {
+        Header {
+            packet_type: word >> 30,
+            opcode: ((word >> 8) & 0xff) as u8,
+            payload_len: ((word >> 16) & 0x3fff) as usize + 1,
+        }
+    }
+    /// Whole packet length in dwords, header included.
+    pub fn len(&self) -> usize {
+        self.payload_len + 1
+    }
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+}
+
+/// Why a packet could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeError {
+    /// Not a type-3 packet.
+    PacketType(u32),
+    /// The payload is shorter than the packet requires.
+    Truncated {
+        opcode: u8,
+        need: usize,
+        have: usize,
+    },
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecodeError::PacketType(t) => {
+                write!(f, "PM4 packet of type {t} (only type 3 is supported)")
+            }
+            DecodeError::Truncated { opcode, need, have } => {
+                write!(
+                    f,
+                    "PM4 packet 0x{opcode:02x} has {have} payload dwords, needs {need}"
+                )
+            }
+        }
+    }
+}
+
+fn need(opcode: u8, p: &[u32], n: usize) -> Result<(), DecodeError> {
+    if p.len() < n {
+        Err(DecodeError::Truncated {
+            opcode,
+            need: n,
+            have: p.len(),
+        })
+    } else {
+        Ok(())
+    }
+}
+
+/// `WAIT_REG_MEM` compare functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum CompareFunction {
+    Always = 0,
+    Less = 1,
+    LessEqual = 2,
+    Equal = 3,
+    NotEqual = 4,
+    GreaterEqual = 5,
+    Greater = 6,
+}
+
+impl CompareFunction {
+    pub fn from_bits(v: u32) -> Option<Self> {
+        Some(match v {
+            0 => Self::Always,
+            1 => Self::Less,
+            2 => Self::LessEqual,
+            3 => Self::Equal,
+            4 => Self::NotEqual,
+            5 => Self::GreaterEqual,
+            6 => Self::Greater,
+            _ => return None,
+        })
+    }
+    /// `(value & mask) <op> reference`.
+    pub fn holds(self, value: u32, reference: u32) -> bool {
+        match self {
+            Self::Always => true,
+            Self::Less => value < reference,
+            Self::LessEqual => value <= reference,
+            Self::Equal => value == reference,
+            Self::NotEqual => value != reference,
+            Self::GreaterEqual => value >= reference,
+            Self::Greater => value > reference,
+        }
+    }
+}
+
+/// `WAIT_REG_MEM`: poll a register pair or a memory dword until a comparison holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaitRegMem {
+    /// 0: register space (`addr_lo`/`addr_hi` are register addresses), 1: memory.
+    pub mem_space: u8,
+    /// 0: wait; 1: write `addr_lo` register then wait on `addr_hi` (the HDP flush idiom).
+    pub operation: u8,
+    pub function: u8,
+    pub engine: u8,
+    pub addr_lo: u32,
+    pub addr_hi: u32,
+    pub reference: u32,
+    pub mask: u32,
+    pub poll_interval: u32,
+}
+
+impl WaitRegMem {
+    pub const PAYLOAD: usize = 6;
+    pub fn encode(&self, out: &mut Vec<u32>) {
+        out.extend_from_slice(&[
+            header(OP_WAIT_REG_MEM, Self::PAYLOAD as u32 - 1),
+            (self.function as u32 & 7)
+                | ((self.mem_space as u32 & 3) << 4)
+                | ((self.operation as u32 & 3) << 6)
+                | ((self.engine as u32 & 3) << 8),
+            self.addr_lo,
+            self.addr_hi,
+            self.reference,
+            self.mask,
+            self.poll_interval,
+        ]);
+    }
+    pub fn decode(p: &[u32]) -> Result<Self, DecodeError> {
+        need(OP_WAIT_REG_MEM, p, Self::PAYLOAD)?;
+        Ok(WaitRegMem {
+            function: (p[0] & 7) as u8,
+            mem_space: ((p[0] >> 4) & 3) as u8,
+            operation: ((p[0] >> 6) & 3) as u8,
+            engine: ((p[0] >> 8) & 3) as u8,
+            addr_lo: p[1],
+            addr_hi: p[2],
+            reference: p[3],
+            mask: p[4],
+            poll_interval: p[5],
+        })
+    }
+    /// Memory address polled when `mem_space == 1` (dword aligned).
+    pub fn address(&self) -> u64 {
+        ((self.addr_hi as u64) << 32) | (self.addr_lo & !3) as u64
+    }
+}
+
+/// `ACQUIRE_MEM` `GCR_CNTL` bits.
+pub mod gcr {
+    pub const GLI_INV: u32 = 1 << 0;
+    pub const GLM_WB: u32 = 1 << 4;
+    pub const GLM_INV: u32 = 1 << 5;
+    pub const GLK_WB: u32 = 1 << 6;
+    pub const GLK_INV: u32 = 1 << 7;
+    pub const GLV_INV: u32 = 1 << 8;
+    pub const GL1_INV: u32 = 1 << 9;
+    pub const GL2_INV: u32 = 1 << 14;
+    pub const GL2_WB: u32 = 1 << 15;
+}
+
+/// `ACQUIRE_MEM`: invalidate/write back caches over an address range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AcquireMem {
+    pub coher_cntl: u32,
+    /// Range size in 256-byte units (40 bits).
+    pub size: u64,
+    /// Range base in 256-byte units (56 bits).
+    pub base: u64,
+    pub poll_interval: u32,
+    pub gcr_cntl: u32,
+}
+
+impl AcquireMem {
+    pub const PAYLOAD: usize = 7;
+    pub fn encode(&self, out: &mut Vec<u32>) {
+        out.extend_from_slice(&[
+            header(OP_ACQUIRE_MEM, Self::PAYLOAD as u32 - 1),
+            self.coher_cntl,
+            self.size as u32,
+            ((self.size >> 32) & 0xff) as u32,
+            self.base as u32,
+            ((self.base >> 32) & 0xff_ffff) as u32,
+            self.poll_interval,
+            self.gcr_cntl,
+        ]);
+    }
+    pub fn decode(p: &[u32]) -> Result<Self, DecodeError> {
+        need(OP_ACQUIRE_MEM, p, Self::PAYLOAD)?;
+        Ok(AcquireMem {
+            coher_cntl: p[0],
+            size: p[1] as u64 | (((p[2] & 0xff) as u64) << 32),
+            base: p[3] as u64 | (((p[4] & 0xff_ffff) as u64) << 32),
+            poll_interval: p[5],
+            gcr_cntl: p[6],
+        })
+    }
+}
+
+/// `RELEASE_MEM` `DATA_SEL`: what is written.
+pub mod data_sel {
+    pub const NONE: u8 = 0;
+    pub const DATA_32: u8 = 1;
+    pub const DATA_64: u8 = 2;
+    pub const GPU_CLOCK_64: u8 = 3;
+    pub const SYSTEM_CLOCK_64: u8 = 4;
+}
+
+/// `RELEASE_MEM` `INT_SEL`: whether an interrupt follows the write.
+pub mod int_sel {
+    pub const NONE: u8 = 0;
+    pub const SEND_INT: u8 = 1;
+    pub const SEND_INT_ON_CONFIRM: u8 = 2;
+    pub const SEND_DATA_AND_INT_ON_CONFIRM: u8 = 3;
+}
+
+/// `RELEASE_MEM` `GCR` bits (dword 1).
+pub mod release_gcr {
+    pub const GLM_WB: u32 = 0x1000;
+    pub const GLM_INV: u32 = 0x2000;
+    pub const GLV_INV: u32 = 0x4000;
+    pub const GL1_INV: u32 = 0x8000;
+    pub const GL2_US: u32 = 0x10000;
+    pub const GL2_RANGE: u32 = 0x20000;
+    pub const GL2_DISCARD: u32 = 0x80000;
+    pub const GL2_INV: u32 = 0x100000;
+    pub const GL2_WB: u32 = 0x200000;
+    pub const SEQ: u32 = 0x400000;
+}
+
+/// `RELEASE_MEM`: at an event (end of pipe), write data or a clock to memory and optionally
+/// raise an interrupt carrying `int_ctx`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReleaseMem {
+    pub event_type: u8,
+    pub event_index: u8,
+    /// Cache actions (the [`release_gcr`] bits), already in place.
+    pub gcr: u32,
+    pub data_sel: u8,
+    pub int_sel: u8,
+    pub dst_sel: u8,
+    pub address: u64,
+    pub data: u64,
+    pub int_ctx: u32,
+}
+
+impl ReleaseMem {
+    pub const PAYLOAD: usize = 7;
+    pub fn encode(&self, out: &mut Vec<u32>) {
+        out.extend_from_slice(&[
+            header(OP_RELEASE_MEM, Self::PAYLOAD as u32 - 1),
+            (self.event_type as u32 & 0x3f) | ((self.event_index as u32 & 0xf) << 8) | self.gcr,
+            ((self.data_sel as u32 & 7) << 29)
+                | ((self.int_sel as u32 & 7) << 24)
+                | ((self.dst_sel as u32 & 3) << 16),
+            self.address as u32,
+            (self.address >> 32) as u32,
+            self.data as u32,
+            (self.data >> 32) as u32,
+            self.int_ctx,
+        ]);
+    }
+    pub fn decode(p: &[u32]) -> Result<Self, DecodeError> {
+        need(OP_RELEASE_MEM, p, Self::PAYLOAD)?;
+        Ok(ReleaseMem {
+            event_type: (p[0] & 0x3f) as u8,
+            event_index: ((p[0] >> 8) & 0xf) as u8,
+            gcr: p[0] & !0xf3f,
+            data_sel: ((p[1] >> 29) & 7) as u8,
+            int_sel: ((p[1] >> 24) & 7) as u8,
+            dst_sel: ((p[1] >> 16) & 3) as u8,
+            address: p[2] as u64 | ((p[3] as u64) << 32),
+            data: p[4] as u64 | ((p[5] as u64) << 32),
+            int_ctx: p[6],
+        })
+    }
+}
+
+/// `SET_SH_REG`: write consecutive SH registers starting at `reg` (offset from 0x2c00).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetShReg<'a> {
+    pub reg: u16,
+    pub values: &'a [u32],
+}
+
+impl SetShReg<'_> {
+    pub fn encode(&self, out: &mut Vec<u32>) {
+        out.push(header(OP_SET_SH_REG, self.values.len() as u32));
+        out.push(self.reg as u32);
+        out.extend_from_slice(self.values);
+    }
+}
+
+impl<'a> SetShReg<'a> {
+    pub fn decode(p: &'a [u32]) -> Result<Self, DecodeError> {
+        need(OP_SET_SH_REG, p, 1)?;
+        Ok(SetShReg {
+            reg: (p[0] & 0xffff) as u16,
+            values: &p[1..],
+        })
+    }
+}
+
+/// `DISPATCH_DIRECT`: launch a grid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DispatchDirect {
+    pub dims: [u32; 3],
+    pub initiator: u32,
+}
+
+impl DispatchDirect {
+    pub const PAYLOAD: usize = 4;
+    pub fn encode(&self, out: &mut Vec<u32>) {
+        out.push(header(OP_DISPATCH_DIRECT, Self::PAYLOAD as u32 - 1));
+        out.extend_from_slice(&self.dims);
+        out.push(self.initiator);
+    }
+    pub fn decode(p: &[u32]) -> Result<Self, DecodeError> {
+        need(OP_DISPATCH_DIRECT, p, Self::PAYLOAD)?;
+        Ok(DispatchDirect {
+            dims: [p[0], p[1], p[2]],
+            initiator: p[3],
+        })
+    }
+}
+
+/// `EVENT_WRITE`: a pipeline event (e.g. `CS_PARTIAL_FLUSH`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventWrite {
+    pub event_type: u8,
+    pub event_index: u8,
+}
+
+impl EventWrite {
+    pub fn encode(&self, out: &mut Vec<u32>) {
+        out.push(header(OP_EVENT_WRITE, 0));
+        out.push((self.event_type as u32 & 0x3f) | ((self.event_index as u32 & 0xf) << 8));
+    }
+    pub fn decode(p: &[u32]) -> Result<Self, DecodeError> {
+        need(OP_EVENT_WRITE, p, 1)?;
+        Ok(EventWrite {
+            event_type: (p[0] & 0x3f) as u8,
+            event_index: ((p[0] >> 8) & 0xf) as u8,
+        })
+    }
+}
+
+/// One decoded packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Packet<'a> {
+    Nop,
+    SetShReg(SetShReg<'a>),
+    AcquireMem(AcquireMem),
+    ReleaseMem(ReleaseMem),
+    WaitRegMem(WaitRegMem),
+    DispatchDirect(DispatchDirect),
+    EventWrite(EventWrite),
+    /// A type-3 opcode this decoder does not know.
+    Unknown {
+        opcode: u8,
+    },
+}
+
+impl<'a> Packet<'a> {
+    /// Decodes one packet from its header and payload.
+    pub fn decode(header: Header, payload: &'a [u32]) -> Result<Self, DecodeError> {
+        if header.packet_type != PACKET_TYPE3 {
+            return Err(DecodeError::PacketType(header.packet_type));
+        }
+        Ok(match header.opcode {
+            OP_NOP => Packet::Nop,
+            OP_SET_SH_REG => Packet::SetShReg(SetShReg::decode(payload)?),
+            OP_ACQUIRE_MEM => Packet::AcquireMem(AcquireMem::decode(payload)?),
+            OP_RELEASE_MEM => Packet::ReleaseMem(ReleaseMem::decode(payload)?),
+            OP_WAIT_REG_MEM => Packet::WaitRegMem(WaitRegMem::decode(payload)?),
+            OP_DISPATCH_DIRECT => Packet::DispatchDirect(DispatchDirect::decode(payload)?),
+            OP_EVENT_WRITE => Packet::EventWrite(EventWrite::decode(payload)?),
+            opcode => Packet::Unknown { opcode },
+        })
+    }
+}
+
+/// What a kernel dispatch needs from the driver: the program and its resources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DispatchSetup {
+    /// Address of the first instruction (256-byte aligned).
+    pub code_entry: u64,
+    pub rsrc1: u32,
+    pub rsrc2: u32,
+    /// Bytes of LDS the kernel declares (the descriptor's group segment size).
+    pub group_segment_size: u32,
+    pub scratch_base: u64,
+    /// `COMPUTE_USER_DATA_0..`: the user SGPR values in descriptor order.
+    pub user_data: [u32; 16],
+    pub user_data_count: usize,
+}
+
+/// Handle to the launch dimensions of a dispatch inside a builder's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DispatchPatch {
+    local_at: usize,
+    global_at: usize,
+}
+
+impl DispatchPatch {
+    /// Rewrites the workgroup size and grid size of the dispatch in place.
+    pub fn set_dims(&self, words: &mut [u32], global: [u32; 3], local: [u32; 3]) {
+        words[self.local_at..self.local_at + 3].copy_from_slice(&local);
+        words[self.global_at..self.global_at + 3].copy_from_slice(&global);
+    }
+    /// Dword index of the first grid dimension.
+    pub fn global_at(&self) -> usize {
+        self.global_at
+    }
+    /// Dword index of the first workgroup-size dimension.
+    pub fn local_at(&self) -> usize {
+        self.local_at
+    }
+}
+
+/// Handle to the value a `wait` compares against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaitPatch {
+    reference_at: usize,
+}
+
+impl WaitPatch {
+    pub fn set_value(&self, words: &mut [u32], value: u64) {
+        words[self.reference_at] = value as u32;
+    }
+}
+
+/// Handle to the value a `signal` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SignalPatch {
+    data_at: usize,
+}
+
+impl SignalPatch {
+    pub fn set_value(&self, words: &mut [u32], value: u64) {
+        words[self.data_at] = value as u32;
+        words[self.data_at + 1] = (value >> 32) as u32;
+    }
+}
+
+const SIGNAL_GCR: u32 = release_gcr::GLV_INV
+    | release_gcr::GL1_INV
+    | release_gcr::GL2_INV
+    | release_gcr::GLM_WB
+    | release_gcr::GLM_INV
+    | release_gcr::GL2_WB
+    | release_gcr::SEQ;
+
+/// Builds a compute-queue command stream, one method per operation of the reference runtime.
+#[derive(Debug, Default, Clone)]
+pub struct Pm4Builder {
+    pub words: Vec<u32>,
+}
+
+impl Pm4Builder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn clear(&mut self) {
+        self.words.clear();
+    }
+
+    /// Requests an HDP flush and waits until it is done.
+    pub fn hdp_flush(&mut self) -> &mut Self {
+        WaitRegMem {
+            mem_space: 0,
+            operation: 1,
+            function: CompareFunction::Equal as u8,
+            engine: 0,
+            addr_lo: regs::BIF_BX_PF1_GPU_HDP_FLUSH_REQ,
+            addr_hi: regs::BIF_BX_PF1_GPU_HDP_FLUSH_DONE,
+            reference: 0,
+            mask: 0,
+            poll_interval: 0x20,
+        }
+        .encode(&mut self.words);
+        self
+    }
+
+    /// Invalidates the instruction, scalar, vector, L1 and L2 caches over all memory.
+    pub fn invalidate_cache(&mut self) -> &mut Self {
+        AcquireMem {
+            coher_cntl: 0,
+            size: (1u64 << 40) - 1,
+            base: 0,
+            poll_interval: 0,
+            gcr_cntl: gcr::GLI_INV | gcr::GLK_INV | gcr::GLV_INV | gcr::GL1_INV | gcr::GL2_INV,
+        }
+        .encode(&mut self.words);
+        self
+    }
+
+    /// Waits until the 32-bit word at `signal_value_addr` is `>= value` (low 32 bits compared).
+    pub fn wait(&mut self, signal_value_addr: u64, value: u64) -> WaitPatch {
+        let start = self.words.len();
+        WaitRegMem {
+            mem_space: 1,
+            operation: 0,
+            function: CompareFunction::GreaterEqual as u8,
+            engine: 0,
+            addr_lo: signal_value_addr as u32,
+            addr_hi: (signal_value_addr >> 32) as u32,
+            reference: value as u32,
+            mask: 0xffff_ffff,
+            poll_interval: 4,
+        }
+        .encode(&mut self.words);
+        WaitPatch {
+            reference_at: start + 4,
+        }
+    }
+
+    /// Writes the 64-bit GPU clock to `addr` at end of pipe.
+    pub fn timestamp(&mut self, addr: u64) -> &mut Self {
+        ReleaseMem {
+            event_type: EVENT_CACHE_FLUSH_AND_INV_TS,
+            event_index: EVENT_INDEX_END_OF_PIPE,
+            gcr: 0,
+            data_sel: data_sel::GPU_CLOCK_64,
+            int_sel: int_sel::NONE,
+            dst_sel: 0,
+            address: addr,
+            data: 0,
+            int_ctx: 0,
+        }
+        .encode(&mut self.words);
+        self
+    }
+
+    /// Writes `value` to the signal at end of pipe; when the signal has an event mailbox, also
+    /// writes `event_id` there and raises the interrupt that wakes `WAIT_EVENTS`.
+    pub fn signal(
+        &mut self,
+        signal_value_addr: u64,
+        value: u64,
+        event_mailbox_ptr: u64,
+        event_id: u32,
+    ) -> SignalPatch {
+        let start = self.words.len();
+        let release = |address: u64, data: u64, int_ctx: u32| ReleaseMem {
+            event_type: EVENT_CACHE_FLUSH_AND_INV_TS,
+            event_index: EVENT_INDEX_END_OF_PIPE,
+            gcr: SIGNAL_GCR,
+            data_sel: data_sel::DATA_32,
+            int_sel: int_sel::SEND_INT_ON_CONFIRM,
+            dst_sel: 0,
+            address,
+            data,
+            int_ctx,
+        };
+        release(signal_value_addr, value, 0).encode(&mut self.words);
+        if event_mailbox_ptr != 0 {
+            release(event_mailbox_ptr, event_id as u64, event_id).encode(&mut self.words);
+        }
+        SignalPatch { data_at: start + 5 }
+    }
+
+    /// A whole kernel dispatch: flush and invalidate, program registers, user data, launch
+    /// dimensions, `DISPATCH_DIRECT`, then a `CS_PARTIAL_FLUSH`.
+    pub fn exec(
+        &mut self,
+        setup: &DispatchSetup,
+        global: [u32; 3],
+        local: [u32; 3],
+    ) -> DispatchPatch {
+        self.hdp_flush();
+        self.invalidate_cache();
+        let lds_granules = setup.group_segment_size.div_ceil(regs::LDS_GRANULE) & 0x1ff;
+        let prog = setup.code_entry >> 8;
+        let w = &mut self.words;
+        let sh = |w: &mut Vec<u32>, reg: u16, values: &[u32]| SetShReg { reg, values }.encode(w);
+        sh(
+            w,
+            regs::COMPUTE_PGM_LO,
+            &[
+                prog as u32,
+                (prog >> 32) as u32,
+                0,
+                0,
+                (setup.scratch_base >> 8) as u32,
+                (setup.scratch_base >> 40) as u32,
+            ],
+        );
+        sh(
+            w,
+            regs::COMPUTE_PGM_RSRC1,
+            &[
+                setup.rsrc1,
+                setup.rsrc2 | (lds_granules << regs::RSRC2_LDS_SIZE_SHIFT),
+            ],
+        );
+        // (wave size in KiB-of-32-dwords units << 12) | number of waves: the reference value.
+        sh(w, regs::COMPUTE_TMPRING_SIZE, &[0x0020_0200]);
+        sh(w, regs::COMPUTE_RESTART_X, &[0, 0, 0, 0]);
+        sh(w, regs::COMPUTE_STATIC_THREAD_MGMT_SE0, &[u32::MAX; 2]);
+        sh(w, regs::COMPUTE_STATIC_THREAD_MGMT_SE2, &[u32::MAX; 2]);
+        sh(w, regs::COMPUTE_STATIC_THREAD_MGMT_SE4, &[u32::MAX; 4]);
+        sh(
+            w,
+            regs::COMPUTE_USER_DATA_0,
+            &setup.user_data[..setup.user_data_count.min(16)],
+        );
+        let local_at = w.len() + 2 + 3;
+        sh(
+            w,
+            regs::COMPUTE_START_X,
+            &[0, 0, 0, local[0], local[1], local[2], 0, 0],
+        );
+        sh(w, regs::COMPUTE_RESOURCE_LIMITS, &[0]);
+        let global_at = w.len() + 1;
+        DispatchDirect {
+            dims: global,
+            initiator: regs::initiator::CS_W32_EN
+                | regs::initiator::FORCE_START_AT_000
+                | regs::initiator::COMPUTE_SHADER_EN,
+        }
+        .encode(w);
+        EventWrite {
+            event_type: EVENT_CS_PARTIAL_FLUSH,
+            event_index: 4,
+        }
+        .encode(w);
+        DispatchPatch {
+            local_at,
+            global_at,
+        }
+    }
+}

@@ -1,0 +1,627 @@
+//! [`AmdDriver`] (one per kernel: the process's KFD state) and [`AmdDevice`] (one GPU).
+
+use crate::compiler::HipCompiler;
+use crate::kfd::Kfd;
+use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
+use crate::program::{validate_descriptor, AmdProgram, CodeObject};
+use crate::queue::ComputeQueue;
+use crate::signal::{ExceptionEvents, GpuException, Signal};
+use crate::topology::{self, GpuNode};
+use crate::GPU_TIMESTAMP_HZ;
+use hcq_amd_sys::kd::{self, KernelDescriptor};
+use hcq_amd_sys::pm4::{DispatchSetup, Pm4Builder};
+use hcq_amd_sys::seam::{Fd, Kernel};
+use hcq_amd_sys::signal::{AmdSignal, SIGNAL_SIZE};
+use hcq_core::{Arg, CompileCache, DeviceInfo, Error, Result};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+const SIGNAL_COUNT: usize = 16384;
+const EVENT_PAGE_BYTES: u64 = 0x8000;
+const KERNARGS_BYTES: u64 = 0x100_0000;
+/// Per-wave scratch the runtime provides (as the reference runtime).
+const MAX_PRIVATE_SEGMENT_SIZE: u32 = 4096;
+/// The timeline swaps to its shadow signal past this value, because `WAIT_REG_MEM` compares
+/// only the low 32 bits.
+const TIMELINE_LIMIT: u64 = 1 << 31;
+
+/// How long a wait may take: `HCQ_WAIT_TIMEOUT_MS`, default 30 s.
+pub fn wait_timeout() -> Duration {
+    let ms = std::env::var("HCQ_WAIT_TIMEOUT_MS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(30_000);
+    Duration::from_millis(ms.max(1))
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Pages every device of the process shares: signals and the event page.
+struct SharedPages {
+    signals: GpuMemory,
+    events: GpuMemory,
+    free_slots: Vec<usize>,
+}
+
+/// The process's connection to one kernel (real or emulated): `/dev/kfd`, the GPU list, the
+/// shared signal and event pages, and the exception events.
+pub struct AmdDriver {
+    pub kfd: Arc<Kfd>,
+    pub gpus: Vec<GpuNode>,
+    /// Prefix of device names: `amd` or `amd-emu`.
+    pub prefix: String,
+    pub emulated: bool,
+    shared: Mutex<Option<SharedPages>>,
+    exceptions: Mutex<Option<Arc<ExceptionEvents>>>,
+    /// Exceptions seen by any wait, not yet reported to their device.
+    pending: Mutex<Vec<GpuException>>,
+}
+
+impl AmdDriver {
+    pub fn new(kernel: Arc<dyn Kernel>, prefix: &str, emulated: bool) -> Result<Arc<AmdDriver>> {
+        let gpus = topology::gpu_nodes(kernel.as_ref())?;
+        let kfd = Kfd::open(kernel)?;
+        let v = kfd.get_version()?;
+        if v.major_version != hcq_amd_sys::kfd::KFD_IOCTL_MAJOR_VERSION {
+            return Err(Error::Unsupported(format!(
+                "KFD ABI {}.{}, need 1.x",
+                v.major_version, v.minor_version
+            )));
+        }
+        Ok(Arc::new(AmdDriver {
+            kfd: Arc::new(kfd),
+            gpus,
+            prefix: prefix.to_string(),
+            emulated,
+            shared: Mutex::new(None),
+            exceptions: Mutex::new(None),
+            pending: Mutex::new(Vec::new()),
+        }))
+    }
+
+    /// Takes a signal slot, creating the shared pages on the first device that asks.
+    fn new_signal(&self, drm_fd: Fd, node: &GpuNode, name: &str) -> Result<Signal> {
+        let mut shared = lock(&self.shared);
+        if shared.is_none() {
+            let uncached = AllocFlags {
+                uncached: true,
+                public: false,
+            };
+            let signals = GpuMemory::alloc(
+                &self.kfd,
+                drm_fd,
+                node.gpu_id,
+                name,
+                (SIGNAL_SIZE * SIGNAL_COUNT) as u64,
+                MemoryKind::Gtt,
+                uncached,
+            )?;
+            let events = GpuMemory::alloc(
+                &self.kfd,
+                drm_fd,
+                node.gpu_id,
+                name,
+                EVENT_PAGE_BYTES,
+                MemoryKind::Gtt,
+                uncached,
+            )?;
+            *shared = Some(SharedPages {
+                signals,
+                events,
+                free_slots: (0..SIGNAL_COUNT).rev().collect(),
+            });
+        }
+        let pages = shared.as_mut().expect("initialised above");
+        pages.signals.map_to(node.gpu_id)?;
+        pages.events.map_to(node.gpu_id)?;
+        let first_event = pages.free_slots.len() == SIGNAL_COUNT;
+        let event = self.kfd.create_event(
+            hcq_amd_sys::kfd::EVENT_SIGNAL,
+            if first_event { pages.events.handle } else { 0 },
+            true,
+        )?;
+        let slot = pages
+            .free_slots
+            .pop()
+            .ok_or_else(|| Error::Unsupported("out of signal slots".into()))?;
+        let mailbox = pages.events.va + event.event_slot_index as u64 * 8;
+        // SAFETY: `slot` indexes a 64-byte slot inside the live signal page, handed out once.
+        Ok(unsafe {
+            Signal::new(
+                (pages.signals.va as *mut AmdSignal).add(slot),
+                event.event_id,
+                mailbox,
+            )
+        })
+    }
+
+    fn exception_events(&self) -> Result<Arc<ExceptionEvents>> {
+        let mut ex = lock(&self.exceptions);
+        if let Some(e) = ex.as_ref() {
+            return Ok(e.clone());
+        }
+        let e = Arc::new(ExceptionEvents::create(&self.kfd)?);
+        *ex = Some(e.clone());
+        Ok(e)
+    }
+
+    /// Moves exceptions for `gpu_id` out of the pending list.
+    fn take_exceptions(&self, new: Vec<GpuException>, gpu_id: u32) -> Vec<GpuException> {
+        let mut pending = lock(&self.pending);
+        pending.extend(new);
+        let (mine, rest): (Vec<_>, Vec<_>) = pending.drain(..).partition(|e| e.gpu_id == gpu_id);
+        *pending = rest;
+        mine
+    }
+}
+
+/// A buffer in device memory (CPU-visible VRAM).
+#[derive(Debug)]
+pub struct AmdBuffer {
+    pub mem: GpuMemory,
+    /// Bytes requested (the allocation is rounded up to pages).
+    pub size: u64,
+}
+
+impl AmdBuffer {
+    pub fn gpu_address(&self) -> u64 {
+        self.mem.va
+    }
+}
+
+/// Mutable device state, behind one lock: the launch path takes it once.
+struct DeviceState {
+    queue: ComputeQueue,
+    timeline: Signal,
+    shadow_timeline: Signal,
+    /// The value the next submission will signal.
+    timeline_value: u64,
+    kernargs_next: u64,
+    builder: Pm4Builder,
+    scratch: Option<GpuMemory>,
+    dispatch_id: u64,
+}
+
+/// One AMD GPU, real or emulated.
+pub struct AmdDevice {
+    pub driver: Arc<AmdDriver>,
+    pub node: GpuNode,
+    pub name: String,
+    drm_fd: Fd,
+    kernargs: GpuMemory,
+    state: Mutex<DeviceState>,
+    exceptions: Arc<ExceptionEvents>,
+    pub compiler: HipCompiler,
+    timeout: Duration,
+}
+
+impl AmdDevice {
+    /// Opens GPU number `index` (in topology order).
+    pub fn open(driver: &Arc<AmdDriver>, index: usize) -> Result<AmdDevice> {
+        let name = format!("{}:{index}", driver.prefix);
+        let node = driver.gpus.get(index).cloned().ok_or_else(|| {
+            Error::NoDevice(format!(
+                "{name} (this machine has {} {} GPU(s))",
+                driver.gpus.len(),
+                driver.prefix
+            ))
+        })?;
+        let minor = node.prop("drm_render_minor")?;
+        let kernel = &driver.kfd.kernel;
+        let path = format!("/dev/dri/renderD{minor}");
+        let drm_fd = kernel.open(&path).map_err(|source| Error::Driver {
+            call: "open render node",
+            source,
+        })?;
+        let dev = (|| {
+            driver.kfd.acquire_vm(drm_fd, node.gpu_id)?;
+            let timeline = driver.new_signal(drm_fd, &node, &name)?;
+            let shadow_timeline = driver.new_signal(drm_fd, &node, &name)?;
+            let exceptions = driver.exception_events()?;
+            let kernargs = GpuMemory::alloc(
+                &driver.kfd,
+                drm_fd,
+                node.gpu_id,
+                &name,
+                KERNARGS_BYTES,
+                MemoryKind::Vram,
+                AllocFlags::default(),
+            )?;
+            let queue = ComputeQueue::create(&driver.kfd, drm_fd, node.gpu_id, &name)?;
+            let compiler = HipCompiler::new(&node.arch, CompileCache::from_env());
+            Ok(AmdDevice {
+                driver: driver.clone(),
+                name: name.clone(),
+                drm_fd,
+                state: Mutex::new(DeviceState {
+                    queue,
+                    timeline,
+                    shadow_timeline,
+                    timeline_value: 1,
+                    kernargs_next: kernargs.va,
+                    builder: Pm4Builder::new(),
+                    scratch: None,
+                    dispatch_id: 0,
+                }),
+                kernargs,
+                exceptions,
+                compiler,
+                timeout: wait_timeout(),
+                node,
+            })
+        })();
+        if dev.is_err() {
+            kernel.close(drm_fd);
+        }
+        dev
+    }
+
+    pub fn info(&self) -> DeviceInfo {
+        let memory = self
+            .node
+            .properties
+            .get("local_mem_size")
+            .copied()
+            .unwrap_or(0);
+        DeviceInfo {
+            name: self.name.clone(),
+            arch: self.node.arch.clone(),
+            memory,
+            emulated: self.driver.emulated,
+            description: format!("AMD {} (gpu_id {})", self.node.arch, self.node.gpu_id),
+        }
+    }
+
+    fn alloc_mem(&self, size: u64, kind: MemoryKind, flags: AllocFlags) -> Result<GpuMemory> {
+        GpuMemory::alloc(
+            &self.driver.kfd,
+            self.drm_fd,
+            self.node.gpu_id,
+            &self.name,
+            size,
+            kind,
+            flags,
+        )
+    }
+
+    /// Allocates a device buffer of `size` bytes.
+    pub fn alloc(&self, size: u64) -> Result<AmdBuffer> {
+        let mem = self.alloc_mem(
+            size,
+            MemoryKind::Vram,
+            AllocFlags {
+                uncached: false,
+                public: true,
+            },
+        )?;
+        Ok(AmdBuffer { mem, size })
+    }
+
+    fn check_range(buf: &AmdBuffer, offset: u64, len: usize) -> Result<()> {
+        if offset
+            .checked_add(len as u64)
+            .is_none_or(|end| end > buf.size)
+        {
+            return Err(Error::InvalidArgument(format!(
+                "copy of {len} bytes at offset {offset} exceeds the {}-byte buffer",
+                buf.size
+            )));
+        }
+        Ok(())
+    }
+
+    /// Copies host bytes into `buf` at `offset`, after the work already queued.
+    pub fn copy_in(&self, buf: &AmdBuffer, offset: u64, src: &[u8]) -> Result<()> {
+        Self::check_range(buf, offset, src.len())?;
+        self.synchronize()?;
+        buf.mem.write(offset, src);
+        Ok(())
+    }
+
+    /// Copies `dst.len()` bytes out of `buf` at `offset`, after the work already queued.
+    pub fn copy_out(&self, dst: &mut [u8], buf: &AmdBuffer, offset: u64) -> Result<()> {
+        Self::check_range(buf, offset, dst.len())?;
+        self.synchronize()?;
+        buf.mem.read(offset, dst);
+        Ok(())
+    }
+
+    /// Compiles HIP source for this device (through the compile cache).
+    pub fn compile(&self, source: &str) -> Result<Vec<u8>> {
+        self.compiler.compile(source)
+    }
+
+    /// Uploads kernel `name` from a code object.
+    pub fn load_program(&self, code_object: &[u8], name: &str) -> Result<AmdProgram> {
+        let co = CodeObject::parse(code_object)?;
+        let kd_offset = co.descriptor_offset(name)?;
+        let image = self.alloc_mem(
+            co.image_size,
+            MemoryKind::Vram,
+            AllocFlags {
+                uncached: false,
+                public: true,
+            },
+        )?;
+        let bytes = co.image(image.va)?;
+        let kd_bytes = bytes
+            .get(kd_offset as usize..)
+            .and_then(|b| b.get(..kd::KERNEL_DESCRIPTOR_SIZE))
+            .ok_or_else(|| {
+                Error::InvalidCodeObject(format!("descriptor of {name} lies outside the image"))
+            })?;
+        let descriptor = KernelDescriptor::parse(kd_bytes).expect("64 bytes were sliced");
+        let entry = validate_descriptor(name, &descriptor, kd_offset, co.image_size)?;
+        if descriptor.private_segment_fixed_size > MAX_PRIVATE_SEGMENT_SIZE {
+            return Err(Error::Unsupported(format!(
+                "kernel {name} needs {} bytes of scratch per work-item (at most {MAX_PRIVATE_SEGMENT_SIZE})",
+                descriptor.private_segment_fixed_size
+            )));
+        }
+        image.write(0, &bytes);
+        let meta = co.kernels.iter().find(|k| k.name == name);
+        let (args, kernarg_size, kernarg_align) = match meta {
+            Some(m) => (
+                m.args.clone(),
+                m.kernarg_segment_size.max(descriptor.kernarg_size),
+                m.kernarg_segment_align,
+            ),
+            None => (Vec::new(), descriptor.kernarg_size, 8),
+        };
+        if kernarg_size as u64 > KERNARGS_BYTES / 4 {
+            return Err(Error::InvalidCodeObject(format!(
+                "kernel {name} has a {kernarg_size}-byte argument segment"
+            )));
+        }
+        if descriptor.private_segment_fixed_size > 0 {
+            self.ensure_scratch()?;
+        }
+        Ok(AmdProgram {
+            name: name.to_string(),
+            code_entry: image.va + entry,
+            image,
+            user_sgprs: descriptor.user_sgpr_layout(),
+            descriptor,
+            args,
+            kernarg_size,
+            kernarg_align: kernarg_align.max(16),
+            device_gpu_id: self.node.gpu_id,
+        })
+    }
+
+    fn ensure_scratch(&self) -> Result<()> {
+        let mut st = lock(&self.state);
+        if st.scratch.is_some() {
+            return Ok(());
+        }
+        let p = |n| self.node.prop(n);
+        let cus = p("simd_count")? / p("simd_per_cu")?.max(1);
+        let waves = p("max_waves_per_simd")? * p("simd_per_cu")?;
+        let wave_bytes = (waves * MAX_PRIVATE_SEGMENT_SIZE as u64).next_multiple_of(256);
+        let size = cus * p("max_slots_scratch_cu")? * wave_bytes;
+        st.scratch = Some(self.alloc_mem(size, MemoryKind::Vram, AllocFlags::default())?);
+        Ok(())
+    }
+
+    /// Launches `prg` over `global` workgroups of `local` work-items. With `wait`, blocks until it
+    /// finishes and returns its GPU time.
+    pub fn launch<B>(
+        &self,
+        prg: &AmdProgram,
+        args: &[Arg<B>],
+        address_of: impl Fn(&B) -> Result<u64>,
+        global: [u32; 3],
+        local: [u32; 3],
+        wait: bool,
+    ) -> Result<Option<Duration>> {
+        if prg.device_gpu_id != self.node.gpu_id {
+            return Err(Error::InvalidArgument(format!(
+                "program {} was loaded on another device",
+                prg.name
+            )));
+        }
+        if global.contains(&0) || local.contains(&0) {
+            return Err(Error::InvalidArgument(format!(
+                "empty launch: global {global:?}, local {local:?}"
+            )));
+        }
+        let threads: u64 = local.iter().map(|&x| x as u64).product();
+        if threads > 1024 {
+            return Err(Error::InvalidArgument(format!(
+                "workgroup of {threads} work-items (at most 1024)"
+            )));
+        }
+        for (g, l) in global.iter().zip(&local) {
+            if (*g as u64) * (*l as u64) > u32::MAX as u64 {
+                return Err(Error::InvalidArgument(format!(
+                    "grid of {g} x {l} work-items overflows 32 bits"
+                )));
+            }
+        }
+        let mut st = lock(&self.state);
+        // Kernel arguments: an optional dispatch packet first, then the argument segment.
+        let dispatch_packet = prg.user_sgprs.dispatch_ptr.is_some();
+        let need =
+            (prg.kernarg_size as u64).next_multiple_of(64) + if dispatch_packet { 64 } else { 0 };
+        let mut at = st.kernargs_next.next_multiple_of(prg.kernarg_align as u64);
+        if at + need > self.kernargs.va + self.kernargs.size {
+            // The ring is full: everything queued must finish before its arguments are reused.
+            self.wait_locked(&mut st)?;
+            at = self.kernargs.va;
+        }
+        let kernargs_addr = at;
+        let off = kernargs_addr - self.kernargs.va;
+        // SAFETY: `off + kernarg_size` lies inside the kernarg mapping (checked above), the GPU
+        // is not reading this range (everything that used it finished before the ring wrapped),
+        // and the device lock makes this the only writer.
+        let seg = unsafe {
+            std::slice::from_raw_parts_mut(
+                self.kernargs.as_ptr().add(off as usize),
+                prg.kernarg_size as usize,
+            )
+        };
+        seg.fill(0);
+        prg.write_kernargs(args, address_of, global, local, seg)?;
+        let mut dispatch_ptr = 0;
+        if dispatch_packet {
+            dispatch_ptr = kernargs_addr + (prg.kernarg_size as u64).next_multiple_of(64);
+            self.kernargs.write(
+                dispatch_ptr - self.kernargs.va,
+                &aql_dispatch_packet(prg, global, local, kernargs_addr),
+            );
+        }
+        st.kernargs_next = kernargs_addr + need;
+
+        let mut user_data = [0u32; 16];
+        let mut put64 = |at: Option<u32>, v: u64| {
+            if let Some(i) = at {
+                user_data[i as usize] = v as u32;
+                user_data[i as usize + 1] = (v >> 32) as u32;
+            }
+        };
+        let l = prg.user_sgprs;
+        put64(l.kernarg_segment_ptr, kernargs_addr);
+        put64(l.dispatch_ptr, dispatch_ptr);
+        st.dispatch_id += 1;
+        put64(l.dispatch_id, st.dispatch_id);
+        if let Some(i) = l.private_segment_size {
+            user_data[i as usize] = prg.descriptor.private_segment_fixed_size;
+        }
+        let setup = DispatchSetup {
+            code_entry: prg.code_entry,
+            rsrc1: prg.descriptor.compute_pgm_rsrc1,
+            rsrc2: prg.descriptor.compute_pgm_rsrc2,
+            group_segment_size: prg.descriptor.group_segment_fixed_size,
+            scratch_base: st.scratch.as_ref().map_or(0, |s| s.va),
+            user_data,
+            user_data_count: hcq_amd_sys::regs::PgmRsrc2(prg.descriptor.compute_pgm_rsrc2)
+                .user_sgpr() as usize,
+        };
+        let value = st.timeline_value;
+        let st = &mut *st;
+        let b = &mut st.builder;
+        b.clear();
+        b.wait(st.timeline.value_addr(), value - 1);
+        if wait {
+            b.timestamp(st.timeline.start_ts_addr());
+        }
+        b.exec(&setup, global, local);
+        if wait {
+            b.timestamp(st.timeline.end_ts_addr());
+        }
+        b.signal(
+            st.timeline.value_addr(),
+            value,
+            st.timeline.event_mailbox_ptr,
+            st.timeline.event_id,
+        );
+        st.queue.submit(&b.words, self.timeout)?;
+        st.timeline_value += 1;
+        if !wait {
+            return Ok(None);
+        }
+        self.wait_locked(st)?;
+        let ticks = st.timeline.end_ts().saturating_sub(st.timeline.start_ts());
+        Ok(Some(Duration::from_nanos(
+            ticks.saturating_mul(1_000_000_000 / GPU_TIMESTAMP_HZ),
+        )))
+    }
+
+    /// Waits for everything submitted so far; reports any fault the GPU raised meanwhile.
+    fn wait_locked(&self, st: &mut DeviceState) -> Result<()> {
+        let target = st.timeline_value - 1;
+        let mut seen = Vec::new();
+        let r = self.exceptions.wait_signal(
+            &self.driver.kfd,
+            &st.timeline,
+            target,
+            self.timeout,
+            &|| format!("{} to reach timeline value {target}", self.name),
+            &mut seen,
+        );
+        let mine = self.driver.take_exceptions(seen, self.node.gpu_id);
+        if !mine.is_empty() {
+            return Err(self.fault_error(&mine));
+        }
+        r?;
+        st.kernargs_next = self.kernargs.va;
+        if st.timeline_value > TIMELINE_LIMIT {
+            std::mem::swap(&mut st.timeline, &mut st.shadow_timeline);
+            st.timeline.set(0);
+            st.timeline_value = 1;
+        }
+        Ok(())
+    }
+
+    fn fault_error(&self, exceptions: &[GpuException]) -> Error {
+        let mut messages = Vec::new();
+        while let Some(m) = self.driver.kfd.kernel.take_fault_report(self.node.gpu_id) {
+            messages.push(m);
+        }
+        if messages.is_empty() {
+            messages = exceptions
+                .iter()
+                .map(|e| match e.va {
+                    Some(va) => format!("GPU memory access fault at 0x{va:x}"),
+                    None => "GPU hardware exception".to_string(),
+                })
+                .collect();
+        }
+        Error::DeviceFault {
+            device: self.name.clone(),
+            message: messages.join("; "),
+        }
+    }
+
+    /// Blocks until all submitted work has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        let mut st = lock(&self.state);
+        self.wait_locked(&mut st)
+    }
+
+    /// Dwords the last submission wrote to the ring.
+    pub fn last_submission_dwords(&self) -> u64 {
+        lock(&self.state).builder.words.len() as u64
+    }
+
+    /// Capacity of the compute ring in dwords.
+    pub fn ring_capacity_dwords(&self) -> u64 {
+        lock(&self.state).queue.capacity()
+    }
+}
+
+impl Drop for AmdDevice {
+    fn drop(&mut self) {
+        let _ = self.synchronize();
+        self.driver.kfd.kernel.close(self.drm_fd);
+    }
+}
+
+/// An `hsa_kernel_dispatch_packet_t` for kernels that read their launch through the dispatch
+/// pointer: sizes in work-items, the kernarg address, segment sizes.
+fn aql_dispatch_packet(
+    prg: &AmdProgram,
+    global: [u32; 3],
+    local: [u32; 3],
+    kernargs: u64,
+) -> [u8; 64] {
+    let mut p = [0u8; 64];
+    let dims: u16 = if global[2] > 1 || local[2] > 1 {
+        3
+    } else if global[1] > 1 || local[1] > 1 {
+        2
+    } else {
+        1
+    };
+    p[2..4].copy_from_slice(&dims.to_le_bytes());
+    for i in 0..3 {
+        p[4 + 2 * i..6 + 2 * i].copy_from_slice(&(local[i] as u16).to_le_bytes());
+        p[12 + 4 * i..16 + 4 * i].copy_from_slice(&global[i].wrapping_mul(local[i]).to_le_bytes());
+    }
+    p[24..28].copy_from_slice(&prg.descriptor.private_segment_fixed_size.to_le_bytes());
+    p[28..32].copy_from_slice(&prg.descriptor.group_segment_fixed_size.to_le_bytes());
+    p[40..48].copy_from_slice(&kernargs.to_le_bytes());
+    p
+}

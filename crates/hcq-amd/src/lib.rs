@@ -1,0 +1,28 @@
+//! hcq's AMD driver: talks to the Linux kernel driver (KFD) directly, with no ROCm user space.
+//!
+//! The driver reaches the kernel only through [`hcq_amd_sys::seam::Kernel`], so the same code
+//! drives a real GPU ([`hcq_amd_sys::seam::HostKernel`]) and the emulated one (`hcq-emu`).
+//!
+//! - [`kfd`]: thin checked calls over the seam (errors carry the errno).
+//! - [`topology`]: GPU nodes from the KFD sysfs topology.
+//! - [`memory`]: buffer objects: VRAM, GTT, userptr; CPU and GPU mappings.
+//! - [`signal`]: `amd_signal_t` signals, the process's event page, exception events, waits.
+//! - [`queue`]: the PM4 compute queue: ring, read/write pointers, doorbell.
+//! - [`program`]: ELF code objects, kernel descriptors, metadata, kernel arguments.
+//! - [`compiler`]: HIP source to code object with clang, through the compile cache.
+//! - [`device`]: [`AmdDevice`], which puts them together.
+
+pub mod compiler;
+pub mod device;
+pub mod kfd;
+pub mod memory;
+pub mod program;
+pub mod queue;
+pub mod signal;
+pub mod topology;
+
+pub use device::{AmdBuffer, AmdDevice, AmdDriver};
+pub use program::AmdProgram;
+
+/// Frequency of the clock that `RELEASE_MEM` timestamps count (gfx11: 100 MHz).
+pub const GPU_TIMESTAMP_HZ: u64 = 100_000_000;

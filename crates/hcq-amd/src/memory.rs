@@ -1,0 +1,256 @@
+//! Buffer objects: GPU memory allocated through KFD and mapped for the CPU and the GPUs.
+
+use crate::kfd::Kfd;
+use hcq_amd_sys::kfd as abi;
+use hcq_amd_sys::seam::{self, Fd};
+use hcq_core::{Error, Result};
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex};
+
+pub const PAGE_SIZE: u64 = 0x1000;
+
+/// Where a buffer object lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryKind {
+    /// Device memory, CPU-mapped through the render node.
+    Vram,
+    /// System memory the GPU reaches over the bus.
+    Gtt,
+    /// Ordinary host pages registered with the GPU.
+    UserPtr,
+}
+
+/// One buffer object. It is mapped for the CPU at `va` (the same address the GPU uses) and freed
+/// on drop.
+pub struct GpuMemory {
+    kfd: Arc<Kfd>,
+    pub va: u64,
+    pub size: u64,
+    pub handle: u64,
+    pub kind: MemoryKind,
+    mapped_gpus: Mutex<Vec<u32>>,
+}
+
+// SAFETY: `GpuMemory` only stores the address of its mapping; all access through it goes through
+// raw pointers whose users synchronise with the GPU via signals.
+unsafe impl Send for GpuMemory {}
+// SAFETY: as above; the only interior mutability is the mutex-protected GPU list.
+unsafe impl Sync for GpuMemory {}
+
+impl std::fmt::Debug for GpuMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "GpuMemory({:?} 0x{:x}+0x{:x})",
+            self.kind, self.va, self.size
+        )
+    }
+}
+
+/// Allocation options beyond the kind.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AllocFlags {
+    pub uncached: bool,
+    pub public: bool,
+}
+
+impl GpuMemory {
+    /// Allocates `size` bytes (rounded up to pages, at least one) on `gpu_id` and maps them on
+    /// that GPU and for the CPU.
+    pub fn alloc(
+        kfd: &Arc<Kfd>,
+        drm_fd: Fd,
+        gpu_id: u32,
+        device_name: &str,
+        size: u64,
+        kind: MemoryKind,
+        opts: AllocFlags,
+    ) -> Result<GpuMemory> {
+        let size = size
+            .max(1)
+            .checked_next_multiple_of(PAGE_SIZE)
+            .ok_or_else(|| Error::OutOfMemory {
+                device: device_name.to_string(),
+                requested: size,
+            })?;
+        let mut flags = abi::ALLOC_MEM_FLAGS_WRITABLE
+            | abi::ALLOC_MEM_FLAGS_EXECUTABLE
+            | abi::ALLOC_MEM_FLAGS_NO_SUBSTITUTE;
+        flags |= match kind {
+            MemoryKind::Vram => abi::ALLOC_MEM_FLAGS_VRAM,
+            MemoryKind::Gtt => abi::ALLOC_MEM_FLAGS_GTT,
+            MemoryKind::UserPtr => abi::ALLOC_MEM_FLAGS_USERPTR,
+        };
+        if opts.uncached {
+            flags |= abi::ALLOC_MEM_FLAGS_COHERENT | abi::ALLOC_MEM_FLAGS_UNCACHED;
+        }
+        if opts.public {
+            flags |= abi::ALLOC_MEM_FLAGS_PUBLIC;
+        }
+        let k = &kfd.kernel;
+        let len = usize::try_from(size).map_err(|_| Error::OutOfMemory {
+            device: device_name.into(),
+            requested: size,
+        })?;
+        let oom_or = |call: &'static str, source: std::io::Error| {
+            if source.raw_os_error() == Some(seam::ENOMEM) {
+                Error::OutOfMemory {
+                    device: device_name.to_string(),
+                    requested: size,
+                }
+            } else {
+                Error::Driver { call, source }
+            }
+        };
+        // SAFETY: an anonymous mapping at an address of the kernel's choosing replaces nothing.
+        let addr = unsafe {
+            if kind == MemoryKind::UserPtr {
+                k.mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    seam::PROT_READ | seam::PROT_WRITE,
+                    seam::MAP_SHARED | seam::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            } else {
+                k.mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    seam::PROT_NONE,
+                    seam::MAP_PRIVATE | seam::MAP_ANONYMOUS | seam::MAP_NORESERVE,
+                    -1,
+                    0,
+                )
+            }
+        }
+        .map_err(|e| oom_or("mmap (reserve)", e))?;
+        let va = addr as u64;
+        let release_va = || {
+            // SAFETY: `addr..addr+len` is the reservation made above and nothing else uses it.
+            let _ = unsafe { k.munmap(addr, len) };
+        };
+        let mmap_offset = if kind == MemoryKind::UserPtr { va } else { 0 };
+        let args = match kfd.alloc_memory(va, size, gpu_id, flags, mmap_offset) {
+            Ok(a) => a,
+            Err(Error::Driver { call, source }) => {
+                release_va();
+                return Err(oom_or(call, source));
+            }
+            Err(e) => {
+                release_va();
+                return Err(e);
+            }
+        };
+        let mem = GpuMemory {
+            kfd: kfd.clone(),
+            va,
+            size,
+            handle: args.handle,
+            kind,
+            mapped_gpus: Mutex::new(Vec::new()),
+        };
+        if kind != MemoryKind::UserPtr {
+            // SAFETY: maps the buffer object over our own reservation at `va`.
+            let p = unsafe {
+                k.mmap(
+                    addr,
+                    len,
+                    seam::PROT_READ | seam::PROT_WRITE,
+                    seam::MAP_SHARED | seam::MAP_FIXED,
+                    drm_fd,
+                    args.mmap_offset,
+                )
+            }
+            .map_err(|source| Error::Driver {
+                call: "mmap (buffer object)",
+                source,
+            })?;
+            if p as u64 != va {
+                return Err(Error::Driver {
+                    call: "mmap (buffer object)",
+                    source: std::io::Error::other(format!("mapped at {p:p}, wanted 0x{va:x}")),
+                });
+            }
+        }
+        mem.map_to(gpu_id)?;
+        Ok(mem)
+    }
+
+    /// Makes the buffer visible to another GPU (for transfers); mapping twice is a no-op.
+    pub fn map_to(&self, gpu_id: u32) -> Result<()> {
+        let mut gpus = self.mapped_gpus.lock().unwrap_or_else(|e| e.into_inner());
+        if gpus.contains(&gpu_id) {
+            return Ok(());
+        }
+        gpus.push(gpu_id);
+        if let Err(e) = self.kfd.map_memory(self.handle, &gpus) {
+            gpus.pop();
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.va as *mut u8
+    }
+
+    /// Copies host bytes into the mapping at `offset`.
+    ///
+    /// The caller makes sure the GPU is not using the range (the device orders this).
+    pub fn write(&self, offset: u64, src: &[u8]) {
+        assert!(
+            offset
+                .checked_add(src.len() as u64)
+                .is_some_and(|end| end <= self.size),
+            "write out of bounds"
+        );
+        // SAFETY: the range was checked to lie inside the live mapping; `src` cannot overlap it
+        // as the mapping is not handed out as a Rust slice.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                src.as_ptr(),
+                self.as_ptr().add(offset as usize),
+                src.len(),
+            )
+        };
+    }
+
+    /// Copies from the mapping at `offset` into host bytes.
+    pub fn read(&self, offset: u64, dst: &mut [u8]) {
+        assert!(
+            offset
+                .checked_add(dst.len() as u64)
+                .is_some_and(|end| end <= self.size),
+            "read out of bounds"
+        );
+        // SAFETY: as in `write`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.as_ptr().add(offset as usize),
+                dst.as_mut_ptr(),
+                dst.len(),
+            )
+        };
+    }
+}
+
+impl Drop for GpuMemory {
+    fn drop(&mut self) {
+        let gpus = std::mem::take(
+            self.mapped_gpus
+                .get_mut()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        if !gpus.is_empty() {
+            let _ = self.kfd.unmap_memory(self.handle, &gpus);
+        }
+        // SAFETY: the mapping at `va` belongs to this object and nothing refers to it any more.
+        let _ = unsafe {
+            self.kfd
+                .kernel
+                .munmap(self.va as *mut c_void, self.size as usize)
+        };
+        let _ = self.kfd.free_memory(self.handle);
+    }
+}

@@ -1,0 +1,195 @@
+//! Signals (`amd_signal_t` in the process's signal page), KFD events, and waiting on them.
+
+use crate::kfd::Kfd;
+use hcq_amd_sys::kfd as abi;
+use hcq_amd_sys::signal::{self as layout, AmdSignal};
+use hcq_core::{Error, Result};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// A signal slot in GPU-visible, uncached memory. The GPU writes `value` and the timestamps; the
+/// host reads them atomically.
+#[derive(Debug)]
+pub struct Signal {
+    ptr: *mut AmdSignal,
+    pub event_id: u32,
+    pub event_mailbox_ptr: u64,
+}
+
+// SAFETY: the slot is shared with the GPU by design; every access is atomic.
+unsafe impl Send for Signal {}
+// SAFETY: as above.
+unsafe impl Sync for Signal {}
+
+impl Signal {
+    /// # Safety
+    /// `ptr` must point to a 64-byte slot of a live, CPU-mapped signal page that outlives the
+    /// signal and that nothing else uses.
+    pub unsafe fn new(ptr: *mut AmdSignal, event_id: u32, event_mailbox_ptr: u64) -> Signal {
+        let s = Signal {
+            ptr,
+            event_id,
+            event_mailbox_ptr,
+        };
+        s.field_u64(layout::EVENT_MAILBOX_PTR_OFFSET)
+            .store(event_mailbox_ptr, Ordering::Relaxed);
+        s.set(0);
+        s
+    }
+
+    fn field_u64(&self, offset: u64) -> &AtomicU64 {
+        // SAFETY: `offset` is one of the layout's 8-byte aligned fields inside the live slot.
+        unsafe { &*((self.ptr as *mut u8).add(offset as usize) as *const AtomicU64) }
+    }
+
+    fn value_cell(&self) -> &AtomicI64 {
+        // SAFETY: `value` is an aligned 8-byte field of the live slot.
+        unsafe { &*((self.ptr as *mut u8).add(layout::VALUE_OFFSET as usize) as *const AtomicI64) }
+    }
+
+    pub fn value(&self) -> u64 {
+        self.value_cell().load(Ordering::Acquire) as u64
+    }
+
+    pub fn set(&self, v: u64) {
+        self.value_cell().store(v as i64, Ordering::Release);
+    }
+
+    /// GPU address of the value field (what `WAIT_REG_MEM` polls and `RELEASE_MEM` writes).
+    pub fn value_addr(&self) -> u64 {
+        self.ptr as u64 + layout::VALUE_OFFSET
+    }
+    pub fn start_ts_addr(&self) -> u64 {
+        self.ptr as u64 + layout::START_TS_OFFSET
+    }
+    pub fn end_ts_addr(&self) -> u64 {
+        self.ptr as u64 + layout::END_TS_OFFSET
+    }
+    pub fn start_ts(&self) -> u64 {
+        self.field_u64(layout::START_TS_OFFSET)
+            .load(Ordering::Acquire)
+    }
+    pub fn end_ts(&self) -> u64 {
+        self.field_u64(layout::END_TS_OFFSET)
+            .load(Ordering::Acquire)
+    }
+}
+
+/// A GPU exception reported through KFD's exception events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuException {
+    pub gpu_id: u32,
+    /// Faulting address for VM faults.
+    pub va: Option<u64>,
+}
+
+/// The process's exception events: KFD signals them on VM faults and hardware exceptions.
+pub struct ExceptionEvents {
+    pub memory_event: u32,
+    pub hw_event: u32,
+}
+
+impl ExceptionEvents {
+    pub fn create(kfd: &Kfd) -> Result<Self> {
+        let memory_event = kfd.create_event(abi::EVENT_MEMORY, 0, true)?.event_id;
+        let hw_event = kfd.create_event(abi::EVENT_HW_EXCEPTION, 0, true)?.event_id;
+        Ok(ExceptionEvents {
+            memory_event,
+            hw_event,
+        })
+    }
+
+    fn slots(&self, signal_event: Option<u32>) -> Vec<abi::EventData> {
+        let mut v = Vec::with_capacity(3);
+        if let Some(id) = signal_event {
+            v.push(abi::EventData {
+                event_id: id,
+                ..Default::default()
+            });
+        }
+        v.push(abi::EventData {
+            event_id: self.memory_event,
+            ..Default::default()
+        });
+        v.push(abi::EventData {
+            event_id: self.hw_event,
+            ..Default::default()
+        });
+        v
+    }
+
+    /// Exceptions recorded in `slots` after a wait.
+    fn collect(&self, slots: &[abi::EventData], out: &mut Vec<GpuException>) {
+        for s in slots {
+            if s.event_id == self.memory_event {
+                // SAFETY: the kernel fills the memory-exception arm for memory events.
+                let d = unsafe { s.data.memory_exception_data };
+                if d.gpu_id != 0 {
+                    out.push(GpuException {
+                        gpu_id: d.gpu_id,
+                        va: Some(d.va),
+                    });
+                }
+            } else if s.event_id == self.hw_event {
+                // SAFETY: the kernel fills the hardware-exception arm for these events.
+                let d = unsafe { s.data.hw_exception_data };
+                if d.gpu_id != 0 {
+                    out.push(GpuException {
+                        gpu_id: d.gpu_id,
+                        va: None,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Exceptions already pending, without blocking.
+    pub fn poll(&self, kfd: &Kfd, out: &mut Vec<GpuException>) -> Result<()> {
+        loop {
+            let mut slots = self.slots(None);
+            if !kfd.wait_events(&mut slots, false, 0)? {
+                return Ok(());
+            }
+            let before = out.len();
+            self.collect(&slots, out);
+            if out.len() == before {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Waits until `signal` reaches `value`. Exceptions seen meanwhile are appended to
+    /// `exceptions` and end the wait early. A wait longer than `timeout` is an error.
+    pub fn wait_signal(
+        &self,
+        kfd: &Kfd,
+        signal: &Signal,
+        value: u64,
+        timeout: Duration,
+        what: &dyn Fn() -> String,
+        exceptions: &mut Vec<GpuException>,
+    ) -> Result<()> {
+        let start = Instant::now();
+        loop {
+            if signal.value() >= value {
+                return self.poll(kfd, exceptions);
+            }
+            let elapsed = start.elapsed();
+            if elapsed >= timeout {
+                return Err(Error::Timeout {
+                    what: what(),
+                    ms: timeout.as_millis() as u64,
+                });
+            }
+            // Short slices, so a missed interrupt costs little latency.
+            let slice = (timeout - elapsed).min(Duration::from_millis(100));
+            let mut slots = self.slots(Some(signal.event_id));
+            kfd.wait_events(&mut slots, false, slice.as_millis().max(1) as u32)?;
+            let before = exceptions.len();
+            self.collect(&slots, exceptions);
+            if exceptions.len() != before {
+                return Ok(());
+            }
+        }
+    }
+}

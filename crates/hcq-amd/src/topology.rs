@@ -1,0 +1,135 @@
+//! GPU nodes from the KFD topology in sysfs.
+
+use hcq_amd_sys::seam::{Kernel, TOPOLOGY_NODES};
+use hcq_core::{Error, Result};
+use std::collections::HashMap;
+
+/// One usable GPU node.
+#[derive(Debug, Clone)]
+pub struct GpuNode {
+    /// The sysfs node number.
+    pub node: u32,
+    pub gpu_id: u32,
+    pub properties: HashMap<String, u64>,
+    /// e.g. `gfx1100`.
+    pub arch: String,
+}
+
+impl GpuNode {
+    pub fn prop(&self, name: &str) -> Result<u64> {
+        self.properties.get(name).copied().ok_or_else(|| {
+            Error::Unsupported(format!(
+                "KFD topology node {} lacks property {name}",
+                self.node
+            ))
+        })
+    }
+}
+
+/// `gfx_target_version` (e.g. 110000) as a compiler target name (`gfx1100`).
+pub fn arch_name(target_version: u64) -> String {
+    format!(
+        "gfx{}{:x}{:x}",
+        target_version / 10000,
+        (target_version / 100) % 100,
+        target_version % 100
+    )
+}
+
+/// Parses a `properties` file: one `name value` pair per line; malformed lines are skipped.
+pub fn parse_properties(text: &str) -> HashMap<String, u64> {
+    text.lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let (k, v) = (it.next()?, it.next()?);
+            Some((k.to_string(), v.parse().ok()?))
+        })
+        .collect()
+}
+
+/// All GPU nodes, ordered by node number; CPU nodes (`gpu_id` 0) are skipped.
+pub fn gpu_nodes(kernel: &dyn Kernel) -> Result<Vec<GpuNode>> {
+    let entries = kernel
+        .read_dir(TOPOLOGY_NODES)
+        .map_err(|source| Error::Io {
+            what: format!("reading {TOPOLOGY_NODES}"),
+            source,
+        })?;
+    let mut nodes: Vec<u32> = entries.iter().filter_map(|e| e.parse().ok()).collect();
+    nodes.sort_unstable();
+    let mut gpus = Vec::new();
+    for node in nodes {
+        let dir = format!("{TOPOLOGY_NODES}/{node}");
+        let gpu_id: u32 = match kernel.read_to_string(&format!("{dir}/gpu_id")) {
+            Ok(s) => s.trim().parse().unwrap_or(0),
+            Err(_) => 0,
+        };
+        if gpu_id == 0 {
+            continue;
+        }
+        let text = kernel
+            .read_to_string(&format!("{dir}/properties"))
+            .map_err(|source| Error::Io {
+                what: format!("reading {dir}/properties"),
+                source,
+            })?;
+        let properties = parse_properties(&text);
+        let Some(&target) = properties.get("gfx_target_version") else {
+            continue;
+        };
+        if properties.get("simd_count").copied().unwrap_or(0) == 0 {
+            continue;
+        }
+        let mut properties = properties;
+        if properties.get("local_mem_size").copied().unwrap_or(0) == 0 {
+            properties.insert("local_mem_size".into(), vram_bytes(kernel, &dir));
+        }
+        gpus.push(GpuNode {
+            node,
+            gpu_id,
+            arch: arch_name(target),
+            properties,
+        });
+    }
+    Ok(gpus)
+}
+
+/// Device memory from the node's memory banks (heap types 1 and 2 are VRAM).
+fn vram_bytes(kernel: &dyn Kernel, node_dir: &str) -> u64 {
+    let banks = format!("{node_dir}/mem_banks");
+    let Ok(entries) = kernel.read_dir(&banks) else {
+        return 0;
+    };
+    entries
+        .iter()
+        .filter_map(|b| {
+            kernel
+                .read_to_string(&format!("{banks}/{b}/properties"))
+                .ok()
+        })
+        .map(|t| parse_properties(&t))
+        .filter(|p| matches!(p.get("heap_type"), Some(1) | Some(2)))
+        .filter_map(|p| p.get("size_in_bytes").copied())
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arch_names() {
+        assert_eq!(arch_name(110000), "gfx1100");
+        assert_eq!(arch_name(110001), "gfx1101");
+        assert_eq!(arch_name(90010), "gfx90a");
+        assert_eq!(arch_name(100300), "gfx1030");
+    }
+
+    #[test]
+    fn properties_parse_and_skip_junk() {
+        let p = parse_properties("simd_count 192\nbad\nname x\ndrm_render_minor 128\n");
+        assert_eq!(p["simd_count"], 192);
+        assert_eq!(p["drm_render_minor"], 128);
+        assert_eq!(p.len(), 2);
+    }
+}

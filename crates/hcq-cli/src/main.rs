@@ -1,0 +1,153 @@
+//! `hcq`: list devices, run the demo, benchmark.
+
+mod bench;
+mod demo;
+mod prebuilt;
+mod run;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "hcq",
+    version,
+    about = "GPU compute on hardware command queues"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the devices hcq can open.
+    Devices,
+    /// Compile and run the bundled kernels, check every element against the host, and report
+    /// GPU time and host cost per launch.
+    Demo {
+        /// Device to run on (default: HCQ_DEVICE, else the first real AMD GPU, else amd-emu:0).
+        #[arg(long)]
+        device: Option<String>,
+        /// Elements per kernel.
+        #[arg(long, default_value_t = 1 << 16)]
+        n: usize,
+    },
+    /// Run one kernel: FILE is HIP source or a code object; arguments in kernel order.
+    Run {
+        file: std::path::PathBuf,
+        #[arg(long)]
+        kernel: String,
+        /// Workgroups per dimension: X[,Y[,Z]].
+        #[arg(long, value_parser = run::parse_dims)]
+        grid: [u32; 3],
+        /// Work-items per workgroup: X[,Y[,Z]].
+        #[arg(long, value_parser = run::parse_dims)]
+        block: [u32; 3],
+        /// i32:V u32:V i64:V u64:V f32:V f64:V in:PATH out:PATH:BYTES inout:PATH
+        #[arg(long = "arg", allow_hyphen_values = true)]
+        args: Vec<run::ArgSpec>,
+        #[arg(long)]
+        device: Option<String>,
+    },
+    /// Compile HIP source to a code object (through the compile cache).
+    Compile {
+        file: std::path::PathBuf,
+        #[arg(short, long)]
+        output: std::path::PathBuf,
+        /// Target architecture.
+        #[arg(long, default_value = "gfx1100")]
+        arch: String,
+    },
+    /// Benchmarks; each prints its figure and a baseline measured in the same run.
+    Bench {
+        #[command(subcommand)]
+        which: bench::Which,
+        /// One JSON object per line: name, value, unit, baseline, ratio.
+        #[arg(long, global = true)]
+        json: bool,
+        #[arg(long, global = true)]
+        device: Option<String>,
+    },
+}
+
+pub fn open_device(name: Option<&str>) -> hcq::Result<hcq::Device> {
+    match name {
+        Some(n) => hcq::Device::open(n),
+        None => hcq::Device::default_device(),
+    }
+}
+
+fn format_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+fn run(cli: Cli) -> Result<(), String> {
+    match cli.command {
+        Command::Devices => {
+            let devices = hcq::list_devices();
+            if devices.is_empty() {
+                return Err("no devices".into());
+            }
+            println!("{:<12} {:<10} {:>10}  kind", "name", "arch", "memory");
+            for d in devices {
+                let kind = if d.emulated { "emulated" } else { "real" };
+                println!(
+                    "{:<12} {:<10} {:>10}  {kind}",
+                    d.name,
+                    d.arch,
+                    format_bytes(d.memory)
+                );
+            }
+            Ok(())
+        }
+        Command::Demo { device, n } => demo::run(device.as_deref(), n),
+        Command::Compile { file, output, arch } => {
+            let src = std::fs::read_to_string(&file)
+                .map_err(|e| format!("reading {}: {e}", file.display()))?;
+            let lib = hcq::compile_hip(&src, &arch).map_err(|e| e.to_string())?;
+            std::fs::write(&output, lib).map_err(|e| format!("writing {}: {e}", output.display()))
+        }
+        Command::Run {
+            file,
+            kernel,
+            grid,
+            block,
+            args,
+            device,
+        } => run::run(run::RunOptions {
+            file,
+            kernel,
+            grid,
+            block,
+            args,
+            device,
+        }),
+        Command::Bench {
+            which,
+            json,
+            device,
+        } => bench::run(which, json, device.as_deref()),
+    }
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hcq: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,280 @@
+//! The `hcq` binary as a user runs it.
+
+use std::process::{Command, Output};
+
+fn hcq(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_hcq"));
+    c.args(args).env_remove("HCQ_DEVICE");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("hcq runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn devices_lists_the_emulated_gpus() {
+    let o = hcq(&["devices"], &[("HCQ_EMU_GPUS", "2")]);
+    assert!(o.status.success(), "{o:?}");
+    let s = stdout(&o);
+    for name in ["amd-emu:0", "amd-emu:1"] {
+        let line = s
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name} missing:\n{s}"));
+        assert!(
+            line.contains("gfx1100") && line.contains("emulated"),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn demo_verifies_every_kernel() {
+    let o = hcq(&["demo", "--n", "3000"], &[]);
+    let s = stdout(&o);
+    assert!(
+        o.status.success(),
+        "{s}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for k in [
+        "add_f32",
+        "mul_f32",
+        "saxpy_f32",
+        "add_i32",
+        "mul_i32",
+        "mix_i32",
+    ] {
+        assert!(
+            s.lines()
+                .any(|l| l.contains(k) && l.contains("verified") && l.contains("gpu")),
+            "{k}:\n{s}"
+        );
+    }
+    assert!(s.contains("host cost per launch"), "{s}");
+    assert!(s.contains("all results verified"), "{s}");
+}
+
+#[test]
+fn demo_runs_the_prebuilt_kernels_without_a_compiler() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = hcq(
+        &["demo", "--n", "500"],
+        &[
+            ("HCQ_CLANG", "/nonexistent/clang"),
+            ("HCQ_CACHE_DIR", dir.path().to_str().unwrap()),
+        ],
+    );
+    let s = stdout(&o);
+    assert!(
+        o.status.success(),
+        "{s}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(s.contains("prebuilt"), "{s}");
+    assert!(s.contains("all results verified"), "{s}");
+}
+
+#[test]
+fn bench_launch_prints_json_with_a_baseline() {
+    let o = hcq(&["bench", "launch", "--json", "--launches", "3000"], &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = stdout(&o);
+    let lines: Vec<&str> = s.lines().collect();
+    assert_eq!(lines.len(), 1, "{s}");
+    let v: serde_json::Value = serde_json::from_str(lines[0]).expect("one JSON object per line");
+    assert_eq!(v["name"], "launch_enqueue");
+    assert_eq!(v["unit"], "ns");
+    let (value, baseline, ratio) = (
+        v["value"].as_f64().unwrap(),
+        v["baseline"].as_f64().unwrap(),
+        v["ratio"].as_f64().unwrap(),
+    );
+    assert!(value > 0.0 && baseline > 0.0);
+    assert!(
+        (ratio - value / baseline).abs() <= 0.01 * ratio.max(1.0),
+        "{s}"
+    );
+}
+
+#[test]
+fn a_bad_device_name_is_a_clear_error() {
+    let o = hcq(&["demo", "--device", "cuda:0"], &[]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("cuda:0") && err.contains("amd-emu"), "{err}");
+    let o = hcq(&["demo"], &[("HCQ_DEVICE", "amd-emu:7")]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("amd-emu:7"));
+}
+
+const RUN_SRC: &str = r#"
+extern "C" __attribute__((global)) void axpb(float* y, const float* x, float a, float b, int n) {
+  int i = __builtin_amdgcn_workgroup_id_x() * __builtin_amdgcn_workgroup_size_x() + __builtin_amdgcn_workitem_id_x();
+  if (i < n) y[i] = a * x[i] + b;
+}
+"#;
+
+fn floats(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+#[test]
+fn run_a_kernel_from_source_and_from_a_code_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    std::fs::write(p("k.hip"), RUN_SRC).unwrap();
+    let n = 100usize;
+    let x: Vec<f32> = (0..n).map(|i| i as f32 - 30.0).collect();
+    std::fs::write(
+        p("x.bin"),
+        x.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>(),
+    )
+    .unwrap();
+    let out_arg = format!("out:{}:{}", p("y.bin"), n * 4);
+    let in_arg = format!("in:{}", p("x.bin"));
+    let args = [
+        "--arg", &out_arg, "--arg", &in_arg, "--arg", "f32:2.5", "--arg", "f32:-1", "--arg",
+        "i32:100",
+    ];
+    let (k_hip, k_hsaco) = (p("k.hip"), p("k.hsaco"));
+    let mut cmd = vec![
+        "run",
+        &k_hip[..],
+        "--kernel",
+        "axpb",
+        "--grid",
+        "2",
+        "--block",
+        "64",
+    ];
+    cmd.extend_from_slice(&args);
+    let o = hcq(&cmd, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let y = floats(&std::fs::read(p("y.bin")).unwrap());
+    assert_eq!(y.len(), n);
+    for i in 0..n {
+        assert_eq!(
+            y[i].to_bits(),
+            2.5f32.mul_add(x[i], -1.0).to_bits(),
+            "element {i}"
+        );
+    }
+    // The same kernel from a code object compiled by `hcq compile`.
+    let o = hcq(&["compile", &k_hip, "-o", &k_hsaco], &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::remove_file(p("y.bin")).unwrap();
+    let mut cmd = vec![
+        "run",
+        &k_hsaco[..],
+        "--kernel",
+        "axpb",
+        "--grid",
+        "2,1,1",
+        "--block",
+        "64,1,1",
+    ];
+    cmd.extend_from_slice(&args);
+    let o = hcq(&cmd, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(floats(&std::fs::read(p("y.bin")).unwrap()), y);
+}
+
+#[test]
+fn run_reports_mistakes_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = dir.path().join("k.hip");
+    std::fs::write(&k, RUN_SRC).unwrap();
+    let k = k.to_str().unwrap();
+    let expect_err = |args: &[&str], needle: &str| {
+        let o = hcq(args, &[]);
+        assert!(!o.status.success(), "{args:?} succeeded");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    };
+    expect_err(
+        &["run", k, "--kernel", "nope", "--grid", "1", "--block", "1"],
+        "axpb",
+    );
+    expect_err(
+        &[
+            "run", k, "--kernel", "axpb", "--grid", "1", "--block", "1", "--arg", "i32:1",
+        ],
+        "takes 5 arguments",
+    );
+    expect_err(
+        &["run", k, "--kernel", "axpb", "--grid", "0", "--block", "1"],
+        "positive",
+    );
+    expect_err(
+        &[
+            "run", k, "--kernel", "axpb", "--grid", "1", "--block", "1", "--arg", "q8:1",
+        ],
+        "unknown kind",
+    );
+    expect_err(
+        &[
+            "run",
+            k,
+            "--kernel",
+            "axpb",
+            "--grid",
+            "1",
+            "--block",
+            "1",
+            "--arg",
+            "f32:1",
+            "--arg",
+            "in:/nonexistent",
+            "--arg",
+            "f32:1",
+            "--arg",
+            "f32:1",
+            "--arg",
+            "i32:1",
+        ],
+        "/nonexistent",
+    );
+    expect_err(
+        &[
+            "run", k, "--kernel", "axpb", "--grid", "1", "--block", "1", "--arg", "i32:1", "--arg",
+            "i32:1", "--arg", "f32:1", "--arg", "f32:1", "--arg", "i32:1",
+        ],
+        "buffer",
+    );
+    expect_err(
+        &[
+            "run",
+            "/nonexistent.hip",
+            "--kernel",
+            "axpb",
+            "--grid",
+            "1",
+            "--block",
+            "1",
+        ],
+        "/nonexistent.hip",
+    );
+    let junk = dir.path().join("junk.hsaco");
+    std::fs::write(&junk, b"\x7fELF not really").unwrap();
+    expect_err(
+        &[
+            "run",
+            junk.to_str().unwrap(),
+            "--kernel",
+            "axpb",
+            "--grid",
+            "1",
+            "--block",
+            "1",
+        ],
+        "invalid code object",
+    );
+}

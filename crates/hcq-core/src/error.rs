@@ -1,0 +1,67 @@
+use std::io;
+
+/// Everything that can go wrong in hcq, with the driver's own code where there is one.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Device memory is exhausted (after the allocator's cache was freed and the allocation
+    /// retried).
+    #[error("out of device memory allocating {requested} bytes on {device}")]
+    OutOfMemory { device: String, requested: u64 },
+
+    /// A wait did not finish in time.
+    #[error("timed out after {ms} ms waiting for {what}")]
+    Timeout { what: String, ms: u64 },
+
+    /// The GPU reported a fault: a VM fault, an illegal instruction, a bad command packet.
+    #[error("device fault on {device}: {message}")]
+    DeviceFault { device: String, message: String },
+
+    /// Compiling kernel source failed; `log` is the compiler's output.
+    #[error("compile error: {message}\n{log}")]
+    Compile { message: String, log: String },
+
+    /// A code object is malformed or lacks what the runtime needs.
+    #[error("invalid code object: {0}")]
+    InvalidCodeObject(String),
+
+    /// A caller passed something the operation cannot accept.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    /// No device by that name, or no device at all.
+    #[error("no such device: {0}")]
+    NoDevice(String),
+
+    /// The backend cannot do this.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+
+    /// A call into the kernel driver failed; `source` carries the errno.
+    #[error("{call} failed: {source}")]
+    Driver {
+        call: &'static str,
+        #[source]
+        source: io::Error,
+    },
+
+    /// Reading or writing a file failed.
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl Error {
+    /// The errno of a failed driver call, if this is one.
+    pub fn os_error(&self) -> Option<i32> {
+        match self {
+            Error::Driver { source, .. } | Error::Io { source, .. } => source.raw_os_error(),
+            _ => None,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,410 @@
+//! The command processor of a compute queue: a thread that waits for doorbells and executes
+//! the PM4 packets between its read pointer and the written doorbell value.
+
+use std::sync::atomic::{fence, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hcq_amd_sys::pm4::{
+    data_sel, gcr, CompareFunction, DispatchDirect, Header, Packet, ReleaseMem, WaitRegMem,
+    OP_INDIRECT_BUFFER, PACKET_TYPE3,
+};
+use hcq_amd_sys::regs;
+
+use crate::clock::gpu_ticks;
+use crate::dispatch;
+use crate::gpu::{FaultClass, Gpu};
+use crate::memory::Snapshot;
+use crate::queue::QueueShared;
+
+/// Number of SH registers `SET_SH_REG` can reach.
+const SH_REGS: usize = (regs::SH_REG_END - regs::SH_REG_START) as usize;
+/// First and longest sleep between polls of `WAIT_REG_MEM`.
+const POLL_MIN: Duration = Duration::from_micros(20);
+const POLL_MAX: Duration = Duration::from_millis(1);
+
+/// Where a queue's ring and pointers are.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RingDesc {
+    pub queue_id: u32,
+    pub ring_base: u64,
+    pub ring_bytes: u64,
+    pub rptr_addr: u64,
+}
+
+/// Where packets are read from.
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    /// The queue's ring: positions are dword counts taken modulo the ring size.
+    Ring,
+    /// An indirect buffer at `base`: positions are dword indices.
+    Ib { base: u64 },
+}
+
+/// A compute queue's command processor.
+pub(crate) struct Cp {
+    gpu: Arc<Gpu>,
+    queue: Arc<QueueShared>,
+    ring: RingDesc,
+    sh: Vec<u32>,
+    rptr: u64,
+    rptr_fault_reported: bool,
+}
+
+impl Cp {
+    pub fn new(gpu: Arc<Gpu>, queue: Arc<QueueShared>, ring: RingDesc) -> Self {
+        Cp {
+            gpu,
+            queue,
+            ring,
+            sh: vec![0; SH_REGS],
+            rptr: 0,
+            rptr_fault_reported: false,
+        }
+    }
+
+    /// The thread body: runs until the queue is destroyed.
+    pub fn run(mut self) {
+        self.publish_rptr();
+        while let Some(wptr) = self.queue.next() {
+            self.drain(wptr);
+        }
+    }
+
+    fn fault(&self, class: FaultClass, what: String) {
+        self.gpu
+            .raise(class, &format!("queue {}: {what}", self.ring.queue_id));
+    }
+
+    fn ring_dwords(&self) -> u64 {
+        self.ring.ring_bytes / 4
+    }
+
+    fn publish_rptr(&mut self) {
+        let ok = self
+            .gpu
+            .page_table
+            .snapshot()
+            .store_u64(self.ring.rptr_addr, self.rptr)
+            .is_some();
+        if ok {
+            self.gpu.watch.notify();
+        } else if !self.rptr_fault_reported {
+            self.rptr_fault_reported = true;
+            let va = self.ring.rptr_addr;
+            self.fault(
+                FaultClass::Vm { va },
+                format!("VM fault: read pointer write to unmapped address {va:#x}"),
+            );
+        }
+    }
+
+    /// Executes the ring from the read pointer up to `wptr`.
+    fn drain(&mut self, wptr: u64) {
+        if wptr < self.rptr || wptr - self.rptr > self.ring_dwords() {
+            self.fault(
+                FaultClass::Hw,
+                format!(
+                    "doorbell write pointer {wptr} is not within the {} ring dwords after the read pointer {}; \
+                     ring contents skipped",
+                    self.ring_dwords(),
+                    self.rptr
+                ),
+            );
+            self.rptr = wptr;
+            self.publish_rptr();
+            return;
+        }
+        let start = self.rptr;
+        self.process(Source::Ring, start, wptr, 0);
+    }
+
+    fn dword_addr(&self, src: Source, pos: u64) -> u64 {
+        match src {
+            Source::Ring => self.ring.ring_base + 4 * (pos % self.ring_dwords()),
+            Source::Ib { base } => base.wrapping_add(4 * pos),
+        }
+    }
+
+    fn location(src: Source, pos: u64) -> String {
+        match src {
+            Source::Ring => format!("ring dword {pos}"),
+            Source::Ib { base } => format!("indirect buffer {base:#x} dword {pos}"),
+        }
+    }
+
+    fn read_dword(&self, snap: &Snapshot, src: Source, pos: u64) -> Result<u32, u64> {
+        let addr = self.dword_addr(src, pos);
+        snap.load_u32(addr).ok_or(addr)
+    }
+
+    /// Executes the packets in `[start, end)` of `src`.
+    fn process(&mut self, src: Source, start: u64, end: u64, depth: u32) {
+        let mut pos = start;
+        while pos < end {
+            if self.queue.stopped() {
+                return;
+            }
+            // One view of memory for fetching the packet; dropped before it executes.
+            let snap = self.gpu.page_table.snapshot();
+            let header_word = match self.read_dword(&snap, src, pos) {
+                Ok(w) => w,
+                Err(va) => {
+                    self.fault(
+                        FaultClass::Vm { va },
+                        format!(
+                            "VM fault: packet fetch from unmapped address {va:#x} at {}",
+                            Self::location(src, pos)
+                        ),
+                    );
+                    pos = end;
+                    break;
+                }
+            };
+            let header = Header::parse(header_word);
+            let len = match header.packet_type {
+                PACKET_TYPE3 | 0 => header.len() as u64,
+                _ => 1,
+            };
+            if len > end - pos {
+                self.fault(
+                    FaultClass::Hw,
+                    format!(
+                        "truncated PM4 packet (header {header_word:#010x}, opcode {:#04x}) at {}: needs {len} dwords, \
+                         only {} written",
+                        header.opcode,
+                        Self::location(src, pos),
+                        end - pos
+                    ),
+                );
+                pos = end;
+                break;
+            }
+            let mut payload = Vec::with_capacity(len as usize - 1);
+            for i in 1..len {
+                match self.read_dword(&snap, src, pos + i) {
+                    Ok(w) => payload.push(w),
+                    Err(va) => {
+                        self.fault(
+                            FaultClass::Vm { va },
+                            format!(
+                                "VM fault: packet fetch from unmapped address {va:#x} at {}",
+                                Self::location(src, pos + i)
+                            ),
+                        );
+                        break;
+                    }
+                }
+            }
+            drop(snap);
+            if payload.len() as u64 == len - 1 {
+                match header.packet_type {
+                    PACKET_TYPE3 => self.execute(header, &payload, src, pos, depth),
+                    2 => {} // a one-dword filler
+                    t => self.fault(
+                        FaultClass::Hw,
+                        format!(
+                            "unsupported PM4 packet type {t} (header {header_word:#010x}) at {}",
+                            Self::location(src, pos)
+                        ),
+                    ),
+                }
+            }
+            pos += len;
+            if let Source::Ring = src {
+                self.rptr = pos;
+                self.publish_rptr();
+            }
+        }
+        if let Source::Ring = src {
+            if self.rptr != pos {
+                self.rptr = pos;
+                self.publish_rptr();
+            }
+        }
+    }
+
+    fn execute(&mut self, header: Header, payload: &[u32], src: Source, pos: u64, depth: u32) {
+        let at = || Self::location(src, pos);
+        let packet = match Packet::decode(header, payload) {
+            Ok(p) => p,
+            Err(e) => {
+                self.fault(FaultClass::Hw, format!("{e} at {}", at()));
+                return;
+            }
+        };
+        match packet {
+            Packet::Nop | Packet::EventWrite(_) => fence(Ordering::SeqCst),
+            Packet::SetShReg(s) => {
+                let first = usize::from(s.reg);
+                if first
+                    .checked_add(s.values.len())
+                    .map_or(true, |e| e > SH_REGS)
+                {
+                    self.fault(
+                        FaultClass::Hw,
+                        format!(
+                            "SET_SH_REG of {} registers at offset {:#x} leaves the SH register space at {}",
+                            s.values.len(),
+                            s.reg,
+                            at()
+                        ),
+                    );
+                    return;
+                }
+                self.sh[first..first + s.values.len()].copy_from_slice(s.values);
+            }
+            Packet::AcquireMem(a) => {
+                if a.gcr_cntl & gcr::GLI_INV != 0 {
+                    self.gpu.code_cache.invalidate();
+                }
+                fence(Ordering::SeqCst);
+            }
+            Packet::ReleaseMem(r) => self.release_mem(&r, &at()),
+            Packet::WaitRegMem(w) => self.wait_reg_mem(&w, &at()),
+            Packet::DispatchDirect(d) => self.dispatch(&d, &at()),
+            Packet::Unknown {
+                opcode: OP_INDIRECT_BUFFER,
+            } if depth == 0 => self.indirect_buffer(payload, &at()),
+            Packet::Unknown { opcode } => {
+                let what = if opcode == OP_INDIRECT_BUFFER {
+                    "nested INDIRECT_BUFFER"
+                } else {
+                    "unknown PM4 opcode"
+                };
+                self.fault(FaultClass::Hw, format!("{what} {opcode:#04x} at {}", at()));
+            }
+        }
+    }
+
+    fn release_mem(&mut self, r: &ReleaseMem, at: &str) {
+        fence(Ordering::SeqCst);
+        let snap = self.gpu.page_table.snapshot();
+        let addr = r.address & !3;
+        let written = match r.data_sel {
+            data_sel::NONE => Some(false),
+            data_sel::DATA_32 => snap.store_u32(addr, r.data as u32).map(|_| true),
+            data_sel::DATA_64 => snap.store_u64(addr, r.data).map(|_| true),
+            data_sel::GPU_CLOCK_64 | data_sel::SYSTEM_CLOCK_64 => {
+                snap.store_u64(addr, gpu_ticks()).map(|_| true)
+            }
+            other => {
+                self.fault(
+                    FaultClass::Hw,
+                    format!("RELEASE_MEM with unsupported DATA_SEL {other} at {at}"),
+                );
+                Some(false)
+            }
+        };
+        drop(snap);
+        match written {
+            None => {
+                self.fault(
+                    FaultClass::Vm { va: addr },
+                    format!("VM fault: RELEASE_MEM write to unmapped address {addr:#x} at {at}"),
+                );
+                return;
+            }
+            Some(true) => self.gpu.watch.notify(),
+            Some(false) => {}
+        }
+        if r.int_sel != 0 {
+            self.gpu.events.interrupt(r.int_ctx);
+        }
+    }
+
+    fn wait_reg_mem(&mut self, w: &WaitRegMem, at: &str) {
+        let Some(func) = CompareFunction::from_bits(u32::from(w.function)) else {
+            self.fault(
+                FaultClass::Hw,
+                format!(
+                    "WAIT_REG_MEM with invalid compare function {} at {at}",
+                    w.function
+                ),
+            );
+            return;
+        };
+        match (w.mem_space, w.operation) {
+            // Register space, write-then-wait: the HDP flush request/acknowledge pair.
+            // Host memory is coherent here, so the flush is done at once.
+            (0, 1) => return,
+            (1, _) => {}
+            (space, op) => {
+                self.fault(
+                    FaultClass::Hw,
+                    format!(
+                        "WAIT_REG_MEM (mem_space {space}, operation {op}) on register {:#x} is not emulated at {at}",
+                        w.addr_lo
+                    ),
+                );
+                return;
+            }
+        }
+        let addr = w.address();
+        let mut sleep = POLL_MIN;
+        loop {
+            if self.queue.stopped() {
+                return;
+            }
+            let seen = self.gpu.watch.seq();
+            let value = self.gpu.page_table.snapshot().load_u32(addr);
+            match value {
+                None => {
+                    self.fault(
+                        FaultClass::Vm { va: addr },
+                        format!(
+                            "VM fault: WAIT_REG_MEM read of unmapped address {addr:#x} at {at}"
+                        ),
+                    );
+                    return;
+                }
+                Some(v) if func.holds(v & w.mask, w.reference) => return,
+                Some(_) => {}
+            }
+            self.gpu.watch.wait(seen, sleep);
+            sleep = (sleep * 2).min(POLL_MAX);
+        }
+    }
+
+    fn dispatch(&mut self, d: &DispatchDirect, at: &str) {
+        let params = match dispatch::params(&self.sh, d) {
+            Ok(Some(p)) => p,
+            Ok(None) => return,
+            Err(e) => {
+                self.fault(FaultClass::Hw, format!("{e} at {at}"));
+                return;
+            }
+        };
+        fence(Ordering::SeqCst);
+        let snap = self.gpu.page_table.snapshot();
+        let result = dispatch::run(
+            &snap,
+            &self.gpu.code_cache,
+            &params,
+            self.gpu.max_steps,
+            self.queue.stop_flag(),
+        );
+        drop(snap);
+        fence(Ordering::SeqCst);
+        if let Err((class, what)) = result {
+            self.fault(class, format!("{what} (DISPATCH_DIRECT at {at})"));
+        }
+    }
+
+    /// `INDIRECT_BUFFER`: executes the packets of a buffer in GPU memory.
+    fn indirect_buffer(&mut self, payload: &[u32], at: &str) {
+        let [lo, hi, control, ..] = *payload else {
+            self.fault(
+                FaultClass::Hw,
+                format!(
+                    "INDIRECT_BUFFER with {} payload dwords at {at}",
+                    payload.len()
+                ),
+            );
+            return;
+        };
+        let base = (u64::from(hi & 0xffff) << 32) | u64::from(lo & !3);
+        let size = u64::from(control & 0xf_ffff);
+        self.process(Source::Ib { base }, 0, size, 1);
+    }
+}

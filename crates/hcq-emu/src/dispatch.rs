@@ -1,0 +1,141 @@
+//! Kernel dispatch: from the compute registers a `DISPATCH_DIRECT` finds to a run of the RDNA3
+//! interpreter over the GPU's page table.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use hcq_amd_sys::pm4::DispatchDirect;
+use hcq_amd_sys::regs;
+
+use crate::gpu::FaultClass;
+use crate::memory::Snapshot;
+
+/// The per-GPU decoded-instruction cache.
+pub(crate) use rdna3::CodeCache;
+
+impl rdna3::Memory for Snapshot {
+    fn translate(&self, addr: u64, len: u64) -> Option<*mut u8> {
+        Snapshot::translate(self, addr, len)
+    }
+}
+
+/// Index of an SH register in the register file (offset from 0x2c00).
+fn r(regs: &[u32], reg: u16) -> u32 {
+    regs.get(usize::from(reg)).copied().unwrap_or(0)
+}
+
+/// Everything a dispatch needs, read from the registers and the packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DispatchParams {
+    pub code_entry: u64,
+    pub rsrc1: u32,
+    pub rsrc2: u32,
+    pub rsrc3: u32,
+    pub user_data: [u32; 16],
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub scratch_base: u64,
+    pub tmpring_size: u32,
+    pub wave32: bool,
+}
+
+/// Builds the dispatch from the register file; `Ok(None)` when there is nothing to run.
+pub(crate) fn params(sh: &[u32], d: &DispatchDirect) -> Result<Option<DispatchParams>, String> {
+    use regs::initiator::*;
+    if d.initiator & COMPUTE_SHADER_EN == 0 {
+        return Ok(None);
+    }
+    let pgm = (u64::from(r(sh, regs::COMPUTE_PGM_HI) & 0xff) << 32)
+        | u64::from(r(sh, regs::COMPUTE_PGM_LO));
+    let scratch = (u64::from(r(sh, regs::COMPUTE_DISPATCH_SCRATCH_BASE_HI) & 0xff) << 32)
+        | u64::from(r(sh, regs::COMPUTE_DISPATCH_SCRATCH_BASE_LO));
+    let block = [
+        r(sh, regs::COMPUTE_NUM_THREAD_X) & 0xffff,
+        r(sh, regs::COMPUTE_NUM_THREAD_Y) & 0xffff,
+        r(sh, regs::COMPUTE_NUM_THREAD_Z) & 0xffff,
+    ];
+    let threads = block.iter().map(|&b| u64::from(b)).product::<u64>();
+    if threads == 0 || threads > 1024 {
+        return Err(format!(
+            "dispatch with invalid workgroup size {}x{}x{} (COMPUTE_NUM_THREAD_X/Y/Z)",
+            block[0], block[1], block[2]
+        ));
+    }
+    let grid = if d.initiator & USE_THREAD_DIMENSIONS != 0 {
+        [
+            d.dims[0].div_ceil(block[0]),
+            d.dims[1].div_ceil(block[1]),
+            d.dims[2].div_ceil(block[2]),
+        ]
+    } else {
+        d.dims
+    };
+    if grid.contains(&0) {
+        return Ok(None);
+    }
+    let mut user_data = [0u32; 16];
+    for (i, v) in user_data.iter_mut().enumerate() {
+        *v = r(sh, regs::COMPUTE_USER_DATA_0 + i as u16);
+    }
+    Ok(Some(DispatchParams {
+        code_entry: pgm << 8,
+        rsrc1: r(sh, regs::COMPUTE_PGM_RSRC1),
+        rsrc2: r(sh, regs::COMPUTE_PGM_RSRC2),
+        rsrc3: r(sh, regs::COMPUTE_PGM_RSRC3),
+        user_data,
+        grid,
+        block,
+        scratch_base: scratch << 8,
+        tmpring_size: r(sh, regs::COMPUTE_TMPRING_SIZE),
+        wave32: d.initiator & CS_W32_EN != 0,
+    }))
+}
+
+/// Runs a dispatch to completion; a fault comes back as its class and description.
+pub(crate) fn run(
+    mem: &Snapshot,
+    cache: &CodeCache,
+    p: &DispatchParams,
+    max_steps: u64,
+    cancel: Arc<AtomicBool>,
+) -> Result<(), (FaultClass, String)> {
+    let d = rdna3::Dispatch {
+        code_entry: p.code_entry,
+        rsrc1: p.rsrc1,
+        rsrc2: p.rsrc2,
+        rsrc3: p.rsrc3,
+        user_data: p.user_data,
+        grid: p.grid,
+        block: p.block,
+        scratch_base: p.scratch_base,
+        tmpring_size: p.tmpring_size,
+        wave32: p.wave32,
+        max_steps,
+        cancel: Some(cancel),
+    };
+    // An interpreter bug must not take the command processor (and its queue) down with it.
+    let outcome =
+        std::panic::catch_unwind(AssertUnwindSafe(|| rdna3::run_dispatch(mem, cache, &d)));
+    match outcome {
+        Ok(Ok(_)) => Ok(()),
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err((
+                FaultClass::Hw,
+                format!("dispatch fault: interpreter panicked: {msg}"),
+            ))
+        }
+        Ok(Err(fault)) => {
+            let class = match fault.kind {
+                rdna3::FaultKind::VmFault { addr, .. } => FaultClass::Vm { va: addr },
+                _ => FaultClass::Hw,
+            };
+            Err((class, format!("dispatch fault: {fault}")))
+        }
+    }
+}

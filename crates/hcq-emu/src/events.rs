@@ -1,0 +1,307 @@
+//! KFD events: signal events (each with a mailbox slot in the event page), memory-exception
+//! events and hardware-exception events. `WAIT_EVENTS` blocks on a condition variable.
+//!
+//! Mailbox slots follow the kernel's convention: a slot holds `u64::MAX` while its event is
+//! unsignaled; anything else (the GPU writes the event id) means signaled.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use hcq_amd_sys::kfd::{
+    CreateEventArgs, EventData, EventDataUnion, HwExceptionData, MemoryExceptionData,
+    MemoryExceptionFailure, EVENT_HW_EXCEPTION, EVENT_MEMORY, EVENT_SIGNAL, SIGNAL_EVENT_LIMIT,
+    WAIT_RESULT_COMPLETE, WAIT_RESULT_FAIL, WAIT_RESULT_TIMEOUT,
+};
+
+use crate::memory::Storage;
+use crate::util::{errno, lock, wait, wait_timeout};
+
+/// Value of an unsignaled mailbox slot.
+pub const UNSIGNALED_SLOT: u64 = u64::MAX;
+/// Non-signal events get ids from here on.
+pub const FIRST_NONSIGNAL_EVENT_ID: u32 = SIGNAL_EVENT_LIMIT;
+/// `event_page_offset` returned for signal events (`KFD_MMAP_TYPE_EVENTS`).
+pub const MMAP_TYPE_EVENTS: u64 = 2 << 62;
+/// `WAIT_EVENTS` timeout meaning "forever".
+pub const TIMEOUT_INFINITE: u32 = u32::MAX;
+/// `hw_exception_data.reset_type` reported: the faulting work was dropped, the engine goes on.
+pub const HW_EXCEPTION_PER_ENGINE_RESET: u32 = 1;
+/// `hw_exception_data.reset_cause`: a GPU hang (the only cause the emulator has).
+pub const HW_EXCEPTION_GPU_HANG: u32 = 0;
+
+struct Event {
+    kind: u32,
+    auto_reset: bool,
+    signaled: bool,
+    data: EventDataUnion,
+}
+
+struct EventPage {
+    handle: u64,
+    storage: Arc<Storage>,
+    slots: u32,
+}
+
+impl EventPage {
+    fn slot(&self, id: u32) -> Option<&AtomicU64> {
+        if id >= self.slots {
+            return None;
+        }
+        let addr = self.storage.base() + 8 * u64::from(id);
+        // SAFETY: the slot lies inside the page's storage (`id < slots` and `slots * 8 <=
+        // len`), which is 8-byte aligned (page aligned) host memory kept mapped while `self`
+        // holds the storage. The GPU side writes mailboxes with atomic stores.
+        Some(unsafe { AtomicU64::from_ptr(addr as usize as *mut u64) })
+    }
+}
+
+#[derive(Default)]
+struct State {
+    events: BTreeMap<u32, Event>,
+    page: Option<EventPage>,
+    next_nonsignal: u32,
+}
+
+/// The process's events.
+#[derive(Default)]
+pub(crate) struct Events {
+    state: Mutex<State>,
+    cv: Condvar,
+}
+
+impl std::fmt::Debug for Events {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Events")
+            .field("count", &lock(&self.state).events.len())
+            .finish()
+    }
+}
+
+impl Events {
+    /// `CREATE_EVENT`. `page` is the BO named by a non-zero `event_page_offset`.
+    pub fn create(
+        &self,
+        args: &mut CreateEventArgs,
+        page: Option<(u64, Arc<Storage>)>,
+    ) -> io::Result<()> {
+        let mut st = lock(&self.state);
+        if let Some((handle, storage)) = page {
+            match &st.page {
+                Some(p) if p.handle != handle => return Err(errno(libc::EINVAL)),
+                Some(_) => {}
+                None => {
+                    let slots = (storage.len() / 8).min(u64::from(SIGNAL_EVENT_LIMIT)) as u32;
+                    let page = EventPage {
+                        handle,
+                        storage,
+                        slots,
+                    };
+                    // Slots of events created before the page existed start unsignaled.
+                    for (&id, ev) in st.events.iter() {
+                        if ev.kind == EVENT_SIGNAL {
+                            if let Some(s) = page.slot(id) {
+                                s.store(UNSIGNALED_SLOT, Ordering::Release);
+                            }
+                        }
+                    }
+                    st.page = Some(page);
+                }
+            }
+        }
+        let kind = args.event_type;
+        let id = match kind {
+            EVENT_SIGNAL => {
+                let limit = st.page.as_ref().map_or(SIGNAL_EVENT_LIMIT, |p| p.slots);
+                let id = (1..limit)
+                    .find(|id| !st.events.contains_key(id))
+                    .ok_or_else(|| errno(libc::ENOSPC))?;
+                if let Some(s) = st.page.as_ref().and_then(|p| p.slot(id)) {
+                    s.store(UNSIGNALED_SLOT, Ordering::Release);
+                }
+                args.event_page_offset = MMAP_TYPE_EVENTS;
+                args.event_slot_index = id;
+                id
+            }
+            EVENT_HW_EXCEPTION | EVENT_MEMORY => {
+                let next = st.next_nonsignal.max(FIRST_NONSIGNAL_EVENT_ID);
+                st.next_nonsignal = next.checked_add(1).ok_or_else(|| errno(libc::ENOSPC))?;
+                next
+            }
+            _ => return Err(errno(libc::EINVAL)),
+        };
+        st.events.insert(
+            id,
+            Event {
+                kind,
+                auto_reset: args.auto_reset != 0,
+                signaled: false,
+                data: EventDataUnion::default(),
+            },
+        );
+        args.event_id = id;
+        Ok(())
+    }
+
+    /// `DESTROY_EVENT`; waiters on it return `WAIT_RESULT_FAIL`.
+    pub fn destroy(&self, id: u32) -> io::Result<()> {
+        let removed = lock(&self.state).events.remove(&id);
+        self.cv.notify_all();
+        removed.map(|_| ()).ok_or_else(|| errno(libc::EINVAL))
+    }
+
+    /// `SET_EVENT` (signal events only).
+    pub fn set(&self, id: u32) -> io::Result<()> {
+        let mut st = lock(&self.state);
+        match st.events.get_mut(&id) {
+            Some(ev) if ev.kind == EVENT_SIGNAL => ev.signaled = true,
+            _ => return Err(errno(libc::EINVAL)),
+        }
+        drop(st);
+        self.cv.notify_all();
+        Ok(())
+    }
+
+    /// `RESET_EVENT`.
+    pub fn reset(&self, id: u32) -> io::Result<()> {
+        let mut st = lock(&self.state);
+        let ev = st.events.get_mut(&id).ok_or_else(|| errno(libc::EINVAL))?;
+        ev.signaled = false;
+        Ok(())
+    }
+
+    /// An end-of-pipe interrupt carrying `int_ctx`: signals that event if it is a signal
+    /// event; otherwise signals every signal event whose mailbox slot was written.
+    pub fn interrupt(&self, int_ctx: u32) {
+        let mut st = lock(&self.state);
+        let st = &mut *st;
+        let mut woke = false;
+        match st.events.get_mut(&int_ctx) {
+            Some(ev) if ev.kind == EVENT_SIGNAL => {
+                ev.signaled = true;
+                if let Some(s) = st.page.as_ref().and_then(|p| p.slot(int_ctx)) {
+                    s.store(UNSIGNALED_SLOT, Ordering::Release);
+                }
+                woke = true;
+            }
+            _ => {
+                if let Some(page) = &st.page {
+                    for (&id, ev) in st.events.iter_mut() {
+                        if ev.kind != EVENT_SIGNAL {
+                            continue;
+                        }
+                        if let Some(s) = page.slot(id) {
+                            if s.load(Ordering::Acquire) != UNSIGNALED_SLOT {
+                                s.store(UNSIGNALED_SLOT, Ordering::Release);
+                                ev.signaled = true;
+                                woke = true;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if woke {
+            self.cv.notify_all();
+        }
+    }
+
+    fn signal_kind(&self, kind: u32, data: EventDataUnion) {
+        let mut st = lock(&self.state);
+        for ev in st.events.values_mut().filter(|e| e.kind == kind) {
+            ev.signaled = true;
+            ev.data = data;
+        }
+        drop(st);
+        self.cv.notify_all();
+    }
+
+    /// A GPU VM fault at `va`: signals the memory-exception events.
+    pub fn memory_exception(&self, gpu_id: u32, va: u64) {
+        let data = EventDataUnion {
+            memory_exception_data: MemoryExceptionData {
+                failure: MemoryExceptionFailure {
+                    not_present: 1,
+                    read_only: 0,
+                    no_execute: 0,
+                    imprecise: 0,
+                },
+                va,
+                gpu_id,
+                error_type: 0,
+            },
+        };
+        self.signal_kind(EVENT_MEMORY, data);
+    }
+
+    /// A fault that is not a VM fault: signals the hardware-exception events.
+    pub fn hw_exception(&self, gpu_id: u32) {
+        let data = EventDataUnion {
+            hw_exception_data: HwExceptionData {
+                reset_type: HW_EXCEPTION_PER_ENGINE_RESET,
+                reset_cause: HW_EXCEPTION_GPU_HANG,
+                memory_lost: 0,
+                gpu_id,
+            },
+        };
+        self.signal_kind(EVENT_HW_EXCEPTION, data);
+    }
+
+    /// `WAIT_EVENTS`: returns the wait result; fills in exception data of the events that
+    /// fired. An auto-reset event is reset when this wait consumes it.
+    pub fn wait(&self, data: &mut [EventData], all: bool, timeout_ms: u32) -> io::Result<u32> {
+        let deadline = (timeout_ms != TIMEOUT_INFINITE)
+            .then(|| Instant::now() + Duration::from_millis(u64::from(timeout_ms)));
+        let mut st = lock(&self.state);
+        if data.iter().any(|d| !st.events.contains_key(&d.event_id)) {
+            return Err(errno(libc::EINVAL));
+        }
+        let mut activated = vec![false; data.len()];
+        loop {
+            for (i, d) in data.iter_mut().enumerate() {
+                let Some(ev) = st.events.get_mut(&d.event_id) else {
+                    return Ok(WAIT_RESULT_FAIL);
+                };
+                if !activated[i] && ev.signaled {
+                    activated[i] = true;
+                    if ev.auto_reset {
+                        ev.signaled = false;
+                    }
+                    if ev.kind == EVENT_MEMORY || ev.kind == EVENT_HW_EXCEPTION {
+                        d.data = ev.data;
+                    }
+                }
+            }
+            let done = if all {
+                activated.iter().all(|&a| a)
+            } else {
+                activated.iter().any(|&a| a)
+            };
+            if done {
+                return Ok(WAIT_RESULT_COMPLETE);
+            }
+            match deadline {
+                None => st = wait(&self.cv, st),
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return Ok(WAIT_RESULT_TIMEOUT);
+                    }
+                    st = wait_timeout(&self.cv, st, deadline - now);
+                }
+            }
+        }
+    }
+}
+
+impl Events {
+    /// Whether the BO `handle` is the event page.
+    pub fn is_page(&self, handle: u64) -> bool {
+        lock(&self.state)
+            .page
+            .as_ref()
+            .is_some_and(|p| p.handle == handle)
+    }
+}

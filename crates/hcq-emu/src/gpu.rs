@@ -1,0 +1,99 @@
+//! One emulated GPU: its page table, instruction cache, VRAM accounting and fault log.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use hcq_amd_sys::seam::Fd;
+
+use crate::dispatch::CodeCache;
+use crate::events::Events;
+use crate::memory::PageTable;
+use crate::util::{lock, MemWatch};
+
+/// Fault reports kept per GPU before the oldest are dropped.
+const MAX_REPORTS: usize = 1024;
+
+/// What kind of exception a fault raises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FaultClass {
+    /// A GPU access to unmapped memory at `va`: memory-exception events.
+    Vm { va: u64 },
+    /// Anything else: hardware-exception events.
+    Hw,
+}
+
+/// The state of one GPU shared by its command processors and the ioctl handlers.
+pub(crate) struct Gpu {
+    pub index: usize,
+    pub gpu_id: u32,
+    pub render_minor: u32,
+    pub vram_bytes: u64,
+    pub vram_used: Mutex<u64>,
+    /// The render node descriptor `ACQUIRE_VM` bound to this GPU.
+    pub vm_fd: Mutex<Option<Fd>>,
+    pub page_table: PageTable,
+    pub code_cache: CodeCache,
+    pub events: Arc<Events>,
+    pub watch: Arc<MemWatch>,
+    pub max_steps: u64,
+    reports: Mutex<VecDeque<String>>,
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gpu")
+            .field("gpu_id", &self.gpu_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Gpu {
+    pub fn new(
+        index: usize,
+        gpu_id: u32,
+        vram_bytes: u64,
+        max_steps: u64,
+        events: Arc<Events>,
+        watch: Arc<MemWatch>,
+    ) -> Self {
+        Gpu {
+            index,
+            gpu_id,
+            render_minor: 128 + index as u32,
+            vram_bytes,
+            vram_used: Mutex::new(0),
+            vm_fd: Mutex::new(None),
+            page_table: PageTable::default(),
+            code_cache: CodeCache::new(),
+            events,
+            watch,
+            max_steps,
+            reports: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// Records a fault report and signals the matching exception events.
+    pub fn raise(&self, class: FaultClass, what: &str) {
+        {
+            let mut r = lock(&self.reports);
+            if r.len() >= MAX_REPORTS {
+                r.pop_front();
+            }
+            r.push_back(format!("gpu {}: {what}", self.gpu_id));
+        }
+        match class {
+            FaultClass::Vm { va } => self.events.memory_exception(self.gpu_id, va),
+            FaultClass::Hw => self.events.hw_exception(self.gpu_id),
+        }
+    }
+
+    /// Pops the oldest fault report.
+    pub fn take_report(&self) -> Option<String> {
+        lock(&self.reports).pop_front()
+    }
+
+    /// VRAM bytes not allocated.
+    pub fn vram_available(&self) -> u64 {
+        self.vram_bytes.saturating_sub(*lock(&self.vram_used))
+    }
+}

@@ -1,0 +1,517 @@
+//! The `/dev/kfd` ioctls and the `mmap`/`munmap` side of the seam.
+
+use std::ffi::c_void;
+use std::io;
+use std::sync::Arc;
+
+use hcq_amd_sys::kfd::{self, *};
+use hcq_amd_sys::seam::{Fd, MAP_FIXED};
+
+use crate::clock::{gpu_ticks, host_ns};
+use crate::cp::{Cp, RingDesc};
+use crate::fds::{FdTable, Node};
+use crate::gpu::Gpu;
+use crate::memory::{page_round, BoKind, PAGE};
+use crate::queue::{
+    QueueShared, DOORBELL_REGION_BYTES, MAX_QUEUES_PER_GPU, MMAP_GPU_ID_MASK, MMAP_GPU_ID_SHIFT,
+};
+use crate::util::{errno, lock};
+use crate::EmuKernel;
+
+/// ABI version reported by `GET_VERSION`.
+pub const KFD_MINOR_VERSION: u32 = 11;
+/// Most GPU ids one `MAP_MEMORY_TO_GPU` may name.
+const MAX_MAP_DEVICES: u32 = 1024;
+/// Most events one `WAIT_EVENTS` may name.
+const MAX_WAIT_EVENTS: u32 = 2 * SIGNAL_EVENT_LIMIT;
+/// The mmap-type bits of a `/dev/kfd` offset.
+const MMAP_TYPE_MASK: u64 = 3 << kfd::MMAP_TYPE_SHIFT;
+const IOC_DIR_READ: u64 = 2;
+/// Smallest ring accepted, in bytes.
+const MIN_RING_BYTES: u32 = 1024;
+/// Stack of a command processor thread (the interpreter keeps wave state on it).
+const CP_STACK_BYTES: usize = 16 << 20;
+
+/// Runs `f` on a copy of the argument struct and copies it back when the request returns data
+/// (as the kernel does, whether or not the handler failed).
+///
+/// # Safety
+/// `arg` must point to a readable (and, for requests that return data, writable) `T`.
+unsafe fn with_args<T: Copy>(
+    arg: *mut c_void,
+    request: u64,
+    f: impl FnOnce(&mut T) -> io::Result<()>,
+) -> io::Result<()> {
+    // SAFETY: the caller guarantees `arg` points to a `T`; it may be unaligned.
+    let mut a = unsafe { arg.cast::<T>().read_unaligned() };
+    let result = f(&mut a);
+    if (request >> 30) & IOC_DIR_READ != 0 {
+        // SAFETY: requests that return data pass a writable `T` (caller's guarantee).
+        unsafe { arg.cast::<T>().write_unaligned(a) };
+    }
+    result
+}
+
+/// The error for a request this kernel does not implement as given.
+fn unknown_request(request: u64) -> io::Error {
+    let known = [
+        IOC_GET_VERSION,
+        IOC_CREATE_QUEUE,
+        IOC_DESTROY_QUEUE,
+        IOC_GET_CLOCK_COUNTERS,
+        IOC_CREATE_EVENT,
+        IOC_DESTROY_EVENT,
+        IOC_SET_EVENT,
+        IOC_RESET_EVENT,
+        IOC_WAIT_EVENTS,
+        IOC_ACQUIRE_VM,
+        IOC_ALLOC_MEMORY_OF_GPU,
+        IOC_FREE_MEMORY_OF_GPU,
+        IOC_MAP_MEMORY_TO_GPU,
+        IOC_UNMAP_MEMORY_FROM_GPU,
+        IOC_AVAILABLE_MEMORY,
+    ];
+    let is_kfd = (request >> 8) & 0xff == u64::from(b'K');
+    if is_kfd && known.iter().any(|&k| request_nr(k) == request_nr(request)) {
+        // A known request with the wrong size or direction.
+        errno(libc::EINVAL)
+    } else {
+        errno(libc::ENOTTY)
+    }
+}
+
+impl EmuKernel {
+    /// # Safety
+    /// As [`hcq_amd_sys::seam::Kernel::ioctl`].
+    pub(crate) unsafe fn do_ioctl(&self, fd: Fd, request: u64, arg: *mut c_void) -> io::Result<()> {
+        match self.fds.get(fd) {
+            None => return Err(errno(libc::EBADF)),
+            Some(Node::Render(_)) => return Err(errno(libc::ENOTTY)),
+            Some(Node::Kfd) => {}
+        }
+        if arg.is_null() {
+            return Err(errno(libc::EFAULT));
+        }
+        // SAFETY: in every arm, the caller guarantees `arg` points to the struct `request` encodes,
+        // and each arm's request constant encodes exactly the struct it names.
+        unsafe {
+            match request {
+                IOC_GET_VERSION => with_args(arg, request, |a: &mut GetVersionArgs| {
+                    a.major_version = KFD_IOCTL_MAJOR_VERSION;
+                    a.minor_version = KFD_MINOR_VERSION;
+                    Ok(())
+                }),
+                IOC_ACQUIRE_VM => with_args(arg, request, |a| self.acquire_vm(a)),
+                IOC_ALLOC_MEMORY_OF_GPU => with_args(arg, request, |a| self.alloc_memory(a)),
+                IOC_FREE_MEMORY_OF_GPU => with_args(arg, request, |a: &mut FreeMemoryOfGpuArgs| {
+                    self.free_memory(a.handle)
+                }),
+                IOC_MAP_MEMORY_TO_GPU => with_args(arg, request, |a| self.map_memory(a, true)),
+                IOC_UNMAP_MEMORY_FROM_GPU => with_args(arg, request, |a| self.map_memory(a, false)),
+                IOC_CREATE_EVENT => with_args(arg, request, |a| self.create_event(a)),
+                IOC_DESTROY_EVENT => with_args(arg, request, |a: &mut DestroyEventArgs| {
+                    self.events.destroy(a.event_id)
+                }),
+                IOC_SET_EVENT => with_args(arg, request, |a: &mut EventIdArgs| {
+                    self.events.set(a.event_id)
+                }),
+                IOC_RESET_EVENT => with_args(arg, request, |a: &mut EventIdArgs| {
+                    self.events.reset(a.event_id)
+                }),
+                IOC_WAIT_EVENTS => with_args(arg, request, |a| self.wait_events(a)),
+                IOC_CREATE_QUEUE => with_args(arg, request, |a| self.create_queue(a)),
+                IOC_DESTROY_QUEUE => with_args(arg, request, |a: &mut DestroyQueueArgs| {
+                    self.destroy_queue(a.queue_id)
+                }),
+                IOC_GET_CLOCK_COUNTERS => with_args(arg, request, |a| self.clock_counters(a)),
+                IOC_AVAILABLE_MEMORY => {
+                    with_args(arg, request, |a: &mut GetAvailableMemoryArgs| {
+                        a.available = self
+                            .gpu_by_id(a.gpu_id)
+                            .ok_or_else(|| errno(libc::EINVAL))?
+                            .vram_available();
+                        Ok(())
+                    })
+                }
+                _ => Err(unknown_request(request)),
+            }
+        }
+    }
+
+    /// The GPU `gpu_id` names, if the process has acquired its VM.
+    fn acquired_gpu(&self, gpu_id: u32) -> io::Result<&Arc<Gpu>> {
+        let gpu = self.gpu_by_id(gpu_id).ok_or_else(|| errno(libc::EINVAL))?;
+        if lock(&gpu.vm_fd).is_none() {
+            return Err(errno(libc::EINVAL));
+        }
+        Ok(gpu)
+    }
+
+    fn acquire_vm(&self, a: &mut AcquireVmArgs) -> io::Result<()> {
+        let gpu = self
+            .gpu_by_id(a.gpu_id)
+            .ok_or_else(|| errno(libc::EINVAL))?;
+        let fd = a.drm_fd as Fd;
+        if self.fds.get(fd) != Some(Node::Render(gpu.index)) {
+            return Err(errno(libc::EINVAL));
+        }
+        let mut vm = lock(&gpu.vm_fd);
+        match *vm {
+            None => *vm = Some(fd),
+            Some(prev) if prev == fd => {}
+            Some(_) => return Err(errno(libc::EBUSY)),
+        }
+        Ok(())
+    }
+
+    fn alloc_memory(&self, a: &mut AllocMemoryOfGpuArgs) -> io::Result<()> {
+        let gpu = self.acquired_gpu(a.gpu_id)?;
+        let domain = a.flags
+            & (ALLOC_MEM_FLAGS_VRAM
+                | ALLOC_MEM_FLAGS_GTT
+                | ALLOC_MEM_FLAGS_USERPTR
+                | ALLOC_MEM_FLAGS_DOORBELL);
+        let kind = match domain {
+            ALLOC_MEM_FLAGS_VRAM => BoKind::Vram,
+            ALLOC_MEM_FLAGS_GTT => BoKind::Gtt,
+            ALLOC_MEM_FLAGS_USERPTR => BoKind::Userptr,
+            _ => return Err(errno(libc::EINVAL)),
+        };
+        let size = page_round(a.size)
+            .filter(|&s| s > 0)
+            .ok_or_else(|| errno(libc::EINVAL))?;
+        let va = a.va_addr;
+        let end = va.checked_add(size).ok_or_else(|| errno(libc::EINVAL))?;
+        if va == 0 || va % PAGE != 0 || end > (1 << 47) {
+            return Err(errno(libc::EINVAL));
+        }
+        let mut bos = lock(&self.bos);
+        if !bos.va_free(va, end) {
+            return Err(errno(libc::EINVAL));
+        }
+        if kind == BoKind::Vram {
+            let mut used = lock(&gpu.vram_used);
+            if used.checked_add(size).map_or(true, |u| u > gpu.vram_bytes) {
+                return Err(errno(libc::ENOMEM));
+            }
+            *used += size;
+        }
+        let storage = match kind {
+            BoKind::Userptr => {
+                let user = if a.mmap_offset != 0 {
+                    a.mmap_offset
+                } else {
+                    va
+                };
+                if user % PAGE != 0 {
+                    Err(errno(libc::EINVAL))
+                } else {
+                    self.space.hold_user(user, size)
+                }
+            }
+            _ => self.space.back(va, size),
+        };
+        let result = storage.and_then(|s| bos.insert(gpu.index, gpu.gpu_id, va, size, kind, s));
+        match result {
+            Ok((handle, offset)) => {
+                a.handle = handle;
+                a.mmap_offset = offset;
+                Ok(())
+            }
+            Err(e) => {
+                if kind == BoKind::Vram {
+                    *lock(&gpu.vram_used) -= size;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn free_memory(&self, handle: u64) -> io::Result<()> {
+        if self.events.is_page(handle) {
+            return Err(errno(libc::EPERM));
+        }
+        let bo = lock(&self.bos)
+            .remove(handle)
+            .ok_or_else(|| errno(libc::EINVAL))?;
+        for &g in &bo.mapped_on {
+            if let Some(gpu) = self.gpus.get(g) {
+                gpu.page_table.unmap(bo.va);
+            }
+        }
+        if bo.kind == BoKind::Vram {
+            if let Some(gpu) = self.gpus.get(bo.gpu) {
+                let mut used = lock(&gpu.vram_used);
+                *used = used.saturating_sub(bo.size);
+            }
+        }
+        // The storage is released when the last page-table snapshot using it is dropped.
+        drop(bo);
+        Ok(())
+    }
+
+    fn map_memory(&self, a: &mut MapMemoryArgs, map: bool) -> io::Result<()> {
+        if a.n_devices == 0 || a.n_devices > MAX_MAP_DEVICES || a.n_success > a.n_devices {
+            return Err(errno(libc::EINVAL));
+        }
+        if a.device_ids_array_ptr == 0 {
+            return Err(errno(libc::EFAULT));
+        }
+        let ids = a.device_ids_array_ptr as usize as *const u32;
+        let mut bos = lock(&self.bos);
+        let bo = bos.get_mut(a.handle).ok_or_else(|| errno(libc::EINVAL))?;
+        for i in a.n_success..a.n_devices {
+            // SAFETY: the caller guarantees `device_ids_array_ptr` points to `n_devices` ids
+            // (pointers inside the ioctl struct are the caller's contract); `i < n_devices`.
+            let gpu_id = unsafe { ids.add(i as usize).read_unaligned() };
+            let gpu = self.acquired_gpu(gpu_id)?;
+            if map {
+                gpu.page_table.map(bo.va, &bo.storage);
+                if !bo.mapped_on.contains(&gpu.index) {
+                    bo.mapped_on.push(gpu.index);
+                }
+            } else {
+                gpu.page_table.unmap(bo.va);
+                bo.mapped_on.retain(|&g| g != gpu.index);
+            }
+            a.n_success = i + 1;
+        }
+        Ok(())
+    }
+
+    fn create_event(&self, a: &mut CreateEventArgs) -> io::Result<()> {
+        let page = if a.event_page_offset != 0 {
+            let bos = lock(&self.bos);
+            let bo = bos
+                .get(a.event_page_offset)
+                .ok_or_else(|| errno(libc::EINVAL))?;
+            Some((bo.handle, Arc::clone(&bo.storage)))
+        } else {
+            None
+        };
+        self.events.create(a, page)
+    }
+
+    fn wait_events(&self, a: &mut WaitEventsArgs) -> io::Result<()> {
+        if a.num_events == 0 || a.num_events > MAX_WAIT_EVENTS {
+            return Err(errno(libc::EINVAL));
+        }
+        if a.events_ptr == 0 {
+            return Err(errno(libc::EFAULT));
+        }
+        let ptr = a.events_ptr as usize as *mut EventData;
+        let n = a.num_events as usize;
+        // SAFETY: the caller guarantees `events_ptr` points to `num_events` writable
+        // `kfd_event_data` (pointers inside the ioctl struct are the caller's contract).
+        let mut data: Vec<EventData> = (0..n)
+            .map(|i| unsafe { ptr.add(i).read_unaligned() })
+            .collect();
+        a.wait_result = self
+            .events
+            .wait(&mut data, a.wait_for_all != 0, a.timeout)?;
+        for (i, d) in data.into_iter().enumerate() {
+            // SAFETY: as above.
+            unsafe { ptr.add(i).write_unaligned(d) };
+        }
+        Ok(())
+    }
+
+    fn create_queue(&self, a: &mut CreateQueueArgs) -> io::Result<()> {
+        let gpu = self.acquired_gpu(a.gpu_id)?;
+        if a.queue_type != QUEUE_TYPE_COMPUTE {
+            // SDMA and AQL queues are not emulated (yet).
+            return Err(errno(libc::EINVAL));
+        }
+        if a.queue_percentage > MAX_QUEUE_PERCENTAGE || a.queue_priority > MAX_QUEUE_PRIORITY {
+            return Err(errno(libc::EINVAL));
+        }
+        if !a.ring_size.is_power_of_two()
+            || a.ring_size < MIN_RING_BYTES
+            || a.ring_base_address % 256 != 0
+        {
+            return Err(errno(libc::EINVAL));
+        }
+        let snap = gpu.page_table.snapshot();
+        let mapped = |addr: u64, len: u64| snap.translate(addr, len).is_some();
+        if !mapped(a.ring_base_address, u64::from(a.ring_size))
+            || a.read_pointer_address % 8 != 0
+            || a.write_pointer_address % 8 != 0
+            || !mapped(a.read_pointer_address, 8)
+            || !mapped(a.write_pointer_address, 8)
+        {
+            return Err(errno(libc::EINVAL));
+        }
+        drop(snap);
+        let mut queues = lock(&self.queues);
+        if queues.count_on(gpu.index) >= MAX_QUEUES_PER_GPU {
+            return Err(errno(libc::ENOSPC));
+        }
+        let slot = self
+            .doorbells
+            .free_slot(gpu.index)
+            .ok_or_else(|| errno(libc::ENOSPC))?;
+        let queue_id = queues.free_id();
+        let shared = Arc::new(QueueShared::default());
+        let ring = RingDesc {
+            queue_id,
+            ring_base: a.ring_base_address,
+            ring_bytes: u64::from(a.ring_size),
+            rptr_addr: a.read_pointer_address,
+        };
+        let cp = Cp::new(Arc::clone(gpu), Arc::clone(&shared), ring);
+        let thread = std::thread::Builder::new()
+            .name(format!("hcq-emu-cp{}-q{queue_id}", gpu.index))
+            .stack_size(CP_STACK_BYTES)
+            .spawn(move || cp.run())
+            .map_err(|_| errno(libc::ENOMEM))?;
+        self.doorbells.bind(gpu.index, slot, Arc::clone(&shared));
+        queues.queues.insert(
+            queue_id,
+            crate::queue::Queue {
+                gpu: gpu.index,
+                slot,
+                shared,
+                thread: Some(thread),
+            },
+        );
+        a.queue_id = queue_id;
+        a.doorbell_offset = MMAP_TYPE_DOORBELL
+            | (u64::from(gpu.gpu_id) << MMAP_GPU_ID_SHIFT)
+            | (u64::from(slot) * 8);
+        Ok(())
+    }
+
+    fn destroy_queue(&self, queue_id: u32) -> io::Result<()> {
+        let mut q = lock(&self.queues)
+            .queues
+            .remove(&queue_id)
+            .ok_or_else(|| errno(libc::EINVAL))?;
+        self.doorbells.unbind(q.gpu, q.slot);
+        q.shared.stop();
+        self.watch.notify();
+        if let Some(t) = q.thread.take() {
+            let _ = t.join();
+        }
+        Ok(())
+    }
+
+    fn clock_counters(&self, a: &mut GetClockCountersArgs) -> io::Result<()> {
+        self.gpu_by_id(a.gpu_id)
+            .ok_or_else(|| errno(libc::EINVAL))?;
+        a.gpu_clock_counter = gpu_ticks();
+        a.cpu_clock_counter = host_ns(libc::CLOCK_MONOTONIC_RAW);
+        a.system_clock_counter = host_ns(libc::CLOCK_BOOTTIME);
+        a.system_clock_freq = 1_000_000_000;
+        Ok(())
+    }
+
+    /// # Safety
+    /// As [`hcq_amd_sys::seam::Kernel::mmap`].
+    pub(crate) unsafe fn do_mmap(
+        &self,
+        addr: *mut c_void,
+        len: usize,
+        prot: i32,
+        flags: i32,
+        fd: Fd,
+        offset: u64,
+    ) -> io::Result<*mut c_void> {
+        let len = page_round(len as u64)
+            .filter(|&l| l > 0)
+            .ok_or_else(|| errno(libc::EINVAL))?;
+        let fixed = flags & MAP_FIXED != 0;
+        let start = addr as usize as u64;
+        if fixed {
+            let end = start.checked_add(len).ok_or_else(|| errno(libc::EINVAL))?;
+            if start % PAGE != 0 {
+                return Err(errno(libc::EINVAL));
+            }
+            // A fixed mapping may replace a buffer's CPU view only through the render node.
+            if !(FdTable::is_emulated(fd) && matches!(self.fds.get(fd), Some(Node::Render(_)))) {
+                if self.space.overlaps(start, end) {
+                    return Err(errno(libc::EINVAL));
+                }
+                self.doorbells.remove_overlapping(start, end);
+            }
+        }
+        if fd == -1 || !FdTable::is_emulated(fd) {
+            // SAFETY: an ordinary mapping, forwarded with the caller's guarantees; it does not
+            // touch memory held for buffers (checked above for MAP_FIXED).
+            return unsafe { host_mmap(addr, len, prot, flags, fd, offset) };
+        }
+        match self.fds.get(fd) {
+            None => Err(errno(libc::EBADF)),
+            Some(Node::Kfd) => {
+                if offset & MMAP_TYPE_MASK != MMAP_TYPE_DOORBELL {
+                    return Err(errno(libc::EINVAL));
+                }
+                let gpu_id = ((offset >> MMAP_GPU_ID_SHIFT) & MMAP_GPU_ID_MASK) as u32;
+                let gpu = self.gpu_by_id(gpu_id).ok_or_else(|| errno(libc::EINVAL))?;
+                let rest = offset & !(MMAP_TYPE_MASK | (MMAP_GPU_ID_MASK << MMAP_GPU_ID_SHIFT));
+                if rest != 0 || len > DOORBELL_REGION_BYTES {
+                    return Err(errno(libc::EINVAL));
+                }
+                let flags = (flags & MAP_FIXED) | libc::MAP_SHARED | libc::MAP_ANONYMOUS;
+                // SAFETY: a fresh anonymous mapping; with MAP_FIXED the caller owns the range.
+                let p = unsafe {
+                    host_mmap(addr, len, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0)
+                }?;
+                self.doorbells
+                    .add_mapping(gpu.index, p as usize as u64, len);
+                Ok(p)
+            }
+            Some(Node::Render(g)) => {
+                let bos = lock(&self.bos);
+                let bo = bos.by_offset(offset).ok_or_else(|| errno(libc::EINVAL))?;
+                let rel = offset - bo.mmap_offset;
+                if bo.gpu != g
+                    || rel % PAGE != 0
+                    || rel.checked_add(len).map_or(true, |e| e > bo.size)
+                {
+                    return Err(errno(libc::EINVAL));
+                }
+                let target = bo.va + rel;
+                if fixed && start != target {
+                    // The buffer's memory lives at its own address; it cannot be placed elsewhere.
+                    return Err(errno(libc::EINVAL));
+                }
+                self.space.remapped(target, target + len);
+                Ok(target as usize as *mut c_void)
+            }
+        }
+    }
+
+    pub(crate) fn do_munmap(&self, addr: u64, len: u64) -> io::Result<()> {
+        let len = page_round(len)
+            .filter(|&l| l > 0)
+            .ok_or_else(|| errno(libc::EINVAL))?;
+        let end = addr.checked_add(len).ok_or_else(|| errno(libc::EINVAL))?;
+        if addr % PAGE != 0 {
+            return Err(errno(libc::EINVAL));
+        }
+        self.doorbells.remove_overlapping(addr, end);
+        self.space.munmap(addr, end)
+    }
+}
+
+/// `mmap(2)`.
+///
+/// # Safety
+/// As `mmap(2)`: with `MAP_FIXED`, the caller must own the replaced range.
+unsafe fn host_mmap(
+    addr: *mut c_void,
+    len: u64,
+    prot: i32,
+    flags: i32,
+    fd: Fd,
+    offset: u64,
+) -> io::Result<*mut c_void> {
+    let offset = libc::off_t::try_from(offset).map_err(|_| errno(libc::EINVAL))?;
+    // SAFETY: the caller's guarantees.
+    let p = unsafe { libc::mmap(addr, len as usize, prot, flags, fd, offset) };
+    if p == libc::MAP_FAILED {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(p)
+    }
+}

@@ -1,0 +1,404 @@
+//! A minimal driver over the `Kernel` seam, as the real driver uses it.
+#![allow(dead_code)]
+
+use std::ffi::c_void;
+use std::io;
+use std::ptr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use hcq_amd_sys::kfd::*;
+use hcq_amd_sys::seam::*;
+use hcq_emu::{EmuConfig, EmuKernel};
+
+pub fn small_config() -> EmuConfig {
+    EmuConfig {
+        gpus: 1,
+        max_steps: 1_000_000,
+        vram_bytes: 256 << 20,
+    }
+}
+
+/// Issues an ioctl with a typed argument.
+pub fn ioctl<T>(k: &EmuKernel, fd: Fd, request: u64, arg: &mut T) -> io::Result<()> {
+    // SAFETY: `arg` is a live, writable `T`, the struct every request used in the tests names.
+    unsafe { k.ioctl(fd, request, (arg as *mut T).cast::<c_void>()) }
+}
+
+pub fn errno_of(r: io::Result<impl Sized>) -> i32 {
+    match r {
+        Ok(_) => 0,
+        Err(e) => e.raw_os_error().unwrap_or(-1),
+    }
+}
+
+/// A buffer object as the driver keeps it.
+#[derive(Debug, Clone, Copy)]
+pub struct Buf {
+    pub va: u64,
+    pub size: u64,
+    pub handle: u64,
+    pub mmap_offset: u64,
+}
+
+impl Buf {
+    pub fn ptr<T>(&self, offset: u64) -> *mut T {
+        (self.va + offset) as usize as *mut T
+    }
+    pub fn atomic_u64(&self, offset: u64) -> &AtomicU64 {
+        // SAFETY: test buffers are mapped read-write, 8-byte aligned offsets are used, and
+        // they outlive the borrow in every test.
+        unsafe { AtomicU64::from_ptr(self.ptr(offset)) }
+    }
+    pub fn read_u32(&self, offset: u64) -> u32 {
+        // SAFETY: as above; the GPU writes with atomics, read volatile here.
+        unsafe { ptr::read_volatile(self.ptr::<u32>(offset)) }
+    }
+    pub fn write_u32(&self, offset: u64, v: u32) {
+        // SAFETY: as above.
+        unsafe { ptr::write_volatile(self.ptr::<u32>(offset), v) }
+    }
+}
+
+/// One opened GPU.
+pub struct Dev<'k> {
+    pub k: &'k EmuKernel,
+    pub kfd: Fd,
+    pub drm: Fd,
+    pub gpu_id: u32,
+}
+
+impl<'k> Dev<'k> {
+    /// Opens the `n`-th GPU of the topology.
+    pub fn open(k: &'k EmuKernel, n: usize) -> Dev<'k> {
+        let mut nodes: Vec<u32> = k
+            .read_dir(TOPOLOGY_NODES)
+            .unwrap()
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        nodes.sort();
+        let gpus: Vec<u32> = nodes
+            .into_iter()
+            .filter(|n| {
+                k.read_to_string(&format!("{TOPOLOGY_NODES}/{n}/gpu_id"))
+                    .unwrap()
+                    .trim()
+                    != "0"
+            })
+            .collect();
+        let node = gpus[n];
+        let gpu_id: u32 = k
+            .read_to_string(&format!("{TOPOLOGY_NODES}/{node}/gpu_id"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let props = k
+            .read_to_string(&format!("{TOPOLOGY_NODES}/{node}/properties"))
+            .unwrap();
+        let minor = props
+            .lines()
+            .find_map(|l| l.strip_prefix("drm_render_minor "))
+            .unwrap()
+            .trim()
+            .parse::<u32>()
+            .unwrap();
+        let kfd = k.open("/dev/kfd").unwrap();
+        let drm = k.open(&format!("/dev/dri/renderD{minor}")).unwrap();
+        ioctl(
+            k,
+            kfd,
+            IOC_ACQUIRE_VM,
+            &mut AcquireVmArgs {
+                drm_fd: drm as u32,
+                gpu_id,
+            },
+        )
+        .unwrap();
+        Dev {
+            k,
+            kfd,
+            drm,
+            gpu_id,
+        }
+    }
+
+    /// Reserves address space, allocates, maps for the CPU and the GPU (like `_gpu_alloc`).
+    pub fn try_alloc(&self, size: u64, flags: u32) -> io::Result<Buf> {
+        let flags = flags
+            | ALLOC_MEM_FLAGS_WRITABLE
+            | ALLOC_MEM_FLAGS_EXECUTABLE
+            | ALLOC_MEM_FLAGS_NO_SUBSTITUTE;
+        let userptr = flags & ALLOC_MEM_FLAGS_USERPTR != 0;
+        // SAFETY: fresh anonymous mappings at addresses the kernel picks.
+        let addr = unsafe {
+            if userptr {
+                self.k.mmap(
+                    ptr::null_mut(),
+                    size as usize,
+                    PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            } else {
+                self.k.mmap(
+                    ptr::null_mut(),
+                    size as usize,
+                    PROT_NONE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                    -1,
+                    0,
+                )
+            }
+        }? as u64;
+        let mut a = AllocMemoryOfGpuArgs {
+            va_addr: addr,
+            size,
+            gpu_id: self.gpu_id,
+            flags,
+            mmap_offset: if userptr { addr } else { 0 },
+            ..Default::default()
+        };
+        if let Err(e) = ioctl(self.k, self.kfd, IOC_ALLOC_MEMORY_OF_GPU, &mut a) {
+            // SAFETY: the reservation made above.
+            unsafe { self.k.munmap(addr as usize as *mut c_void, size as usize) }.unwrap();
+            return Err(e);
+        }
+        if !userptr {
+            // SAFETY: replaces our own reservation with the buffer's CPU view.
+            let p = unsafe {
+                self.k.mmap(
+                    addr as usize as *mut c_void,
+                    size as usize,
+                    PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_FIXED,
+                    self.drm,
+                    a.mmap_offset,
+                )
+            }?;
+            assert_eq!(p as u64, addr);
+        }
+        let buf = Buf {
+            va: addr,
+            size,
+            handle: a.handle,
+            mmap_offset: a.mmap_offset,
+        };
+        self.map(&buf)?;
+        Ok(buf)
+    }
+
+    pub fn alloc(&self, size: u64, flags: u32) -> Buf {
+        self.try_alloc(size, flags).unwrap()
+    }
+
+    pub fn map(&self, buf: &Buf) -> io::Result<()> {
+        let ids = [self.gpu_id];
+        let mut m = MapMemoryArgs {
+            handle: buf.handle,
+            device_ids_array_ptr: ids.as_ptr() as u64,
+            n_devices: 1,
+            n_success: 0,
+        };
+        ioctl(self.k, self.kfd, IOC_MAP_MEMORY_TO_GPU, &mut m)?;
+        assert_eq!(m.n_success, 1);
+        Ok(())
+    }
+
+    pub fn unmap(&self, buf: &Buf) -> io::Result<()> {
+        let ids = [self.gpu_id];
+        let mut m = MapMemoryArgs {
+            handle: buf.handle,
+            device_ids_array_ptr: ids.as_ptr() as u64,
+            n_devices: 1,
+            n_success: 0,
+        };
+        ioctl(self.k, self.kfd, IOC_UNMAP_MEMORY_FROM_GPU, &mut m)
+    }
+
+    /// Unmaps from the GPU and the CPU, then frees (like `_gpu_free`).
+    pub fn free(&self, buf: Buf) {
+        self.unmap(&buf).unwrap();
+        // SAFETY: the CPU view of the buffer, which the test no longer uses.
+        unsafe {
+            self.k
+                .munmap(buf.va as usize as *mut c_void, buf.size as usize)
+        }
+        .unwrap();
+        ioctl(
+            self.k,
+            self.kfd,
+            IOC_FREE_MEMORY_OF_GPU,
+            &mut FreeMemoryOfGpuArgs { handle: buf.handle },
+        )
+        .unwrap();
+    }
+
+    pub fn create_event(&self, kind: u32, page: Option<&Buf>) -> CreateEventArgs {
+        let mut a = CreateEventArgs {
+            event_type: kind,
+            auto_reset: 1,
+            event_page_offset: page.map_or(0, |p| p.handle),
+            ..Default::default()
+        };
+        ioctl(self.k, self.kfd, IOC_CREATE_EVENT, &mut a).unwrap();
+        a
+    }
+
+    /// Waits for one event; returns the wait result and the event data.
+    pub fn wait_event(&self, id: u32, timeout_ms: u32) -> (u32, EventData) {
+        let mut data = [EventData {
+            event_id: id,
+            ..Default::default()
+        }];
+        let mut w = WaitEventsArgs {
+            events_ptr: data.as_mut_ptr() as u64,
+            num_events: 1,
+            wait_for_all: 1,
+            timeout: timeout_ms,
+            wait_result: 99,
+        };
+        ioctl(self.k, self.kfd, IOC_WAIT_EVENTS, &mut w).unwrap();
+        (w.wait_result, data[0])
+    }
+
+    pub fn create_queue(&self, ring_bytes: u64) -> Queue<'_, 'k> {
+        let ring = self.alloc(ring_bytes, ALLOC_MEM_FLAGS_GTT);
+        let gart = self.alloc(0x1000, ALLOC_MEM_FLAGS_GTT);
+        let mut q = CreateQueueArgs {
+            ring_base_address: ring.va,
+            ring_size: ring_bytes as u32,
+            gpu_id: self.gpu_id,
+            queue_type: QUEUE_TYPE_COMPUTE,
+            queue_percentage: MAX_QUEUE_PERCENTAGE,
+            queue_priority: MAX_QUEUE_PRIORITY,
+            write_pointer_address: gart.va,
+            read_pointer_address: gart.va + 8,
+            ..Default::default()
+        };
+        ioctl(self.k, self.kfd, IOC_CREATE_QUEUE, &mut q).unwrap();
+        assert_eq!(q.doorbell_offset & (3 << 62), MMAP_TYPE_DOORBELL);
+        let base = q.doorbell_offset & !0x1fff;
+        // SAFETY: a fresh mapping of the doorbell page.
+        let page = unsafe {
+            self.k.mmap(
+                ptr::null_mut(),
+                0x2000,
+                PROT_READ | PROT_WRITE,
+                MAP_SHARED,
+                self.kfd,
+                base,
+            )
+        }
+        .unwrap();
+        let doorbell = (page as u64 + (q.doorbell_offset - base)) as usize as *mut u64;
+        Queue {
+            dev: self,
+            ring,
+            gart,
+            queue_id: q.queue_id,
+            doorbell,
+            wptr: 0,
+        }
+    }
+}
+
+/// A compute queue as the driver keeps it.
+pub struct Queue<'d, 'k> {
+    pub dev: &'d Dev<'k>,
+    pub ring: Buf,
+    pub gart: Buf,
+    pub queue_id: u32,
+    pub doorbell: *mut u64,
+    pub wptr: u64,
+}
+
+impl Queue<'_, '_> {
+    /// Copies `words` into the ring and rings the doorbell (like `HWPM4Queue.submit`).
+    pub fn submit(&mut self, words: &[u32]) {
+        self.write_words(words);
+        self.ring_doorbell(self.wptr);
+    }
+
+    pub fn write_words(&mut self, words: &[u32]) {
+        let ring_dwords = self.ring.size / 4;
+        for &w in words {
+            self.ring.write_u32(4 * (self.wptr % ring_dwords), w);
+            self.wptr += 1;
+        }
+        self.gart.atomic_u64(0).store(self.wptr, Ordering::SeqCst);
+    }
+
+    pub fn ring_doorbell(&self, value: u64) {
+        // SAFETY: `doorbell` points into the doorbell page mapped by `create_queue`.
+        unsafe { self.dev.k.write_doorbell(self.doorbell, value) };
+    }
+
+    pub fn rptr(&self) -> u64 {
+        self.gart.atomic_u64(8).load(Ordering::SeqCst)
+    }
+
+    /// Waits until the command processor has consumed everything submitted.
+    pub fn wait_idle(&self, timeout: Duration) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            if self.rptr() == self.wptr {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        false
+    }
+
+    pub fn destroy(self) {
+        ioctl(
+            self.dev.k,
+            self.dev.kfd,
+            IOC_DESTROY_QUEUE,
+            &mut DestroyQueueArgs {
+                queue_id: self.queue_id,
+                pad: 0,
+            },
+        )
+        .unwrap();
+    }
+}
+
+/// Signals as the driver lays them out: a 64-byte `amd_signal_t` in a signal page.
+pub struct Signals {
+    pub page: Buf,
+    pub events: Buf,
+}
+
+impl Signals {
+    pub fn new(dev: &Dev) -> Signals {
+        let page = dev.alloc(
+            0x1000,
+            ALLOC_MEM_FLAGS_GTT | ALLOC_MEM_FLAGS_COHERENT | ALLOC_MEM_FLAGS_UNCACHED,
+        );
+        let events = dev.alloc(
+            0x8000,
+            ALLOC_MEM_FLAGS_GTT | ALLOC_MEM_FLAGS_COHERENT | ALLOC_MEM_FLAGS_UNCACHED,
+        );
+        Signals { page, events }
+    }
+    /// GPU address of the value of signal `i`.
+    pub fn value_addr(&self, i: u64) -> u64 {
+        self.page.va + 64 * i + hcq_amd_sys::signal::VALUE_OFFSET
+    }
+    pub fn value(&self, i: u64) -> u64 {
+        self.page
+            .atomic_u64(64 * i + hcq_amd_sys::signal::VALUE_OFFSET)
+            .load(Ordering::SeqCst)
+    }
+    pub fn set_value(&self, i: u64, v: u64) {
+        self.page
+            .atomic_u64(64 * i + hcq_amd_sys::signal::VALUE_OFFSET)
+            .store(v, Ordering::SeqCst)
+    }
+    pub fn mailbox(&self, ev: &CreateEventArgs) -> u64 {
+        self.events.va + 8 * u64::from(ev.event_slot_index)
+    }
+}

@@ -1,0 +1,279 @@
+//! # hcq
+//!
+//! A GPU compute runtime built on hardware command queues: it talks to the kernel driver
+//! directly, writes the GPU's command packets into rings it owns and rings the doorbell itself.
+//!
+//! ```no_run
+//! # fn main() -> hcq::Result<()> {
+//! let dev = hcq::Device::default_device()?; // HCQ_DEVICE, else a real AMD GPU, else amd-emu:0
+//! let lib = dev.compile(r#"extern "C" __attribute__((global)) void twice(float* x) {
+//!     x[__builtin_amdgcn_workitem_id_x()] *= 2.0f; }"#)?;
+//! let prg = dev.program(&lib, "twice")?;
+//! let buf = dev.alloc(64 * 4)?;
+//! buf.write(&[1.0f32; 64])?;
+//! prg.launch(&[hcq::Arg::Buffer(&buf)], [1, 1, 1], [64, 1, 1])?;
+//! let out: Vec<f32> = buf.read()?;
+//! # Ok(()) }
+//! ```
+//!
+//! ## Devices
+//! - `amd:N`: the N-th AMD GPU of `/dev/kfd` (no ROCm needed).
+//! - `amd-emu:N`: the N-th emulated gfx1100 GPU (`HCQ_EMU_GPUS` of them, default 1), which runs
+//!   the real machine code in an interpreter below the same driver.
+//!
+//! ## Contracts
+//! - Work on one device executes in submission order. Copies wait for the work queued before
+//!   them; launches return as soon as the work is queued.
+//! - A fault on the GPU (bad memory access, illegal instruction) surfaces as
+//!   [`Error::DeviceFault`] from the next wait on that device; the device stays usable.
+//! - Every wait is bounded by `HCQ_WAIT_TIMEOUT_MS` (default 30000) and ends in
+//!   [`Error::Timeout`].
+//! - Buffers are freed when dropped; do not drop a buffer that queued work still uses.
+
+mod registry;
+
+pub use hcq_core::{DeviceInfo, Error, Result};
+pub use registry::{list_devices, DeviceListing};
+
+use hcq_amd::{AmdBuffer, AmdDevice, AmdProgram};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Compiles HIP source for an AMD target (`gfx1100`, ...) without opening a device.
+pub fn compile_hip(source: &str, arch: &str) -> Result<Vec<u8>> {
+    hcq_amd::compiler::HipCompiler::new(arch, hcq_core::CompileCache::from_env()).compile(source)
+}
+
+/// A kernel argument: a buffer or a scalar, in kernel-signature order.
+pub type Arg<'a> = hcq_core::Arg<&'a Buffer>;
+
+enum Backend {
+    Amd(AmdDevice),
+}
+
+/// An opened GPU. Cloning is cheap; clones share the device.
+#[derive(Clone)]
+pub struct Device {
+    backend: Arc<Backend>,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Device({})", self.name())
+    }
+}
+
+impl Device {
+    /// Opens a device by name (`amd:0`, `amd-emu:1`). Opening the same name twice gives the same
+    /// device.
+    pub fn open(name: &str) -> Result<Device> {
+        registry::open(name)
+    }
+
+    /// The device `HCQ_DEVICE` names; else the first real AMD GPU; else `amd-emu:0`.
+    pub fn default_device() -> Result<Device> {
+        Device::open(&registry::default_name())
+    }
+
+    pub fn name(&self) -> &str {
+        match &*self.backend {
+            Backend::Amd(d) => &d.name,
+        }
+    }
+
+    pub fn info(&self) -> DeviceInfo {
+        match &*self.backend {
+            Backend::Amd(d) => d.info(),
+        }
+    }
+
+    /// Allocates `size` bytes of device memory.
+    pub fn alloc(&self, size: usize) -> Result<Buffer> {
+        let inner = match &*self.backend {
+            Backend::Amd(d) => BufferInner::Amd(d.alloc(size as u64)?),
+        };
+        Ok(Buffer {
+            device: self.clone(),
+            inner,
+            size,
+        })
+    }
+
+    /// Compiles kernel source for this device (HIP C++ for AMD) into a code object, through the
+    /// on-disk compile cache.
+    pub fn compile(&self, source: &str) -> Result<Vec<u8>> {
+        match &*self.backend {
+            Backend::Amd(d) => d.compile(source),
+        }
+    }
+
+    /// Loads kernel `name` from a code object.
+    pub fn program(&self, code_object: &[u8], name: &str) -> Result<Program> {
+        let inner = match &*self.backend {
+            Backend::Amd(d) => ProgramInner::Amd(d.load_program(code_object, name)?),
+        };
+        Ok(Program {
+            device: self.clone(),
+            inner,
+            name: name.to_string(),
+        })
+    }
+
+    /// Waits for all queued work.
+    pub fn synchronize(&self) -> Result<()> {
+        match &*self.backend {
+            Backend::Amd(d) => d.synchronize(),
+        }
+    }
+
+    /// Dwords the last submission wrote to the command ring (a diagnostic for benchmarks).
+    pub fn last_submission_dwords(&self) -> u64 {
+        match &*self.backend {
+            Backend::Amd(d) => d.last_submission_dwords(),
+        }
+    }
+
+    /// Capacity of the command ring in dwords (a diagnostic for benchmarks).
+    pub fn ring_capacity_dwords(&self) -> u64 {
+        match &*self.backend {
+            Backend::Amd(d) => d.ring_capacity_dwords(),
+        }
+    }
+
+    fn same(&self, other: &Device) -> bool {
+        Arc::ptr_eq(&self.backend, &other.backend)
+    }
+}
+
+enum BufferInner {
+    Amd(AmdBuffer),
+}
+
+/// Device memory. Freed on drop.
+pub struct Buffer {
+    device: Device,
+    inner: BufferInner,
+    size: usize,
+}
+
+impl std::fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Buffer({} bytes on {})", self.size, self.device.name())
+    }
+}
+
+impl Buffer {
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Copies host bytes into the buffer at `offset`.
+    pub fn copy_in(&self, offset: usize, src: &[u8]) -> Result<()> {
+        match (&*self.device.backend, &self.inner) {
+            (Backend::Amd(d), BufferInner::Amd(b)) => d.copy_in(b, offset as u64, src),
+        }
+    }
+
+    /// Copies bytes out of the buffer at `offset` into `dst`.
+    pub fn copy_out(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
+        match (&*self.device.backend, &self.inner) {
+            (Backend::Amd(d), BufferInner::Amd(b)) => d.copy_out(dst, b, offset as u64),
+        }
+    }
+
+    /// Writes a slice of plain values at the start of the buffer.
+    pub fn write<T: bytemuck::Pod>(&self, values: &[T]) -> Result<()> {
+        self.copy_in(0, bytemuck::cast_slice(values))
+    }
+
+    /// Reads the whole buffer as plain values (the size must be a multiple of `T`'s).
+    pub fn read<T: bytemuck::Pod>(&self) -> Result<Vec<T>> {
+        let n = std::mem::size_of::<T>();
+        if n == 0 || !self.size.is_multiple_of(n) {
+            return Err(Error::InvalidArgument(format!(
+                "{}-byte buffer is not a whole number of {n}-byte values",
+                self.size
+            )));
+        }
+        let mut out = vec![T::zeroed(); self.size / n];
+        self.copy_out(0, bytemuck::cast_slice_mut(&mut out))?;
+        Ok(out)
+    }
+}
+
+enum ProgramInner {
+    Amd(AmdProgram),
+}
+
+/// A kernel loaded on a device.
+pub struct Program {
+    device: Device,
+    inner: ProgramInner,
+    name: String,
+}
+
+impl std::fmt::Debug for Program {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Program({} on {})", self.name, self.device.name())
+    }
+}
+
+impl Program {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn check_args(&self, args: &[Arg<'_>]) -> Result<()> {
+        for (i, a) in args.iter().enumerate() {
+            if let hcq_core::Arg::Buffer(b) = a {
+                if !b.device.same(&self.device) {
+                    return Err(Error::InvalidArgument(format!(
+                        "argument {i} of {} is a buffer on {}, the kernel runs on {}",
+                        self.name,
+                        b.device.name(),
+                        self.device.name()
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn run(
+        &self,
+        args: &[Arg<'_>],
+        global: [u32; 3],
+        local: [u32; 3],
+        wait: bool,
+    ) -> Result<Option<Duration>> {
+        self.check_args(args)?;
+        match (&*self.device.backend, &self.inner) {
+            (Backend::Amd(d), ProgramInner::Amd(p)) => {
+                let address_of = |b: &&Buffer| match &b.inner {
+                    BufferInner::Amd(ab) => Ok(ab.gpu_address()),
+                };
+                d.launch(p, args, address_of, global, local, wait)
+            }
+        }
+    }
+
+    /// Queues the kernel over `global` workgroups of `local` work-items and returns at once.
+    pub fn launch(&self, args: &[Arg<'_>], global: [u32; 3], local: [u32; 3]) -> Result<()> {
+        self.run(args, global, local, false).map(|_| ())
+    }
+
+    /// Runs the kernel, waits for it, and returns its GPU time.
+    pub fn launch_timed(
+        &self,
+        args: &[Arg<'_>],
+        global: [u32; 3],
+        local: [u32; 3],
+    ) -> Result<Duration> {
+        self.run(args, global, local, true)
+            .map(|t| t.unwrap_or_default())
+    }
+}

@@ -1,0 +1,115 @@
+//! Device names, the drivers behind them, and the default device.
+
+use crate::{Backend, Device};
+use hcq_amd::{AmdDevice, AmdDriver};
+use hcq_amd_sys::seam::{HostKernel, Kernel};
+use hcq_core::{Error, Result};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+const REAL: &str = "amd";
+const EMULATED: &str = "amd-emu";
+
+type DriverSlot = OnceLock<std::result::Result<Arc<AmdDriver>, String>>;
+
+fn real_driver() -> Result<Arc<AmdDriver>> {
+    static DRIVER: DriverSlot = OnceLock::new();
+    DRIVER
+        .get_or_init(|| {
+            if !std::path::Path::new("/dev/kfd").exists() {
+                return Err("no /dev/kfd on this machine".into());
+            }
+            let kernel: Arc<dyn Kernel> = Arc::new(HostKernel);
+            AmdDriver::new(kernel, REAL, false).map_err(|e| e.to_string())
+        })
+        .clone()
+        .map_err(Error::NoDevice)
+}
+
+fn emulated_driver() -> Result<Arc<AmdDriver>> {
+    static DRIVER: DriverSlot = OnceLock::new();
+    DRIVER
+        .get_or_init(|| {
+            let kernel: Arc<dyn Kernel> = Arc::new(hcq_emu::kernel());
+            AmdDriver::new(kernel, EMULATED, true).map_err(|e| e.to_string())
+        })
+        .clone()
+        .map_err(Error::NoDevice)
+}
+
+fn parse(name: &str) -> Result<(&str, usize)> {
+    let (kind, index) = name.split_once(':').unwrap_or((name, "0"));
+    let index: usize = index.parse().map_err(|_| {
+        Error::NoDevice(format!(
+            "{name:?}: expected NAME:INDEX, e.g. amd:0 or amd-emu:0"
+        ))
+    })?;
+    match kind {
+        REAL | EMULATED => Ok((kind, index)),
+        _ => Err(Error::NoDevice(format!(
+            "{name:?}: unknown device kind {kind:?} (known: amd, amd-emu)"
+        ))),
+    }
+}
+
+/// Opens (or returns the already open) device `name`.
+pub(crate) fn open(name: &str) -> Result<Device> {
+    static OPEN: OnceLock<Mutex<HashMap<String, Weak<Backend>>>> = OnceLock::new();
+    let (kind, index) = parse(name)?;
+    let canonical = format!("{kind}:{index}");
+    let mut open = OPEN
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(backend) = open.get(&canonical).and_then(Weak::upgrade) {
+        return Ok(Device { backend });
+    }
+    let driver = if kind == REAL {
+        real_driver()?
+    } else {
+        emulated_driver()?
+    };
+    let backend = Arc::new(Backend::Amd(AmdDevice::open(&driver, index)?));
+    open.insert(canonical, Arc::downgrade(&backend));
+    Ok(Device { backend })
+}
+
+/// `HCQ_DEVICE`, else the first real AMD GPU, else `amd-emu:0`.
+pub(crate) fn default_name() -> String {
+    if let Ok(name) = std::env::var("HCQ_DEVICE") {
+        if !name.trim().is_empty() {
+            return name.trim().to_string();
+        }
+    }
+    match real_driver() {
+        Ok(d) if !d.gpus.is_empty() => format!("{REAL}:0"),
+        _ => format!("{EMULATED}:0"),
+    }
+}
+
+/// One line of a device listing.
+#[derive(Debug, Clone)]
+pub struct DeviceListing {
+    pub name: String,
+    pub arch: String,
+    /// Device memory in bytes, as the topology reports it.
+    pub memory: u64,
+    pub emulated: bool,
+}
+
+/// Every device hcq can open, real ones first, without opening them.
+pub fn list_devices() -> Vec<DeviceListing> {
+    let mut out = Vec::new();
+    for (driver, emulated) in [(real_driver(), false), (emulated_driver(), true)] {
+        let Ok(driver) = driver else { continue };
+        for (i, g) in driver.gpus.iter().enumerate() {
+            out.push(DeviceListing {
+                name: format!("{}:{i}", driver.prefix),
+                arch: g.arch.clone(),
+                memory: g.properties.get("local_mem_size").copied().unwrap_or(0),
+                emulated,
+            });
+        }
+    }
+    out
+}

@@ -1,0 +1,108 @@
+//! Bad input and faulting kernels give typed errors, and the device keeps working after them.
+//! One test function, so the faults happen in a known order on the shared device.
+
+use hcq::{Arg, Device, Error};
+
+const SRC: &str = r#"
+#define KERNEL extern "C" __attribute__((global))
+KERNEL void add_one(int* x, int n) {
+  int i = __builtin_amdgcn_workgroup_id_x() * __builtin_amdgcn_workgroup_size_x() + __builtin_amdgcn_workitem_id_x();
+  if (i < n) x[i] += 1;
+}
+KERNEL void store_to(unsigned long address, int value) {
+  *(volatile int*)address = value;
+}
+KERNEL void ray_stack(int* x) {
+  int v;
+  asm volatile("ds_bvh_stack_rtn_b32 %0, %1, %1, v[4:7]" : "=v"(v) : "v"(x[0]));
+  x[1] = v;
+}
+"#;
+
+fn add_one_works(dev: &Device, lib: &[u8]) {
+    let prg = dev.program(lib, "add_one").unwrap();
+    let buf = dev.alloc(100 * 4).unwrap();
+    let v: Vec<i32> = (0..100).collect();
+    buf.write(&v).unwrap();
+    prg.launch(&[Arg::Buffer(&buf), Arg::I32(100)], [2, 1, 1], [64, 1, 1])
+        .unwrap();
+    let got: Vec<i32> = buf.read().unwrap();
+    assert_eq!(got, (1..101).collect::<Vec<i32>>());
+}
+
+#[test]
+fn faults_are_errors_and_the_device_recovers() {
+    let dev = Device::open("amd-emu:0").unwrap();
+    let lib = dev.compile(SRC).unwrap();
+
+    // Malformed code objects.
+    for bad in [&b""[..], b"\x7fELF garbage", &lib[..lib.len() / 3]] {
+        let e = dev.program(bad, "add_one").unwrap_err();
+        assert!(matches!(e, Error::InvalidCodeObject(_)), "{e}");
+    }
+    let e = dev.program(&lib, "no_such_kernel").unwrap_err();
+    assert!(
+        e.to_string().contains("add_one"),
+        "lists the kernels there are: {e}"
+    );
+
+    // Wrong arguments, checked against the kernel's metadata.
+    let prg = dev.program(&lib, "add_one").unwrap();
+    let buf = dev.alloc(64).unwrap();
+    let e = prg
+        .launch(&[Arg::Buffer(&buf)], [1, 1, 1], [1, 1, 1])
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::InvalidArgument(_)) && e.to_string().contains("takes 2 arguments"),
+        "{e}"
+    );
+    let e = prg
+        .launch(&[Arg::Buffer(&buf), Arg::I64(5)], [1, 1, 1], [1, 1, 1])
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("argument 1 ") && e.to_string().contains("4 bytes"),
+        "{e}"
+    );
+    let e = prg
+        .launch(&[Arg::I32(1), Arg::I32(5)], [1, 1, 1], [1, 1, 1])
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("argument 0 ") && e.to_string().contains("buffer"),
+        "{e}"
+    );
+    let e = prg
+        .launch(
+            &[Arg::Buffer(&buf), Arg::I32(1), Arg::I32(2)],
+            [1, 1, 1],
+            [1, 1, 1],
+        )
+        .unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    add_one_works(&dev, &lib);
+
+    // A store to an unmapped address is a VM fault.
+    let store = dev.program(&lib, "store_to").unwrap();
+    store
+        .launch(&[Arg::U64(0x10_0000), Arg::I32(7)], [1, 1, 1], [1, 1, 1])
+        .unwrap();
+    let e = dev.synchronize().unwrap_err();
+    match &e {
+        Error::DeviceFault { message, .. } => assert!(message.contains("0x100000"), "{message}"),
+        other => panic!("expected a device fault, got {other}"),
+    }
+    add_one_works(&dev, &lib);
+
+    // An instruction the emulator does not implement is named, with its PC.
+    let ray = dev.program(&lib, "ray_stack").unwrap();
+    let e = ray
+        .launch_timed(&[Arg::Buffer(&buf)], [1, 1, 1], [32, 1, 1])
+        .unwrap_err();
+    match &e {
+        Error::DeviceFault { message, .. } => {
+            assert!(message.contains("ds_bvh_stack_rtn_b32"), "{message}");
+            assert!(message.contains("pc"), "{message}");
+        }
+        other => panic!("expected a device fault, got {other}"),
+    }
+    add_one_works(&dev, &lib);
+}

@@ -1,0 +1,218 @@
+//! Decode-once instruction cache keyed by PC.
+//!
+//! Instructions are decoded lazily on first execution and stored with their raw dwords.
+//! [`CodeCache::invalidate`] (an instruction-cache invalidate seen by the command processor)
+//! bumps a generation counter; an entry checked in an older generation is revalidated by
+//! comparing its raw dwords with memory and re-decoded only if they differ.
+//!
+//! The shared map sits behind an `RwLock`; each worker thread keeps a [`LocalCodeCache`] of
+//! `Arc`s in front of it, so the hot path is one local hash lookup and one atomic load.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use crate::decode::{decode, DecodeError, Inst, MAX_INST_WORDS};
+use crate::fault::FaultKind;
+use crate::memory::{read_bytes, Memory};
+
+/// A decoded instruction with the raw dwords it was decoded from.
+#[derive(Debug)]
+pub struct CachedInst {
+    /// Byte address.
+    pub pc: u64,
+    /// The instruction's dwords (only the first `words` are meaningful).
+    pub raw: [u32; MAX_INST_WORDS],
+    /// Length in dwords.
+    pub words: u8,
+    /// The decoded instruction.
+    pub inst: Inst,
+    /// Generation of the cache in which `raw` was last known to match memory.
+    checked_generation: AtomicU64,
+}
+
+impl CachedInst {
+    /// Length in bytes.
+    pub fn size_bytes(&self) -> u64 {
+        u64::from(self.words) * 4
+    }
+}
+
+/// A multiplicative hasher for PC keys (PCs are dword aligned and unique; no DoS concern).
+#[derive(Default)]
+pub struct PcHasher(u64);
+
+impl Hasher for PcHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u64(&mut self, value: u64) {
+        self.0 = (value >> 2).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+type PcMap<V> = HashMap<u64, V, BuildHasherDefault<PcHasher>>;
+
+/// The shared decode cache (one per device/queue; usable from several threads).
+#[derive(Debug, Default)]
+pub struct CodeCache {
+    entries: RwLock<PcMap<Arc<CachedInst>>>,
+    generation: AtomicU64,
+}
+
+impl CodeCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Marks every entry stale; each is revalidated against memory on its next use.
+    pub fn invalidate(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Number of decoded instructions held.
+    pub fn len(&self) -> usize {
+        self.entries.read().map_or(0, |map| map.len())
+    }
+
+    /// Whether the cache holds no instruction.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Returns the instruction at `pc`, decoding it on first use (or after a change).
+    pub fn fetch(&self, mem: &dyn Memory, pc: u64) -> Result<Arc<CachedInst>, FaultKind> {
+        let generation = self.generation();
+        let existing = self
+            .entries
+            .read()
+            .ok()
+            .and_then(|map| map.get(&pc).cloned());
+        if let Some(entry) = existing {
+            if self.revalidate(mem, &entry, generation)? {
+                return Ok(entry);
+            }
+        }
+        let entry = Arc::new(decode_at(mem, pc, generation)?);
+        if let Ok(mut map) = self.entries.write() {
+            map.insert(pc, Arc::clone(&entry));
+        }
+        Ok(entry)
+    }
+
+    /// Whether `entry` still matches memory (cheap when checked in this generation).
+    fn revalidate(
+        &self,
+        mem: &dyn Memory,
+        entry: &CachedInst,
+        generation: u64,
+    ) -> Result<bool, FaultKind> {
+        if entry.checked_generation.load(Ordering::Acquire) == generation {
+            return Ok(true);
+        }
+        let len = usize::from(entry.words);
+        let mut bytes = [0u8; MAX_INST_WORDS * 4];
+        read_bytes(mem, entry.pc, &mut bytes[..len * 4])?;
+        let matches = (0..len).all(|i| dword(&bytes, i) == entry.raw[i]);
+        if matches {
+            entry
+                .checked_generation
+                .store(generation, Ordering::Release);
+        }
+        Ok(matches)
+    }
+}
+
+fn dword(bytes: &[u8; MAX_INST_WORDS * 4], index: usize) -> u32 {
+    let mut word = [0u8; 4];
+    word.copy_from_slice(&bytes[index * 4..index * 4 + 4]);
+    u32::from_le_bytes(word)
+}
+
+/// Reads and decodes the instruction at `pc`.
+fn decode_at(mem: &dyn Memory, pc: u64, generation: u64) -> Result<CachedInst, FaultKind> {
+    if pc % 4 != 0 {
+        return Err(FaultKind::VmFault {
+            addr: pc,
+            write: false,
+        });
+    }
+    let mut bytes = [0u8; MAX_INST_WORDS * 4];
+    // Read as many dwords as are mapped (up to the longest instruction).
+    let mut available = 0;
+    for count in (1..=MAX_INST_WORDS).rev() {
+        if read_bytes(mem, pc, &mut bytes[..count * 4]).is_ok() {
+            available = count;
+            break;
+        }
+    }
+    if available == 0 {
+        return Err(FaultKind::VmFault {
+            addr: pc,
+            write: false,
+        });
+    }
+    let mut raw = [0u32; MAX_INST_WORDS];
+    for (i, word) in raw.iter_mut().enumerate().take(available) {
+        *word = dword(&bytes, i);
+    }
+    match decode(&raw[..available]) {
+        Ok(decoded) => {
+            let words = decoded.words.min(MAX_INST_WORDS);
+            let mut kept = [0u32; MAX_INST_WORDS];
+            kept[..words].copy_from_slice(&raw[..words]);
+            Ok(CachedInst {
+                pc,
+                raw: kept,
+                words: words as u8,
+                inst: decoded.inst,
+                checked_generation: AtomicU64::new(generation),
+            })
+        }
+        Err(DecodeError::Undecodable { word }) => Err(FaultKind::Undecodable { word }),
+        Err(DecodeError::Truncated { needed }) => Err(FaultKind::VmFault {
+            addr: pc.wrapping_add(needed as u64 * 4 - 4),
+            write: false,
+        }),
+    }
+}
+
+/// A per-thread front for a [`CodeCache`]: PC → entry without taking the shared lock.
+pub struct LocalCodeCache<'a> {
+    shared: &'a CodeCache,
+    local: PcMap<Arc<CachedInst>>,
+}
+
+impl<'a> LocalCodeCache<'a> {
+    /// A new empty front for `shared`.
+    pub fn new(shared: &'a CodeCache) -> Self {
+        Self {
+            shared,
+            local: PcMap::default(),
+        }
+    }
+
+    /// The instruction at `pc`.
+    pub fn fetch(&mut self, mem: &dyn Memory, pc: u64) -> Result<Arc<CachedInst>, FaultKind> {
+        let generation = self.shared.generation();
+        if let Some(entry) = self.local.get(&pc) {
+            if entry.checked_generation.load(Ordering::Acquire) == generation {
+                return Ok(Arc::clone(entry));
+            }
+        }
+        let entry = self.shared.fetch(mem, pc)?;
+        self.local.insert(pc, Arc::clone(&entry));
+        Ok(entry)
+    }
+}

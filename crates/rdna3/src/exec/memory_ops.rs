@@ -1,0 +1,640 @@
+//! Memory instructions: SMEM (scalar loads), FLAT/GLOBAL/SCRATCH (per-lane vector memory,
+//! checked through [`Memory::translate`]) and DS (LDS, bounds-checked).
+
+use super::{
+    unimplemented, ExecContext, Flow, Wave, APERTURE_SIZE, PRIVATE_APERTURE_BASE,
+    SHARED_APERTURE_BASE, WAVE_SIZE,
+};
+use crate::decode::{AtomicOp, Ds, Flat, FlatSegment, MemAccess, Smem, D16};
+use crate::fault::FaultKind;
+use crate::isa::{DsOp, SmemOp};
+use crate::memory::{atomic_rmw_u32, atomic_rmw_u64, read_bytes, write_bytes};
+use crate::operand::Operand;
+
+/// Where one lane's access goes.
+#[derive(Clone, Copy)]
+enum Target {
+    /// GPU virtual address.
+    Global(u64),
+    /// LDS byte address.
+    Lds(u64),
+}
+
+fn lds_range(lds: &[u8], addr: u64, len: usize) -> Result<std::ops::Range<usize>, FaultKind> {
+    let start = usize::try_from(addr).map_err(|_| FaultKind::LdsOutOfRange { addr })?;
+    match start.checked_add(len) {
+        Some(end) if end <= lds.len() => Ok(start..end),
+        _ => Err(FaultKind::LdsOutOfRange { addr }),
+    }
+}
+
+fn read_target(ctx: &ExecContext<'_>, target: Target, out: &mut [u8]) -> Result<(), FaultKind> {
+    match target {
+        Target::Global(addr) => read_bytes(ctx.mem, addr, out),
+        Target::Lds(addr) => {
+            let range = lds_range(ctx.lds, addr, out.len())?;
+            out.copy_from_slice(&ctx.lds[range]);
+            Ok(())
+        }
+    }
+}
+
+fn write_target(ctx: &mut ExecContext<'_>, target: Target, data: &[u8]) -> Result<(), FaultKind> {
+    match target {
+        Target::Global(addr) => write_bytes(ctx.mem, addr, data),
+        Target::Lds(addr) => {
+            let range = lds_range(ctx.lds, addr, data.len())?;
+            ctx.lds[range].copy_from_slice(data);
+            Ok(())
+        }
+    }
+}
+
+fn rmw_target(
+    ctx: &mut ExecContext<'_>,
+    target: Target,
+    wide: bool,
+    update: impl Fn(u64) -> u64,
+) -> Result<u64, FaultKind> {
+    match target {
+        Target::Global(addr) if wide => atomic_rmw_u64(ctx.mem, addr, update),
+        Target::Global(addr) => {
+            atomic_rmw_u32(ctx.mem, addr, |old| update(u64::from(old)) as u32).map(u64::from)
+        }
+        Target::Lds(addr) => {
+            let len = if wide { 8 } else { 4 };
+            if addr % len as u64 != 0 {
+                return Err(FaultKind::LdsOutOfRange { addr });
+            }
+            let range = lds_range(ctx.lds, addr, len)?;
+            let mut bytes = [0u8; 8];
+            bytes[..len].copy_from_slice(&ctx.lds[range.clone()]);
+            let old = u64::from_le_bytes(bytes);
+            let new = update(old).to_le_bytes();
+            ctx.lds[range].copy_from_slice(&new[..len]);
+            Ok(old)
+        }
+    }
+}
+
+/// The new memory value of an atomic: `old` combined with `data` (and `compare`).
+fn atomic_update(op: AtomicOp, wide: bool, old: u64, data: u64, compare: u64) -> u64 {
+    let mask = if wide { u64::MAX } else { 0xffff_ffff };
+    let (old, data, compare) = (old & mask, data & mask, compare & mask);
+    let signed = |x: u64| {
+        if wide {
+            x as i64
+        } else {
+            i64::from(x as u32 as i32)
+        }
+    };
+    let float = |x: u64| {
+        if wide {
+            f64::from_bits(x)
+        } else {
+            f64::from(f32::from_bits(x as u32))
+        }
+    };
+    let to_float = |x: f64| {
+        if wide {
+            x.to_bits()
+        } else {
+            u64::from((x as f32).to_bits())
+        }
+    };
+    let result = match op {
+        AtomicOp::Swap => data,
+        AtomicOp::CmpSwap | AtomicOp::CmpSwapF => {
+            if old == compare {
+                data
+            } else {
+                old
+            }
+        }
+        AtomicOp::Add => old.wrapping_add(data),
+        AtomicOp::Sub => old.wrapping_sub(data),
+        AtomicOp::Csub => old.saturating_sub(data),
+        AtomicOp::Smin => {
+            if signed(data) < signed(old) {
+                data
+            } else {
+                old
+            }
+        }
+        AtomicOp::Smax => {
+            if signed(data) > signed(old) {
+                data
+            } else {
+                old
+            }
+        }
+        AtomicOp::Umin => old.min(data),
+        AtomicOp::Umax => old.max(data),
+        AtomicOp::And => old & data,
+        AtomicOp::Or => old | data,
+        AtomicOp::Xor => old ^ data,
+        AtomicOp::Inc => {
+            if old >= data {
+                0
+            } else {
+                old + 1
+            }
+        }
+        AtomicOp::Dec => {
+            if old == 0 || old > data {
+                data
+            } else {
+                old - 1
+            }
+        }
+        AtomicOp::AddF => {
+            if wide {
+                (f64::from_bits(old) + f64::from_bits(data)).to_bits()
+            } else {
+                u64::from((f32::from_bits(old as u32) + f32::from_bits(data as u32)).to_bits())
+            }
+        }
+        AtomicOp::MinF => to_float(super::float::min_f64(float(old), float(data))),
+        AtomicOp::MaxF => to_float(super::float::max_f64(float(old), float(data))),
+    };
+    result & mask
+}
+
+impl Wave {
+    pub(super) fn smem(&mut self, ctx: &mut ExecContext<'_>, i: &Smem) -> Result<Flow, FaultKind> {
+        use SmemOp::*;
+        let dwords = match i.op {
+            S_LOAD_B32 | S_BUFFER_LOAD_B32 => 1,
+            S_LOAD_B64 | S_BUFFER_LOAD_B64 => 2,
+            S_LOAD_B128 | S_BUFFER_LOAD_B128 => 4,
+            S_LOAD_B256 | S_BUFFER_LOAD_B256 => 8,
+            S_LOAD_B512 | S_BUFFER_LOAD_B512 => 16,
+            S_DCACHE_INV | S_GL1_INV | S_ATC_PROBE | S_ATC_PROBE_BUFFER => return Ok(Flow::Next),
+        };
+        let mut base = self.read_scalar64(i.sbase, false)?;
+        if matches!(
+            i.op,
+            S_BUFFER_LOAD_B32
+                | S_BUFFER_LOAD_B64
+                | S_BUFFER_LOAD_B128
+                | S_BUFFER_LOAD_B256
+                | S_BUFFER_LOAD_B512
+        ) {
+            base &= 0xffff_ffff_ffff; // descriptor base address is 48 bits
+        }
+        let soffset = if i.soffset == Operand::Null {
+            0
+        } else {
+            u64::from(self.read_scalar(i.soffset)?)
+        };
+        let addr = base
+            .wrapping_add(i.offset as i64 as u64)
+            .wrapping_add(soffset)
+            & !3;
+        let destination = self.scalar_range(i.sdata, dwords)?;
+        let mut bytes = [0u8; 64];
+        read_bytes(ctx.mem, addr, &mut bytes[..dwords * 4])?;
+        for (k, slot) in destination.enumerate() {
+            let mut word = [0u8; 4];
+            word.copy_from_slice(&bytes[k * 4..k * 4 + 4]);
+            self.sgpr[slot] = u32::from_le_bytes(word);
+        }
+        Ok(Flow::Next)
+    }
+
+    fn lane_target(&self, i: &Flat, lane: usize, saddr: u64) -> Result<Target, FaultKind> {
+        let offset = i.offset as i64 as u64;
+        match i.segment {
+            FlatSegment::Global if i.saddr != Operand::Null => {
+                let range = self.vgpr_range(i.addr, 1)?;
+                let vaddr = u64::from(self.vgpr[range.start][lane]);
+                Ok(Target::Global(
+                    saddr.wrapping_add(vaddr).wrapping_add(offset),
+                ))
+            }
+            FlatSegment::Global | FlatSegment::Flat => {
+                let range = self.vgpr_range(i.addr, 2)?;
+                let vaddr = u64::from(self.vgpr[range.start][lane])
+                    | (u64::from(self.vgpr[range.start + 1][lane]) << 32);
+                let addr = vaddr.wrapping_add(offset);
+                if i.segment == FlatSegment::Flat {
+                    if (SHARED_APERTURE_BASE..SHARED_APERTURE_BASE + APERTURE_SIZE).contains(&addr)
+                    {
+                        return Ok(Target::Lds(addr - SHARED_APERTURE_BASE));
+                    }
+                    if (PRIVATE_APERTURE_BASE..PRIVATE_APERTURE_BASE + APERTURE_SIZE)
+                        .contains(&addr)
+                    {
+                        return self.private_target(addr - PRIVATE_APERTURE_BASE, lane);
+                    }
+                }
+                Ok(Target::Global(addr))
+            }
+            FlatSegment::Scratch => {
+                let mut private = saddr & 0xffff_ffff;
+                if i.sve {
+                    let range = self.vgpr_range(i.addr, 1)?;
+                    private = private.wrapping_add(u64::from(self.vgpr[range.start][lane]));
+                }
+                self.private_target(private.wrapping_add(offset) & 0xffff_ffff, lane)
+            }
+        }
+    }
+
+    /// Maps a lane's private (scratch) offset to memory: each lane owns a contiguous slice
+    /// of the wave's scratch area.
+    fn private_target(&self, offset: u64, lane: usize) -> Result<Target, FaultKind> {
+        let per_lane = self.private.bytes_per_lane;
+        if per_lane == 0 || offset >= per_lane {
+            return Err(FaultKind::VmFault {
+                addr: PRIVATE_APERTURE_BASE + offset,
+                write: false,
+            });
+        }
+        Ok(Target::Global(
+            self.private
+                .base
+                .wrapping_add(lane as u64 * per_lane)
+                .wrapping_add(offset),
+        ))
+    }
+
+    pub(super) fn flat(&mut self, ctx: &mut ExecContext<'_>, i: &Flat) -> Result<Flow, FaultKind> {
+        let Some(access) = i.access else {
+            return Err(unimplemented(i.op.mnemonic()));
+        };
+        let saddr = match (i.segment, i.saddr) {
+            (FlatSegment::Flat, _) | (_, Operand::Null) => 0,
+            (FlatSegment::Global, operand) => self.read_scalar64(operand, false)?,
+            (FlatSegment::Scratch, operand) => u64::from(self.read_scalar(operand)?),
+        };
+        let exec = self.exec();
+        match access {
+            MemAccess::Load { bytes, signed, d16 } => {
+                let dwords = (bytes as usize).div_ceil(4);
+                let range = self.vgpr_range(i.vdst, dwords)?;
+                for lane in 0..WAVE_SIZE {
+                    if exec >> lane & 1 == 0 {
+                        continue;
+                    }
+                    let target = self.lane_target(i, lane, saddr)?;
+                    let mut buffer = [0u8; 16];
+                    read_target(ctx, target, &mut buffer[..usize::from(bytes)])?;
+                    self.write_loaded(range.start, lane, &buffer, bytes, signed, d16);
+                }
+            }
+            MemAccess::Store { bytes, high_half } => {
+                let dwords = (bytes as usize).div_ceil(4);
+                let range = self.vgpr_range(i.data, dwords)?;
+                for lane in 0..WAVE_SIZE {
+                    if exec >> lane & 1 == 0 {
+                        continue;
+                    }
+                    let target = self.lane_target(i, lane, saddr)?;
+                    let mut buffer = [0u8; 16];
+                    for k in 0..dwords {
+                        buffer[k * 4..k * 4 + 4]
+                            .copy_from_slice(&self.vgpr[range.start + k][lane].to_le_bytes());
+                    }
+                    if high_half {
+                        buffer.copy_within(2..4, 0);
+                    }
+                    write_target(ctx, target, &buffer[..bytes as usize])?;
+                }
+            }
+            MemAccess::Atomic { op, wide } => {
+                let value_dwords = if wide { 2 } else { 1 };
+                let data_dwords = if matches!(op, AtomicOp::CmpSwap | AtomicOp::CmpSwapF) {
+                    value_dwords * 2
+                } else {
+                    value_dwords
+                };
+                let data = self.vgpr_range(i.data, data_dwords)?;
+                let returns = i.glc;
+                let dst = if returns {
+                    Some(self.vgpr_range(i.vdst, value_dwords)?)
+                } else {
+                    None
+                };
+                for lane in 0..WAVE_SIZE {
+                    if exec >> lane & 1 == 0 {
+                        continue;
+                    }
+                    let target = self.lane_target(i, lane, saddr)?;
+                    let read = |k: usize| -> u64 {
+                        if wide {
+                            u64::from(self.vgpr[data.start + k][lane])
+                                | (u64::from(self.vgpr[data.start + k + 1][lane]) << 32)
+                        } else {
+                            u64::from(self.vgpr[data.start + k][lane])
+                        }
+                    };
+                    let value = read(0);
+                    let compare = if data_dwords > value_dwords {
+                        read(value_dwords)
+                    } else {
+                        0
+                    };
+                    let old = rmw_target(ctx, target, wide, |old| {
+                        atomic_update(op, wide, old, value, compare)
+                    })
+                    .map_err(|fault| match fault {
+                        FaultKind::VmFault { addr, .. } => FaultKind::VmFault { addr, write: true },
+                        other => other,
+                    })?;
+                    if let Some(dst) = &dst {
+                        self.vgpr[dst.start][lane] = old as u32;
+                        if wide {
+                            self.vgpr[dst.start + 1][lane] = (old >> 32) as u32;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    /// Places loaded bytes into the destination VGPR(s) of one lane.
+    fn write_loaded(
+        &mut self,
+        first: usize,
+        lane: usize,
+        buffer: &[u8; 16],
+        bytes: u8,
+        signed: bool,
+        d16: D16,
+    ) {
+        let small = match (bytes, signed) {
+            (1, false) => Some(u32::from(buffer[0])),
+            (1, true) => Some(buffer[0] as i8 as i32 as u32),
+            (2, false) => Some(u32::from(u16::from_le_bytes([buffer[0], buffer[1]]))),
+            (2, true) => Some(i16::from_le_bytes([buffer[0], buffer[1]]) as i32 as u32),
+            _ => None,
+        };
+        if let Some(value) = small {
+            let old = self.vgpr[first][lane];
+            self.vgpr[first][lane] = match d16 {
+                D16::Full => value,
+                D16::Low => (old & 0xffff_0000) | (value & 0xffff),
+                D16::High => (old & 0xffff) | (value << 16),
+            };
+            return;
+        }
+        for k in 0..usize::from(bytes) / 4 {
+            let mut word = [0u8; 4];
+            word.copy_from_slice(&buffer[k * 4..k * 4 + 4]);
+            self.vgpr[first + k][lane] = u32::from_le_bytes(word);
+        }
+    }
+
+    pub(super) fn ds(&mut self, ctx: &mut ExecContext<'_>, i: &Ds) -> Result<Flow, FaultKind> {
+        use DsOp::*;
+        if i.gds {
+            return Err(FaultKind::Unsupported("GDS access".to_string()));
+        }
+        let exec = self.exec();
+        let offset = u64::from(i.offset16());
+        // Permutes move data between lanes without touching LDS.
+        if matches!(i.op, DS_PERMUTE_B32 | DS_BPERMUTE_B32) {
+            let addr = self.vgpr_range(i.addr, 1)?.start;
+            let data = self.vgpr_range(i.data0, 1)?.start;
+            let dst = self.vgpr_range(i.vdst, 1)?.start;
+            let mut result = [0u32; WAVE_SIZE];
+            let forward = i.op == DS_PERMUTE_B32;
+            for lane in 0..WAVE_SIZE {
+                let other = (self.vgpr[addr][lane].wrapping_add(offset as u32) / 4 % 32) as usize;
+                if forward {
+                    if exec >> lane & 1 != 0 {
+                        result[other] = self.vgpr[data][lane];
+                    }
+                } else if exec >> other & 1 != 0 {
+                    result[lane] = self.vgpr[data][other];
+                }
+            }
+            for (lane, value) in result.iter().enumerate() {
+                if exec >> lane & 1 != 0 {
+                    self.vgpr[dst][lane] = *value;
+                }
+            }
+            return Ok(Flow::Next);
+        }
+        if i.op == DS_NOP {
+            return Ok(Flow::Next);
+        }
+        let addr_reg = self.vgpr_range(i.addr, 1)?.start;
+        let lane_addr = |w: &Wave, lane: usize| u64::from(w.vgpr[addr_reg][lane]);
+        // Loads and stores.
+        let load = match i.op {
+            DS_LOAD_B32 => Some((4, false, D16::Full)),
+            DS_LOAD_B64 => Some((8, false, D16::Full)),
+            DS_LOAD_B96 => Some((12, false, D16::Full)),
+            DS_LOAD_B128 => Some((16, false, D16::Full)),
+            DS_LOAD_U8 => Some((1, false, D16::Full)),
+            DS_LOAD_I8 => Some((1, true, D16::Full)),
+            DS_LOAD_U16 => Some((2, false, D16::Full)),
+            DS_LOAD_I16 => Some((2, true, D16::Full)),
+            DS_LOAD_U8_D16 => Some((1, false, D16::Low)),
+            DS_LOAD_I8_D16 => Some((1, true, D16::Low)),
+            DS_LOAD_U16_D16 => Some((2, false, D16::Low)),
+            DS_LOAD_U8_D16_HI => Some((1, false, D16::High)),
+            DS_LOAD_I8_D16_HI => Some((1, true, D16::High)),
+            DS_LOAD_U16_D16_HI => Some((2, false, D16::High)),
+            _ => None,
+        };
+        if let Some((bytes, signed, d16)) = load {
+            let dst = self
+                .vgpr_range(i.vdst, usize::from(bytes).div_ceil(4))?
+                .start;
+            for lane in 0..WAVE_SIZE {
+                if exec >> lane & 1 != 0 {
+                    let target = Target::Lds(lane_addr(self, lane).wrapping_add(offset));
+                    let mut buffer = [0u8; 16];
+                    read_target(ctx, target, &mut buffer[..usize::from(bytes)])?;
+                    self.write_loaded(dst, lane, &buffer, bytes, signed, d16);
+                }
+            }
+            return Ok(Flow::Next);
+        }
+        let store = match i.op {
+            DS_STORE_B8 => Some((1, false)),
+            DS_STORE_B16 => Some((2, false)),
+            DS_STORE_B32 => Some((4, false)),
+            DS_STORE_B64 => Some((8, false)),
+            DS_STORE_B96 => Some((12, false)),
+            DS_STORE_B128 => Some((16, false)),
+            DS_STORE_B8_D16_HI => Some((1, true)),
+            DS_STORE_B16_D16_HI => Some((2, true)),
+            _ => None,
+        };
+        if let Some((bytes, high_half)) = store {
+            let dwords = (bytes as usize).div_ceil(4);
+            let data = self.vgpr_range(i.data0, dwords)?.start;
+            for lane in 0..WAVE_SIZE {
+                if exec >> lane & 1 != 0 {
+                    let mut buffer = [0u8; 16];
+                    for k in 0..dwords {
+                        buffer[k * 4..k * 4 + 4]
+                            .copy_from_slice(&self.vgpr[data + k][lane].to_le_bytes());
+                    }
+                    if high_half {
+                        buffer.copy_within(2..4, 0);
+                    }
+                    let target = Target::Lds(lane_addr(self, lane).wrapping_add(offset));
+                    write_target(ctx, target, &buffer[..bytes as usize])?;
+                }
+            }
+            return Ok(Flow::Next);
+        }
+        // Two-address forms.
+        let two_addr = match i.op {
+            DS_LOAD_2ADDR_B32 => Some((4u64, 1u64, true)),
+            DS_LOAD_2ADDR_STRIDE64_B32 => Some((4, 64, true)),
+            DS_LOAD_2ADDR_B64 => Some((8, 1, true)),
+            DS_LOAD_2ADDR_STRIDE64_B64 => Some((8, 64, true)),
+            DS_STORE_2ADDR_B32 => Some((4, 1, false)),
+            DS_STORE_2ADDR_STRIDE64_B32 => Some((4, 64, false)),
+            DS_STORE_2ADDR_B64 => Some((8, 1, false)),
+            DS_STORE_2ADDR_STRIDE64_B64 => Some((8, 64, false)),
+            _ => None,
+        };
+        if let Some((size, stride, is_load)) = two_addr {
+            let dwords = (size / 4) as usize;
+            let offsets = [
+                u64::from(i.offset0) * size * stride,
+                u64::from(i.offset1) * size * stride,
+            ];
+            let dst = if is_load {
+                self.vgpr_range(i.vdst, dwords * 2)?.start
+            } else {
+                0
+            };
+            let sources = if is_load {
+                [0, 0]
+            } else {
+                [
+                    self.vgpr_range(i.data0, dwords)?.start,
+                    self.vgpr_range(i.data1, dwords)?.start,
+                ]
+            };
+            for lane in 0..WAVE_SIZE {
+                if exec >> lane & 1 == 0 {
+                    continue;
+                }
+                for (half, element_offset) in offsets.iter().enumerate() {
+                    let target = Target::Lds(lane_addr(self, lane).wrapping_add(*element_offset));
+                    let mut buffer = [0u8; 8];
+                    if is_load {
+                        read_target(ctx, target, &mut buffer[..size as usize])?;
+                        for k in 0..dwords {
+                            let mut word = [0u8; 4];
+                            word.copy_from_slice(&buffer[k * 4..k * 4 + 4]);
+                            self.vgpr[dst + half * dwords + k][lane] = u32::from_le_bytes(word);
+                        }
+                    } else {
+                        for k in 0..dwords {
+                            buffer[k * 4..k * 4 + 4]
+                                .copy_from_slice(&self.vgpr[sources[half] + k][lane].to_le_bytes());
+                        }
+                        write_target(ctx, target, &buffer[..size as usize])?;
+                    }
+                }
+            }
+            return Ok(Flow::Next);
+        }
+        // Atomics: classify by mnemonic (ds_<op>[_rtn]_<type>).
+        let mnemonic = i.op.mnemonic();
+        let returns = mnemonic.contains("_rtn_");
+        let (op, wide) = ds_atomic(i.op).ok_or_else(|| unimplemented(mnemonic))?;
+        let dwords = if wide { 2 } else { 1 };
+        let data0 = self.vgpr_range(i.data0, dwords)?.start;
+        let needs_data1 = matches!(op, AtomicOp::CmpSwap | AtomicOp::CmpSwapF);
+        let data1 = if needs_data1 {
+            self.vgpr_range(i.data1, dwords)?.start
+        } else {
+            data0
+        };
+        let dst = if returns {
+            Some(self.vgpr_range(i.vdst, dwords)?.start)
+        } else {
+            None
+        };
+        for lane in 0..WAVE_SIZE {
+            if exec >> lane & 1 == 0 {
+                continue;
+            }
+            let read = |w: &Wave, r: usize| {
+                if wide {
+                    u64::from(w.vgpr[r][lane]) | (u64::from(w.vgpr[r + 1][lane]) << 32)
+                } else {
+                    u64::from(w.vgpr[r][lane])
+                }
+            };
+            let (value, compare) = (read(self, data0), read(self, data1));
+            // DS compare-store: DATA is the new value, DATA2 the comparand.
+            let target = Target::Lds(lane_addr(self, lane).wrapping_add(offset));
+            let rsub = matches!(
+                i.op,
+                DS_RSUB_U32 | DS_RSUB_RTN_U32 | DS_RSUB_U64 | DS_RSUB_RTN_U64
+            );
+            let old = rmw_target(ctx, target, wide, |old| {
+                if rsub {
+                    let mask = if wide { u64::MAX } else { 0xffff_ffff };
+                    value.wrapping_sub(old) & mask
+                } else {
+                    atomic_update(op, wide, old, value, compare)
+                }
+            })?;
+            if let Some(dst) = dst {
+                self.vgpr[dst][lane] = old as u32;
+                if wide {
+                    self.vgpr[dst + 1][lane] = (old >> 32) as u32;
+                }
+            }
+        }
+        Ok(Flow::Next)
+    }
+}
+
+/// The atomic operation of a DS opcode.
+fn ds_atomic(op: DsOp) -> Option<(AtomicOp, bool)> {
+    use DsOp::*;
+    let entry = match op {
+        DS_ADD_U32 | DS_ADD_RTN_U32 => (AtomicOp::Add, false),
+        DS_SUB_U32 | DS_SUB_RTN_U32 => (AtomicOp::Sub, false),
+        DS_RSUB_U32 | DS_RSUB_RTN_U32 => (AtomicOp::Sub, false),
+        DS_INC_U32 | DS_INC_RTN_U32 => (AtomicOp::Inc, false),
+        DS_DEC_U32 | DS_DEC_RTN_U32 => (AtomicOp::Dec, false),
+        DS_MIN_I32 | DS_MIN_RTN_I32 => (AtomicOp::Smin, false),
+        DS_MAX_I32 | DS_MAX_RTN_I32 => (AtomicOp::Smax, false),
+        DS_MIN_U32 | DS_MIN_RTN_U32 => (AtomicOp::Umin, false),
+        DS_MAX_U32 | DS_MAX_RTN_U32 => (AtomicOp::Umax, false),
+        DS_AND_B32 | DS_AND_RTN_B32 => (AtomicOp::And, false),
+        DS_OR_B32 | DS_OR_RTN_B32 => (AtomicOp::Or, false),
+        DS_XOR_B32 | DS_XOR_RTN_B32 => (AtomicOp::Xor, false),
+        DS_STOREXCHG_RTN_B32 => (AtomicOp::Swap, false),
+        DS_CMPSTORE_B32 | DS_CMPSTORE_RTN_B32 => (AtomicOp::CmpSwap, false),
+        DS_CMPSTORE_F32 | DS_CMPSTORE_RTN_F32 => (AtomicOp::CmpSwapF, false),
+        DS_ADD_F32 | DS_ADD_RTN_F32 => (AtomicOp::AddF, false),
+        DS_MIN_F32 | DS_MIN_RTN_F32 => (AtomicOp::MinF, false),
+        DS_MAX_F32 | DS_MAX_RTN_F32 => (AtomicOp::MaxF, false),
+        DS_ADD_U64 | DS_ADD_RTN_U64 => (AtomicOp::Add, true),
+        DS_SUB_U64 | DS_SUB_RTN_U64 => (AtomicOp::Sub, true),
+        DS_RSUB_U64 | DS_RSUB_RTN_U64 => (AtomicOp::Sub, true),
+        DS_INC_U64 | DS_INC_RTN_U64 => (AtomicOp::Inc, true),
+        DS_DEC_U64 | DS_DEC_RTN_U64 => (AtomicOp::Dec, true),
+        DS_MIN_I64 | DS_MIN_RTN_I64 => (AtomicOp::Smin, true),
+        DS_MAX_I64 | DS_MAX_RTN_I64 => (AtomicOp::Smax, true),
+        DS_MIN_U64 | DS_MIN_RTN_U64 => (AtomicOp::Umin, true),
+        DS_MAX_U64 | DS_MAX_RTN_U64 => (AtomicOp::Umax, true),
+        DS_AND_B64 | DS_AND_RTN_B64 => (AtomicOp::And, true),
+        DS_OR_B64 | DS_OR_RTN_B64 => (AtomicOp::Or, true),
+        DS_XOR_B64 | DS_XOR_RTN_B64 => (AtomicOp::Xor, true),
+        DS_STOREXCHG_RTN_B64 => (AtomicOp::Swap, true),
+        DS_CMPSTORE_B64 | DS_CMPSTORE_RTN_B64 => (AtomicOp::CmpSwap, true),
+        DS_CMPSTORE_F64 | DS_CMPSTORE_RTN_F64 => (AtomicOp::CmpSwapF, true),
+        DS_MIN_F64 | DS_MIN_RTN_F64 => (AtomicOp::MinF, true),
+        DS_MAX_F64 | DS_MAX_RTN_F64 => (AtomicOp::MaxF, true),
+        _ => return None,
+    };
+    Some(entry)
+}

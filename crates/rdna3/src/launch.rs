@@ -1,0 +1,396 @@
+//! Dispatch: wave launch state from the COMPUTE_* registers, workgroup scheduling across host
+//! threads, and round-robin execution of a workgroup's waves (so `s_barrier` works).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::code_cache::{CodeCache, LocalCodeCache};
+use crate::exec::{ExecContext, Flow, PrivateSegment, Wave, WAVE_SIZE};
+use crate::fault::{Fault, FaultKind};
+use crate::memory::Memory;
+use crate::operand::EXEC_LO;
+
+/// Everything the command processor collected for one DISPATCH_DIRECT.
+#[derive(Clone, Debug, Default)]
+pub struct Dispatch {
+    /// Byte address of the first instruction (`(PGM_HI << 32 | PGM_LO) << 8`).
+    pub code_entry: u64,
+    /// COMPUTE_PGM_RSRC1.
+    pub rsrc1: u32,
+    /// COMPUTE_PGM_RSRC2.
+    pub rsrc2: u32,
+    /// COMPUTE_PGM_RSRC3.
+    pub rsrc3: u32,
+    /// COMPUTE_USER_DATA_0..15.
+    pub user_data: [u32; 16],
+    /// Workgroups per dimension.
+    pub grid: [u32; 3],
+    /// Work-items per workgroup per dimension (COMPUTE_NUM_THREAD_X/Y/Z).
+    pub block: [u32; 3],
+    /// COMPUTE_DISPATCH_SCRATCH_BASE as a byte address.
+    pub scratch_base: u64,
+    /// COMPUTE_TMPRING_SIZE.
+    pub tmpring_size: u32,
+    /// DISPATCH_INITIATOR.CS_W32_EN: wave32 (wave64 is unsupported).
+    pub wave32: bool,
+    /// Instruction budget per wave; exceeding it is a fault.
+    pub max_steps: u64,
+    /// Set by another thread to abort the dispatch (a queue being destroyed preempts its
+    /// waves); checked every [`CANCEL_CHECK_INTERVAL`] instructions of a wave.
+    pub cancel: Option<Arc<AtomicBool>>,
+}
+
+/// Instructions a wave runs between looks at [`Dispatch::cancel`].
+pub const CANCEL_CHECK_INTERVAL: u64 = 4096;
+
+/// Counters of a completed dispatch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DispatchStats {
+    /// Workgroups run.
+    pub workgroups: u64,
+    /// Waves run.
+    pub waves: u64,
+    /// Instructions executed (summed over waves).
+    pub instructions: u64,
+}
+
+/// Fields of COMPUTE_PGM_RSRC2 used at wave launch.
+#[derive(Clone, Copy, Debug)]
+pub struct Rsrc2 {
+    /// SCRATCH_EN (bit 0).
+    pub scratch_enable: bool,
+    /// USER_SGPR (bits 5:1): user SGPRs loaded from USER_DATA.
+    pub user_sgprs: u32,
+    /// TGID_X_EN, TGID_Y_EN, TGID_Z_EN (bits 7, 8, 9).
+    pub workgroup_id_enable: [bool; 3],
+    /// TG_SIZE_EN (bit 10): workgroup-info SGPR.
+    pub workgroup_info_enable: bool,
+    /// TIDIG_COMP_CNT (bits 12:11): work-item id components beyond X.
+    pub workitem_id_components: u32,
+    /// LDS_SIZE (bits 23:15) in 512-byte granules... converted to bytes.
+    pub lds_bytes: usize,
+}
+
+/// LDS allocation granularity of COMPUTE_PGM_RSRC2.LDS_SIZE on gfx11 (128 dwords).
+pub const LDS_GRANULE_BYTES: usize = 512;
+/// Granularity of COMPUTE_TMPRING_SIZE.WAVESIZE (bytes of scratch per wave).
+pub const TMPRING_WAVESIZE_GRANULE: u64 = 256;
+/// LDS available to one workgroup on gfx11.
+pub const MAX_LDS_BYTES: usize = 64 * 1024;
+
+impl Rsrc2 {
+    /// Decodes the launch-relevant fields.
+    pub fn decode(rsrc2: u32) -> Self {
+        Rsrc2 {
+            scratch_enable: rsrc2 & 1 != 0,
+            user_sgprs: (rsrc2 >> 1) & 0x1f,
+            workgroup_id_enable: [
+                rsrc2 >> 7 & 1 != 0,
+                rsrc2 >> 8 & 1 != 0,
+                rsrc2 >> 9 & 1 != 0,
+            ],
+            workgroup_info_enable: rsrc2 >> 10 & 1 != 0,
+            workitem_id_components: (rsrc2 >> 11) & 3,
+            lds_bytes: ((rsrc2 >> 15) & 0x1ff) as usize * LDS_GRANULE_BYTES,
+        }
+    }
+}
+
+fn dispatch_fault(kind: FaultKind) -> Fault {
+    Fault {
+        kind,
+        pc: 0,
+        instruction: None,
+        workgroup: [0; 3],
+    }
+}
+
+/// Runs a dispatch to completion. Workgroups run in parallel on host threads; the waves of a
+/// workgroup run round-robin on one thread. The first fault stops the dispatch.
+pub fn run_dispatch<M: Memory>(
+    mem: &M,
+    code: &CodeCache,
+    d: &Dispatch,
+) -> Result<DispatchStats, Fault> {
+    if !d.wave32 {
+        return Err(dispatch_fault(FaultKind::Unsupported(
+            "wave64 dispatch (CS_W32_EN clear)".to_string(),
+        )));
+    }
+    let rsrc2 = Rsrc2::decode(d.rsrc2);
+    if rsrc2.lds_bytes > MAX_LDS_BYTES {
+        return Err(dispatch_fault(FaultKind::Unsupported(format!(
+            "LDS size {} bytes",
+            rsrc2.lds_bytes
+        ))));
+    }
+    if d.block.contains(&0) || d.grid.contains(&0) {
+        return Ok(DispatchStats::default());
+    }
+    let items_per_group = u64::from(d.block[0]) * u64::from(d.block[1]) * u64::from(d.block[2]);
+    if items_per_group > 1024 {
+        return Err(dispatch_fault(FaultKind::Unsupported(format!(
+            "workgroup of {items_per_group} work-items"
+        ))));
+    }
+    let groups = u64::from(d.grid[0]) * u64::from(d.grid[1]) * u64::from(d.grid[2]);
+    let waves_per_group = items_per_group.div_ceil(WAVE_SIZE as u64);
+    let mut threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(usize::try_from(groups).unwrap_or(usize::MAX))
+        .max(1);
+    if rsrc2.scratch_enable {
+        // Each running wave owns one slot of the scratch ring (TMPRING_SIZE.WAVES slots).
+        let ring_slots = u64::from(d.tmpring_size & 0xfff);
+        if ring_slots < waves_per_group {
+            return Err(dispatch_fault(FaultKind::Unsupported(format!(
+                "scratch ring of {ring_slots} waves for workgroups of {waves_per_group} waves"
+            ))));
+        }
+        threads = threads
+            .min(usize::try_from(ring_slots / waves_per_group).unwrap_or(usize::MAX))
+            .max(1);
+    }
+    let next_thread = AtomicU64::new(0);
+
+    let next_group = AtomicU64::new(0);
+    let abort = AtomicBool::new(false);
+    let first_fault: Mutex<Option<(u64, Fault)>> = Mutex::new(None);
+    let totals = Mutex::new(DispatchStats::default());
+    let mem_dyn: &dyn Memory = mem;
+
+    let worker = || {
+        let thread_index = next_thread.fetch_add(1, Ordering::Relaxed);
+        let mut local_code = LocalCodeCache::new(code);
+        let mut stats = DispatchStats::default();
+        let mut lds = vec![0u8; rsrc2.lds_bytes];
+        // Chunks of consecutive workgroups amortise the shared counter.
+        const CHUNK: u64 = 4;
+        'outer: while !abort.load(Ordering::Relaxed) {
+            let start = next_group.fetch_add(CHUNK, Ordering::Relaxed);
+            if start >= groups {
+                break;
+            }
+            for index in start..(start + CHUNK).min(groups) {
+                if abort.load(Ordering::Relaxed) {
+                    break 'outer;
+                }
+                let workgroup = [
+                    (index % u64::from(d.grid[0])) as u32,
+                    (index / u64::from(d.grid[0]) % u64::from(d.grid[1])) as u32,
+                    (index / (u64::from(d.grid[0]) * u64::from(d.grid[1]))) as u32,
+                ];
+                lds.fill(0);
+                let first_slot = thread_index * waves_per_group;
+                match run_workgroup(
+                    mem_dyn,
+                    &mut local_code,
+                    d,
+                    &rsrc2,
+                    workgroup,
+                    first_slot,
+                    &mut lds,
+                ) {
+                    Ok(group_stats) => {
+                        stats.workgroups += 1;
+                        stats.waves += group_stats.waves;
+                        stats.instructions += group_stats.instructions;
+                    }
+                    Err(fault) => {
+                        abort.store(true, Ordering::Relaxed);
+                        if let Ok(mut slot) = first_fault.lock() {
+                            // Report the lowest-numbered faulting workgroup for determinism.
+                            if slot.as_ref().map_or(true, |(i, _)| index < *i) {
+                                *slot = Some((index, fault));
+                            }
+                        }
+                        break 'outer;
+                    }
+                }
+            }
+        }
+        if let Ok(mut t) = totals.lock() {
+            t.workgroups += stats.workgroups;
+            t.waves += stats.waves;
+            t.instructions += stats.instructions;
+        }
+    };
+
+    if threads == 1 {
+        worker();
+    } else {
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(worker);
+            }
+        });
+    }
+    if let Some((_, fault)) = first_fault.into_inner().ok().flatten() {
+        return Err(fault);
+    }
+    Ok(totals.into_inner().unwrap_or_default())
+}
+
+/// Builds the launch state of wave `wave_index` of a workgroup.
+fn launch_wave(
+    d: &Dispatch,
+    rsrc2: &Rsrc2,
+    workgroup: [u32; 3],
+    wave_index: u32,
+    waves: u32,
+    first_slot: u64,
+) -> Wave {
+    let mut wave = Wave::new(d.code_entry);
+    let user = (rsrc2.user_sgprs as usize).min(d.user_data.len());
+    wave.sgpr[..user].copy_from_slice(&d.user_data[..user]);
+    let mut next = rsrc2.user_sgprs as usize;
+    for (dim, enabled) in rsrc2.workgroup_id_enable.iter().enumerate() {
+        if *enabled && next < 106 {
+            wave.sgpr[next] = workgroup[dim];
+            next += 1;
+        }
+    }
+    if rsrc2.workgroup_info_enable && next < 106 {
+        // Workgroup info: wave index in the group (bits 5:0) and wave count (bits 11:6).
+        wave.sgpr[next] = (wave_index & 0x3f) | ((waves & 0x3f) << 6);
+    }
+    // gfx11 uses architected flat scratch: no scratch-offset SGPR; the wave's private segment
+    // is slot `first_slot + wave_index` of the scratch ring at COMPUTE_DISPATCH_SCRATCH_BASE,
+    // each slot TMPRING_SIZE.WAVESIZE (bits 24:12) × 256 bytes.
+    if rsrc2.scratch_enable {
+        let wave_bytes = u64::from((d.tmpring_size >> 12) & 0x1fff) * TMPRING_WAVESIZE_GRANULE;
+        let slot = first_slot.wrapping_add(u64::from(wave_index));
+        wave.private = PrivateSegment {
+            base: d.scratch_base.wrapping_add(slot.wrapping_mul(wave_bytes)),
+            bytes_per_lane: wave_bytes / WAVE_SIZE as u64,
+        };
+    }
+    // Work-item ids: v0 = x | y << 10 | z << 20; EXEC = lanes that exist.
+    let [bx, by, bz] = d.block;
+    let total = bx * by * bz;
+    let mut exec = 0u32;
+    for lane in 0..WAVE_SIZE as u32 {
+        let flat = wave_index * WAVE_SIZE as u32 + lane;
+        if flat >= total {
+            break;
+        }
+        exec |= 1 << lane;
+        let x = flat % bx;
+        let y = if rsrc2.workitem_id_components >= 1 {
+            flat / bx % by
+        } else {
+            0
+        };
+        let z = if rsrc2.workitem_id_components >= 2 {
+            flat / (bx * by)
+        } else {
+            0
+        };
+        wave.vgpr[0][lane as usize] = (x & 0x3ff) | ((y & 0x3ff) << 10) | ((z & 0x3ff) << 20);
+    }
+    wave.sgpr[usize::from(EXEC_LO)] = exec;
+    wave
+}
+
+struct GroupStats {
+    waves: u64,
+    instructions: u64,
+}
+
+/// Runs all waves of one workgroup: each wave runs until it ends or reaches a barrier; when
+/// every live wave waits at the barrier, all are released.
+fn run_workgroup(
+    mem: &dyn Memory,
+    code: &mut LocalCodeCache<'_>,
+    d: &Dispatch,
+    rsrc2: &Rsrc2,
+    workgroup: [u32; 3],
+    first_slot: u64,
+    lds: &mut [u8],
+) -> Result<GroupStats, Fault> {
+    let items = d.block[0] * d.block[1] * d.block[2];
+    let wave_count = items.div_ceil(WAVE_SIZE as u32);
+    let mut waves: Vec<Wave> = (0..wave_count)
+        .map(|w| launch_wave(d, rsrc2, workgroup, w, wave_count, first_slot))
+        .collect();
+    let mut done = vec![false; waves.len()];
+    let mut steps = vec![0u64; waves.len()];
+    let mut instructions = 0u64;
+    loop {
+        let mut progressed = false;
+        for (index, wave) in waves.iter_mut().enumerate() {
+            if done[index] {
+                continue;
+            }
+            progressed = true;
+            let mut ctx = ExecContext {
+                mem,
+                lds: &mut *lds,
+            };
+            let outcome = run_until_blocked(wave, &mut ctx, code, d, &mut steps[index]);
+            match outcome {
+                Ok(WaveStop::Ended) => done[index] = true,
+                Ok(WaveStop::Barrier) => {}
+                Err((kind, pc, instruction)) => {
+                    return Err(Fault {
+                        kind,
+                        pc,
+                        instruction,
+                        workgroup,
+                    })
+                }
+            }
+        }
+        if !progressed {
+            break;
+        }
+        // All live waves are at the barrier (or ended): release them.
+    }
+    instructions += steps.iter().sum::<u64>();
+    Ok(GroupStats {
+        waves: u64::from(wave_count),
+        instructions,
+    })
+}
+
+enum WaveStop {
+    Ended,
+    Barrier,
+}
+
+type WaveError = (FaultKind, u64, Option<String>);
+
+fn run_until_blocked(
+    wave: &mut Wave,
+    ctx: &mut ExecContext<'_>,
+    code: &mut LocalCodeCache<'_>,
+    d: &Dispatch,
+    steps: &mut u64,
+) -> Result<WaveStop, WaveError> {
+    let max_steps = d.max_steps;
+    loop {
+        let pc = wave.pc;
+        if *steps >= max_steps {
+            return Err((FaultKind::StepBudgetExceeded { steps: max_steps }, pc, None));
+        }
+        if *steps % CANCEL_CHECK_INTERVAL == 0
+            && d.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed))
+        {
+            return Err((FaultKind::Aborted, pc, None));
+        }
+        let entry = code.fetch(ctx.mem, pc).map_err(|kind| (kind, pc, None))?;
+        *steps += 1;
+        let flow = wave
+            .execute(ctx, &entry.inst, entry.size_bytes())
+            .map_err(|kind| (kind, pc, Some(entry.inst.to_string())))?;
+        match flow {
+            Flow::Next => wave.pc = pc.wrapping_add(entry.size_bytes()),
+            Flow::Jump(target) => wave.pc = target,
+            Flow::Barrier => {
+                wave.pc = pc.wrapping_add(entry.size_bytes());
+                return Ok(WaveStop::Barrier);
+            }
+            Flow::End => return Ok(WaveStop::Ended),
+        }
+    }
+}
