@@ -3,7 +3,7 @@
 use crate::compiler::HipCompiler;
 use crate::kfd::Kfd;
 use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
-use crate::program::{validate_descriptor, AmdProgram, CodeObject};
+use crate::program::{validate_descriptor, AlignedCodeObject, AmdProgram, CodeObject};
 use crate::queue::ComputeQueue;
 use crate::signal::{ExceptionEvents, GpuException, Signal};
 use crate::topology::{self, GpuNode};
@@ -57,6 +57,9 @@ pub struct AmdDriver {
     exceptions: Mutex<Option<Arc<ExceptionEvents>>>,
     /// Exceptions seen by any wait, not yet reported to their device.
     pending: Mutex<Vec<GpuException>>,
+    /// Render-node descriptors by GPU, opened and bound with `acquire_vm` once per process:
+    /// KFD ties a process's GPU VM to one DRM file and refuses another.
+    render_nodes: Mutex<Vec<(u32, Fd)>>,
 }
 
 impl AmdDriver {
@@ -78,7 +81,28 @@ impl AmdDriver {
             shared: Mutex::new(None),
             exceptions: Mutex::new(None),
             pending: Mutex::new(Vec::new()),
+            render_nodes: Mutex::new(Vec::new()),
         }))
+    }
+
+    /// The render node of `node`, opened and bound to this process's VM on first use.
+    fn render_node(&self, node: &GpuNode) -> Result<Fd> {
+        let mut nodes = lock(&self.render_nodes);
+        if let Some(&(_, fd)) = nodes.iter().find(|(id, _)| *id == node.gpu_id) {
+            return Ok(fd);
+        }
+        let path = format!("/dev/dri/renderD{}", node.prop("drm_render_minor")?);
+        let kernel = &self.kfd.kernel;
+        let fd = kernel.open(&path).map_err(|source| Error::Driver {
+            call: "open render node",
+            source,
+        })?;
+        if let Err(e) = self.kfd.acquire_vm(fd, node.gpu_id) {
+            kernel.close(fd);
+            return Err(e);
+        }
+        nodes.push((node.gpu_id, fd));
+        Ok(fd)
     }
 
     /// Takes a signal slot, creating the shared pages on the first device that asks.
@@ -208,54 +232,41 @@ impl AmdDevice {
                 driver.prefix
             ))
         })?;
-        let minor = node.prop("drm_render_minor")?;
-        let kernel = &driver.kfd.kernel;
-        let path = format!("/dev/dri/renderD{minor}");
-        let drm_fd = kernel.open(&path).map_err(|source| Error::Driver {
-            call: "open render node",
-            source,
-        })?;
-        let dev = (|| {
-            driver.kfd.acquire_vm(drm_fd, node.gpu_id)?;
-            let timeline = driver.new_signal(drm_fd, &node, &name)?;
-            let shadow_timeline = driver.new_signal(drm_fd, &node, &name)?;
-            let exceptions = driver.exception_events()?;
-            let kernargs = GpuMemory::alloc(
-                &driver.kfd,
-                drm_fd,
-                node.gpu_id,
-                &name,
-                KERNARGS_BYTES,
-                MemoryKind::Vram,
-                AllocFlags::default(),
-            )?;
-            let queue = ComputeQueue::create(&driver.kfd, drm_fd, node.gpu_id, &name)?;
-            let compiler = HipCompiler::new(&node.arch, CompileCache::from_env());
-            Ok(AmdDevice {
-                driver: driver.clone(),
-                name: name.clone(),
-                drm_fd,
-                state: Mutex::new(DeviceState {
-                    queue,
-                    timeline,
-                    shadow_timeline,
-                    timeline_value: 1,
-                    kernargs_next: kernargs.va,
-                    builder: Pm4Builder::new(),
-                    scratch: None,
-                    dispatch_id: 0,
-                }),
-                kernargs,
-                exceptions,
-                compiler,
-                timeout: wait_timeout(),
-                node,
-            })
-        })();
-        if dev.is_err() {
-            kernel.close(drm_fd);
-        }
-        dev
+        let drm_fd = driver.render_node(&node)?;
+        let timeline = driver.new_signal(drm_fd, &node, &name)?;
+        let shadow_timeline = driver.new_signal(drm_fd, &node, &name)?;
+        let exceptions = driver.exception_events()?;
+        let kernargs = GpuMemory::alloc(
+            &driver.kfd,
+            drm_fd,
+            node.gpu_id,
+            &name,
+            KERNARGS_BYTES,
+            MemoryKind::Vram,
+            AllocFlags::default(),
+        )?;
+        let queue = ComputeQueue::create(&driver.kfd, drm_fd, node.gpu_id, &name)?;
+        let compiler = HipCompiler::new(&node.arch, CompileCache::from_env());
+        Ok(AmdDevice {
+            driver: driver.clone(),
+            name: name.clone(),
+            drm_fd,
+            state: Mutex::new(DeviceState {
+                queue,
+                timeline,
+                shadow_timeline,
+                timeline_value: 1,
+                kernargs_next: kernargs.va,
+                builder: Pm4Builder::new(),
+                scratch: None,
+                dispatch_id: 0,
+            }),
+            kernargs,
+            exceptions,
+            compiler,
+            timeout: wait_timeout(),
+            node,
+        })
     }
 
     pub fn info(&self) -> DeviceInfo {
@@ -335,7 +346,8 @@ impl AmdDevice {
 
     /// Uploads kernel `name` from a code object.
     pub fn load_program(&self, code_object: &[u8], name: &str) -> Result<AmdProgram> {
-        let co = CodeObject::parse(code_object)?;
+        let aligned = AlignedCodeObject::new(code_object);
+        let co = CodeObject::parse(aligned.bytes())?;
         let kd_offset = co.descriptor_offset(name)?;
         let image = self.alloc_mem(
             co.image_size,
@@ -594,8 +606,8 @@ impl AmdDevice {
 
 impl Drop for AmdDevice {
     fn drop(&mut self) {
+        // Queued work may still use the device's memory; let it finish before freeing it.
         let _ = self.synchronize();
-        self.driver.kfd.kernel.close(self.drm_fd);
     }
 }
 

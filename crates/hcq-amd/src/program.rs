@@ -53,6 +53,36 @@ pub struct KernelMeta {
     pub kernarg_segment_align: u32,
 }
 
+/// A copy of a code object aligned for the ELF reader, which reads headers in place and needs
+/// 8-byte alignment that an arbitrary `&[u8]` (a sub-slice, `include_bytes!`) does not have.
+pub struct AlignedCodeObject {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl AlignedCodeObject {
+    pub fn new(bytes: &[u8]) -> Self {
+        let mut words = vec![0u64; bytes.len().div_ceil(8)];
+        // SAFETY: `words` owns at least `bytes.len()` bytes and cannot overlap `bytes`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                words.as_mut_ptr() as *mut u8,
+                bytes.len(),
+            )
+        };
+        AlignedCodeObject {
+            words,
+            len: bytes.len(),
+        }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: the first `len` bytes of `words` were initialised from the source slice.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.len) }
+    }
+}
+
 /// A parsed code object, before upload.
 #[derive(Debug)]
 pub struct CodeObject<'a> {

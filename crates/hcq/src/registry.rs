@@ -5,7 +5,7 @@ use hcq_amd::{AmdDevice, AmdDriver};
 use hcq_amd_sys::seam::{HostKernel, Kernel};
 use hcq_core::{Error, Result};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock};
 
 const REAL: &str = "amd";
 const EMULATED: &str = "amd-emu";
@@ -52,17 +52,20 @@ fn parse(name: &str) -> Result<(&str, usize)> {
     }
 }
 
-/// Opens (or returns the already open) device `name`.
+/// Opens (or returns the already open) device `name`. An opened device lives as long as the
+/// process, like the driver state behind it: reopening is free and always gives the same queues.
 pub(crate) fn open(name: &str) -> Result<Device> {
-    static OPEN: OnceLock<Mutex<HashMap<String, Weak<Backend>>>> = OnceLock::new();
+    static OPEN: OnceLock<Mutex<HashMap<String, Arc<Backend>>>> = OnceLock::new();
     let (kind, index) = parse(name)?;
     let canonical = format!("{kind}:{index}");
     let mut open = OPEN
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    if let Some(backend) = open.get(&canonical).and_then(Weak::upgrade) {
-        return Ok(Device { backend });
+    if let Some(backend) = open.get(&canonical) {
+        return Ok(Device {
+            backend: backend.clone(),
+        });
     }
     let driver = if kind == REAL {
         real_driver()?
@@ -70,7 +73,7 @@ pub(crate) fn open(name: &str) -> Result<Device> {
         emulated_driver()?
     };
     let backend = Arc::new(Backend::Amd(AmdDevice::open(&driver, index)?));
-    open.insert(canonical, Arc::downgrade(&backend));
+    open.insert(canonical, backend.clone());
     Ok(Device { backend })
 }
 

@@ -1,0 +1,81 @@
+//! The driver over its own emulated kernel instance (not the process-global one).
+
+use hcq_amd::{AmdDevice, AmdDriver};
+use hcq_amd_sys::seam::Kernel;
+use hcq_core::Arg;
+use hcq_emu::{EmuConfig, EmuKernel};
+use std::sync::Arc;
+
+const DEMO: &[u8] = include_bytes!("../../../kernels/prebuilt/demo.gfx1100.hsaco");
+
+fn driver(gpus: u32) -> Arc<AmdDriver> {
+    let kernel: Arc<dyn Kernel> = Arc::new(EmuKernel::new(EmuConfig {
+        gpus,
+        max_steps: 10_000_000,
+        vram_bytes: 1 << 30,
+    }));
+    AmdDriver::new(kernel, "amd-emu", true).unwrap()
+}
+
+fn add_i32_works(dev: &AmdDevice) {
+    let prg = dev.load_program(DEMO, "add_i32").unwrap();
+    let n = 300usize;
+    let (a, b, c) = (
+        dev.alloc(4 * n as u64).unwrap(),
+        dev.alloc(4 * n as u64).unwrap(),
+        dev.alloc(4 * n as u64).unwrap(),
+    );
+    let x: Vec<i32> = (0..n as i32).map(|i| i * 7 - 1000).collect();
+    let y: Vec<i32> = (0..n as i32).map(|i| i32::MAX - i).collect();
+    let bytes = |v: &[i32]| v.iter().flat_map(|e| e.to_le_bytes()).collect::<Vec<u8>>();
+    dev.copy_in(&a, 0, &bytes(&x)).unwrap();
+    dev.copy_in(&b, 0, &bytes(&y)).unwrap();
+    let args = [
+        Arg::Buffer(&c),
+        Arg::Buffer(&a),
+        Arg::Buffer(&b),
+        Arg::I32(n as i32),
+    ];
+    dev.launch(
+        &prg,
+        &args,
+        |b| Ok(b.gpu_address()),
+        [(n as u32).div_ceil(64), 1, 1],
+        [64, 1, 1],
+        false,
+    )
+    .unwrap();
+    let mut out = vec![0u8; 4 * n];
+    dev.copy_out(&mut out, &c, 0).unwrap();
+    for i in 0..n {
+        let got = i32::from_le_bytes(out[4 * i..4 * i + 4].try_into().unwrap());
+        assert_eq!(got, x[i].wrapping_add(y[i]), "element {i}");
+    }
+}
+
+#[test]
+fn a_device_can_be_closed_and_opened_again() {
+    let d = driver(1);
+    for _ in 0..3 {
+        let dev = AmdDevice::open(&d, 0).unwrap();
+        add_i32_works(&dev);
+        drop(dev);
+    }
+}
+
+#[test]
+fn two_gpus_each_run_their_own_queue() {
+    let d = driver(2);
+    assert_eq!(d.gpus.len(), 2);
+    let (d0, d1) = (
+        AmdDevice::open(&d, 0).unwrap(),
+        AmdDevice::open(&d, 1).unwrap(),
+    );
+    assert_ne!(d0.node.gpu_id, d1.node.gpu_id);
+    add_i32_works(&d0);
+    add_i32_works(&d1);
+    assert!(matches!(
+        AmdDevice::open(&d, 2),
+        Err(hcq_core::Error::NoDevice(_))
+    ));
+}
