@@ -15,5 +15,6 @@ pub mod kd;
 pub mod kfd;
 pub mod pm4;
 pub mod regs;
+pub mod sdma;
 pub mod seam;
 pub mod signal;

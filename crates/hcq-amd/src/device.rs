@@ -1,15 +1,17 @@
 //! [`AmdDriver`] (one per kernel: the process's KFD state) and [`AmdDevice`] (one GPU).
 
+use crate::allocator::BufferCache;
 use crate::compiler::HipCompiler;
 use crate::kfd::Kfd;
 use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
 use crate::program::{validate_descriptor, AlignedCodeObject, AmdProgram, CodeObject};
-use crate::queue::ComputeQueue;
+use crate::queue::{HwQueue, QueueKind};
 use crate::signal::{ExceptionEvents, GpuException, Signal};
 use crate::topology::{self, GpuNode};
 use crate::GPU_TIMESTAMP_HZ;
 use hcq_amd_sys::kd::{self, KernelDescriptor};
 use hcq_amd_sys::pm4::{DispatchSetup, Pm4Builder};
+use hcq_amd_sys::sdma::SdmaBuilder;
 use hcq_amd_sys::seam::{Fd, Kernel};
 use hcq_amd_sys::signal::{AmdSignal, SIGNAL_SIZE};
 use hcq_core::{Arg, CompileCache, DeviceInfo, Error, Result};
@@ -34,7 +36,7 @@ pub fn wait_timeout() -> Duration {
     Duration::from_millis(ms.max(1))
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -181,29 +183,119 @@ impl AmdDriver {
     }
 }
 
-/// A buffer in device memory (CPU-visible VRAM).
+/// How device buffers are allocated.
+const BUFFER_FLAGS: AllocFlags = AllocFlags {
+    uncached: false,
+    public: true,
+};
+
+/// A buffer in device memory. Dropping it returns its memory to the device's cache.
 #[derive(Debug)]
 pub struct AmdBuffer {
-    pub mem: GpuMemory,
+    mem: Option<GpuMemory>,
     /// Bytes requested (the allocation is rounded up to pages).
     pub size: u64,
+    cache: Arc<BufferCache>,
 }
 
 impl AmdBuffer {
+    pub fn memory(&self) -> &GpuMemory {
+        self.mem.as_ref().expect("present until drop")
+    }
+
     pub fn gpu_address(&self) -> u64 {
-        self.mem.va
+        self.memory().va
+    }
+}
+
+impl Drop for AmdBuffer {
+    fn drop(&mut self) {
+        if let Some(m) = self.mem.take() {
+            self.cache.put(m, BUFFER_FLAGS);
+        }
+    }
+}
+
+/// Host-visible buffers that copies pass through, each reusable once the timeline reaches
+/// the value in `done`.
+pub(crate) struct Staging {
+    pub slots: Vec<GpuMemory>,
+    pub done: Vec<u64>,
+    pub next: usize,
+}
+
+/// Pairs of timestamp slots per device for traced commands.
+const TRACE_SLOTS: u64 = 4096;
+
+/// A traced command whose timestamps the engine has yet to write.
+pub(crate) struct PendingSpan {
+    name: String,
+    queue: &'static str,
+    slot: u64,
+}
+
+/// GPU timestamps of traced commands, and the clock pair to convert them to host time.
+pub(crate) struct TraceStamps {
+    stamps: GpuMemory,
+    next: u64,
+    pending: Vec<PendingSpan>,
+    gpu0: u64,
+    host0_us: f64,
+}
+
+impl TraceStamps {
+    /// GPU addresses of the start and end stamp of a new traced command, or `None` when the
+    /// slots are all pending (the caller synchronises first).
+    pub(crate) fn begin(&mut self, name: &str, queue: &'static str) -> Option<(u64, u64)> {
+        if self.pending.len() as u64 >= TRACE_SLOTS {
+            return None;
+        }
+        let slot = self.next % TRACE_SLOTS;
+        self.next += 1;
+        self.pending.push(PendingSpan {
+            name: name.to_string(),
+            queue,
+            slot,
+        });
+        let at = self.stamps.va + slot * 16;
+        Some((at, at + 8))
+    }
+
+    /// Turns every pending command into a trace event (all of them have finished).
+    fn resolve(&mut self, device: &str) {
+        for p in self.pending.drain(..) {
+            let mut b = [0u8; 16];
+            self.stamps.read(p.slot * 16, &mut b);
+            let start = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
+            let end = u64::from_le_bytes(b[8..].try_into().expect("8 bytes"));
+            let to_us = |t: u64| {
+                self.host0_us + (t as f64 - self.gpu0 as f64) * 1e6 / GPU_TIMESTAMP_HZ as f64
+            };
+            crate::trace::span(
+                device,
+                p.queue,
+                &p.name,
+                to_us(start),
+                to_us(end.max(start)),
+            );
+        }
     }
 }
 
 /// Mutable device state, behind one lock: the launch path takes it once.
-struct DeviceState {
-    queue: ComputeQueue,
-    timeline: Signal,
+pub(crate) struct DeviceState {
+    pub(crate) queue: HwQueue,
+    pub(crate) sdma: HwQueue,
+    pub(crate) sdma_builder: SdmaBuilder,
+    pub(crate) staging: Option<Staging>,
+    pub(crate) timeline_swaps: u64,
+    pub(crate) trace: Option<TraceStamps>,
+    pub(crate) timeline: Signal,
     shadow_timeline: Signal,
     /// The value the next submission will signal.
-    timeline_value: u64,
+    pub(crate) timeline_value: u64,
     kernargs_next: u64,
-    builder: Pm4Builder,
+    pub(crate) builder: Pm4Builder,
     scratch: Option<GpuMemory>,
     dispatch_id: u64,
 }
@@ -215,15 +307,48 @@ pub struct AmdDevice {
     pub name: String,
     drm_fd: Fd,
     kernargs: GpuMemory,
-    state: Mutex<DeviceState>,
+    pub(crate) state: Mutex<DeviceState>,
     exceptions: Arc<ExceptionEvents>,
     pub compiler: HipCompiler,
-    timeout: Duration,
+    pub(crate) timeout: Duration,
+    cache: Arc<BufferCache>,
+    /// The timeline swaps to its shadow signal once it passes this value (2^31 in use).
+    timeline_limit: u64,
+}
+
+/// Settings of a device that tests need to change; [`Default`] is what [`AmdDevice::open`] uses.
+#[derive(Debug, Clone)]
+pub struct DeviceOptions {
+    /// Bytes of the kernel-argument ring.
+    pub kernargs_bytes: u64,
+    /// First timeline value (to exercise the wrap without two billion submissions).
+    pub timeline_start: u64,
+    /// Value past which the timeline swaps to its shadow signal.
+    pub timeline_limit: u64,
+}
+
+impl Default for DeviceOptions {
+    fn default() -> Self {
+        DeviceOptions {
+            kernargs_bytes: KERNARGS_BYTES,
+            timeline_start: 1,
+            timeline_limit: TIMELINE_LIMIT,
+        }
+    }
 }
 
 impl AmdDevice {
     /// Opens GPU number `index` (in topology order).
     pub fn open(driver: &Arc<AmdDriver>, index: usize) -> Result<AmdDevice> {
+        Self::open_with(driver, index, DeviceOptions::default())
+    }
+
+    /// Opens GPU number `index` with non-default settings (tests).
+    pub fn open_with(
+        driver: &Arc<AmdDriver>,
+        index: usize,
+        options: DeviceOptions,
+    ) -> Result<AmdDevice> {
         let name = format!("{}:{index}", driver.prefix);
         let node = driver.gpus.get(index).cloned().ok_or_else(|| {
             Error::NoDevice(format!(
@@ -232,20 +357,31 @@ impl AmdDevice {
                 driver.prefix
             ))
         })?;
+        if options.timeline_start == 0
+            || options.timeline_start > options.timeline_limit
+            || options.timeline_limit > u32::MAX as u64
+        {
+            return Err(Error::InvalidArgument(format!(
+                "timeline options {options:?}"
+            )));
+        }
         let drm_fd = driver.render_node(&node)?;
         let timeline = driver.new_signal(drm_fd, &node, &name)?;
+        timeline.set(options.timeline_start - 1);
         let shadow_timeline = driver.new_signal(drm_fd, &node, &name)?;
         let exceptions = driver.exception_events()?;
+        let vram = AllocFlags::default();
         let kernargs = GpuMemory::alloc(
             &driver.kfd,
             drm_fd,
             node.gpu_id,
             &name,
-            KERNARGS_BYTES,
+            options.kernargs_bytes,
             MemoryKind::Vram,
-            AllocFlags::default(),
+            vram,
         )?;
-        let queue = ComputeQueue::create(&driver.kfd, drm_fd, node.gpu_id, &name)?;
+        let queue = HwQueue::create(&driver.kfd, drm_fd, node.gpu_id, &name, QueueKind::Compute)?;
+        let sdma = HwQueue::create(&driver.kfd, drm_fd, node.gpu_id, &name, QueueKind::Sdma)?;
         let compiler = HipCompiler::new(&node.arch, CompileCache::from_env());
         Ok(AmdDevice {
             driver: driver.clone(),
@@ -253,9 +389,14 @@ impl AmdDevice {
             drm_fd,
             state: Mutex::new(DeviceState {
                 queue,
+                sdma,
+                sdma_builder: SdmaBuilder::new(),
+                staging: None,
+                timeline_swaps: 0,
+                trace: None,
                 timeline,
                 shadow_timeline,
-                timeline_value: 1,
+                timeline_value: options.timeline_start,
                 kernargs_next: kernargs.va,
                 builder: Pm4Builder::new(),
                 scratch: None,
@@ -265,8 +406,65 @@ impl AmdDevice {
             exceptions,
             compiler,
             timeout: wait_timeout(),
+            cache: Arc::new(BufferCache::default()),
+            timeline_limit: options.timeline_limit,
             node,
         })
+    }
+
+    /// Before the timeline passes its limit, waits for all work and swaps to the shadow signal
+    /// (`WAIT_REG_MEM` and SDMA fences compare and write 32 bits).
+    pub(crate) fn wrap_timeline_if_due(&self, st: &mut DeviceState) -> Result<()> {
+        if st.timeline_value > self.timeline_limit {
+            self.wait_locked(st)?;
+        }
+        Ok(())
+    }
+
+    /// Timestamp slots for one traced command on `queue`, when tracing is on.
+    pub(crate) fn trace_begin(
+        &self,
+        st: &mut DeviceState,
+        name: &str,
+        queue: &'static str,
+    ) -> Result<Option<(u64, u64)>> {
+        if !crate::trace::enabled() {
+            return Ok(None);
+        }
+        crate::trace::submit(&self.name, name);
+        if st.trace.is_none() {
+            let clocks = self.driver.kfd.clock_counters(self.node.gpu_id)?;
+            let stamps = self.alloc_mem(
+                TRACE_SLOTS * 16,
+                MemoryKind::Gtt,
+                AllocFlags {
+                    uncached: true,
+                    public: false,
+                },
+            )?;
+            st.trace = Some(TraceStamps {
+                stamps,
+                next: 0,
+                pending: Vec::new(),
+                gpu0: clocks.gpu_clock_counter,
+                host0_us: clocks.cpu_clock_counter as f64 / 1e3,
+            });
+        }
+        if let Some(slots) = st.trace.as_mut().and_then(|t| t.begin(name, queue)) {
+            return Ok(Some(slots));
+        }
+        self.wait_locked(st)?;
+        Ok(st.trace.as_mut().and_then(|t| t.begin(name, queue)))
+    }
+
+    /// How often the timeline has swapped to its shadow signal (a diagnostic for tests).
+    pub fn timeline_swaps(&self) -> u64 {
+        lock(&self.state).timeline_swaps
+    }
+
+    /// The value the next submission will signal (a diagnostic for tests).
+    pub fn timeline_value(&self) -> u64 {
+        lock(&self.state).timeline_value
     }
 
     pub fn info(&self) -> DeviceInfo {
@@ -285,7 +483,12 @@ impl AmdDevice {
         }
     }
 
-    fn alloc_mem(&self, size: u64, kind: MemoryKind, flags: AllocFlags) -> Result<GpuMemory> {
+    pub(crate) fn alloc_mem(
+        &self,
+        size: u64,
+        kind: MemoryKind,
+        flags: AllocFlags,
+    ) -> Result<GpuMemory> {
         GpuMemory::alloc(
             &self.driver.kfd,
             self.drm_fd,
@@ -297,20 +500,30 @@ impl AmdDevice {
         )
     }
 
-    /// Allocates a device buffer of `size` bytes.
+    /// Allocates a device buffer of `size` bytes, reusing a freed one of the same size when the
+    /// cache has one.
     pub fn alloc(&self, size: u64) -> Result<AmdBuffer> {
-        let mem = self.alloc_mem(
+        let fresh = || self.alloc_mem(size, MemoryKind::Vram, BUFFER_FLAGS);
+        let mem = self
+            .cache
+            .alloc(size, MemoryKind::Vram, BUFFER_FLAGS, fresh, || {
+                self.synchronize()
+            })?;
+        Ok(AmdBuffer {
+            mem: Some(mem),
             size,
-            MemoryKind::Vram,
-            AllocFlags {
-                uncached: false,
-                public: true,
-            },
-        )?;
-        Ok(AmdBuffer { mem, size })
+            cache: self.cache.clone(),
+        })
     }
 
-    fn check_range(buf: &AmdBuffer, offset: u64, len: usize) -> Result<()> {
+    /// Frees the buffers the cache holds, once no queued work can still use them; returns the
+    /// bytes released.
+    pub fn free_cached(&self) -> Result<u64> {
+        self.synchronize()?;
+        Ok(self.cache.clear())
+    }
+
+    pub(crate) fn check_range(buf: &AmdBuffer, offset: u64, len: usize) -> Result<()> {
         if offset
             .checked_add(len as u64)
             .is_none_or(|end| end > buf.size)
@@ -320,22 +533,6 @@ impl AmdDevice {
                 buf.size
             )));
         }
-        Ok(())
-    }
-
-    /// Copies host bytes into `buf` at `offset`, after the work already queued.
-    pub fn copy_in(&self, buf: &AmdBuffer, offset: u64, src: &[u8]) -> Result<()> {
-        Self::check_range(buf, offset, src.len())?;
-        self.synchronize()?;
-        buf.mem.write(offset, src);
-        Ok(())
-    }
-
-    /// Copies `dst.len()` bytes out of `buf` at `offset`, after the work already queued.
-    pub fn copy_out(&self, dst: &mut [u8], buf: &AmdBuffer, offset: u64) -> Result<()> {
-        Self::check_range(buf, offset, dst.len())?;
-        self.synchronize()?;
-        buf.mem.read(offset, dst);
         Ok(())
     }
 
@@ -382,7 +579,7 @@ impl AmdDevice {
             ),
             None => (Vec::new(), descriptor.kernarg_size, 8),
         };
-        if kernarg_size as u64 > KERNARGS_BYTES / 4 {
+        if kernarg_size as u64 > self.kernargs.size / 4 {
             return Err(Error::InvalidCodeObject(format!(
                 "kernel {name} has a {kernarg_size}-byte argument segment"
             )));
@@ -453,6 +650,9 @@ impl AmdDevice {
             }
         }
         let mut st = lock(&self.state);
+        // Before the kernel arguments are placed: both of these may synchronise.
+        self.wrap_timeline_if_due(&mut st)?;
+        let stamps = self.trace_begin(&mut st, &prg.name, "compute")?;
         // Kernel arguments: an optional dispatch packet first, then the argument segment.
         let dispatch_packet = prg.user_sgprs.dispatch_ptr.is_some();
         let need =
@@ -519,7 +719,13 @@ impl AmdDevice {
         if wait {
             b.timestamp(st.timeline.start_ts_addr());
         }
+        if let Some((start, _)) = stamps {
+            b.timestamp(start);
+        }
         b.exec(&setup, global, local);
+        if let Some((_, end)) = stamps {
+            b.timestamp(end);
+        }
         if wait {
             b.timestamp(st.timeline.end_ts_addr());
         }
@@ -542,7 +748,30 @@ impl AmdDevice {
     }
 
     /// Waits for everything submitted so far; reports any fault the GPU raised meanwhile.
-    fn wait_locked(&self, st: &mut DeviceState) -> Result<()> {
+    /// Waits until the timeline reaches `target`; reports any fault the GPU raised meanwhile.
+    pub(crate) fn wait_value_locked(&self, st: &DeviceState, target: u64) -> Result<()> {
+        if st.timeline.value() >= target {
+            return Ok(());
+        }
+        let mut seen = Vec::new();
+        let r = self.exceptions.wait_signal(
+            &self.driver.kfd,
+            &st.timeline,
+            target,
+            self.timeout,
+            &|| format!("{} to reach timeline value {target}", self.name),
+            &mut seen,
+        );
+        let mine = self.driver.take_exceptions(seen, self.node.gpu_id);
+        if !mine.is_empty() {
+            return Err(self.fault_error(&mine));
+        }
+        r
+    }
+
+    /// Waits for everything submitted so far, then recycles what only in-flight work could
+    /// still be using: the kernel-argument ring, and the timeline itself before it nears 2^31.
+    pub(crate) fn wait_locked(&self, st: &mut DeviceState) -> Result<()> {
         let target = st.timeline_value - 1;
         let mut seen = Vec::new();
         let r = self.exceptions.wait_signal(
@@ -558,11 +787,19 @@ impl AmdDevice {
             return Err(self.fault_error(&mine));
         }
         r?;
+        if let Some(t) = st.trace.as_mut() {
+            t.resolve(&self.name);
+            let _ = crate::trace::flush();
+        }
         st.kernargs_next = self.kernargs.va;
-        if st.timeline_value > TIMELINE_LIMIT {
+        if st.timeline_value > self.timeline_limit {
             std::mem::swap(&mut st.timeline, &mut st.shadow_timeline);
             st.timeline.set(0);
             st.timeline_value = 1;
+            st.timeline_swaps += 1;
+            if let Some(staging) = st.staging.as_mut() {
+                staging.done.fill(0);
+            }
         }
         Ok(())
     }
@@ -595,12 +832,12 @@ impl AmdDevice {
 
     /// Dwords the last submission wrote to the ring.
     pub fn last_submission_dwords(&self) -> u64 {
-        lock(&self.state).builder.words.len() as u64
+        lock(&self.state).queue.last_submission_dwords
     }
 
     /// Capacity of the compute ring in dwords.
     pub fn ring_capacity_dwords(&self) -> u64 {
-        lock(&self.state).queue.capacity()
+        lock(&self.state).queue.capacity_dwords()
     }
 }
 

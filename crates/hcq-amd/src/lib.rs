@@ -3,6 +3,7 @@
 //! The driver reaches the kernel only through [`hcq_amd_sys::seam::Kernel`], so the same code
 //! drives a real GPU ([`hcq_amd_sys::seam::HostKernel`]) and the emulated one (`hcq-emu`).
 //!
+//! - [`allocator`]: the cache of freed buffers, and eviction on out-of-memory.
 //! - [`kfd`]: thin checked calls over the seam (errors carry the errno).
 //! - [`topology`]: GPU nodes from the KFD sysfs topology.
 //! - [`memory`]: buffer objects: VRAM, GTT, userptr; CPU and GPU mappings.
@@ -10,8 +11,11 @@
 //! - [`queue`]: the PM4 compute queue: ring, read/write pointers, doorbell.
 //! - [`program`]: ELF code objects, kernel descriptors, metadata, kernel arguments.
 //! - [`compiler`]: HIP source to code object with clang, through the compile cache.
+//! - [`transfer`]: copies through the SDMA engine: staged host copies, device to device.
+//! - [`trace`]: Chrome-trace output of kernels and copies with their GPU times.
 //! - [`device`]: [`AmdDevice`], which puts them together.
 
+pub mod allocator;
 pub mod compiler;
 pub mod device;
 pub mod kfd;
@@ -20,8 +24,10 @@ pub mod program;
 pub mod queue;
 pub mod signal;
 pub mod topology;
+pub mod trace;
+pub mod transfer;
 
-pub use device::{AmdBuffer, AmdDevice, AmdDriver};
+pub use device::{AmdBuffer, AmdDevice, AmdDriver, DeviceOptions};
 pub use program::AmdProgram;
 
 /// Frequency of the clock that `RELEASE_MEM` timestamps count (gfx11: 100 MHz).

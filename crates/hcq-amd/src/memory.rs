@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 pub const PAGE_SIZE: u64 = 0x1000;
 
 /// Where a buffer object lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MemoryKind {
     /// Device memory, CPU-mapped through the render node.
     Vram,

@@ -1,4 +1,6 @@
-//! The PM4 compute queue: a ring in GTT, read/write pointers, and a doorbell.
+//! User-mode hardware queues: a ring in GTT, read/write pointers the engine and the host share,
+//! and a doorbell. The compute queue (PM4) counts its pointers in dwords; the SDMA copy queue
+//! counts them in bytes and never lets a packet straddle the ring's end.
 
 use crate::kfd::Kfd;
 use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
@@ -10,63 +12,94 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub const RING_BYTES: u64 = 0x10_0000;
+pub const COMPUTE_RING_BYTES: u64 = 0x10_0000;
+pub const SDMA_RING_BYTES: u64 = 0x10_0000;
 const EOP_BYTES: u64 = 0x1000;
 const CTX_SAVE_RESTORE_BYTES: u64 = 0x2C0_2000;
 const CTL_STACK_BYTES: u32 = 0xa000;
 const DOORBELL_PAGE_BYTES: usize = 0x2000;
 
-/// A user-mode PM4 compute queue.
-pub struct ComputeQueue {
+/// Which engine a queue feeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueKind {
+    /// PM4 packets for the compute pipe; pointers in dwords.
+    Compute,
+    /// SDMA packets for the copy engine; pointers in bytes.
+    Sdma,
+}
+
+/// A user-mode queue of either kind.
+pub struct HwQueue {
     kfd: Arc<Kfd>,
+    pub kind: QueueKind,
     ring: GpuMemory,
-    /// Write pointer at +0, read pointer at +8 (dwords, growing without wrap).
+    /// Write pointer at +0, read pointer at +8, in the queue's unit.
     pointers: GpuMemory,
-    _eop: GpuMemory,
-    _ctx_save: GpuMemory,
+    _eop: Option<GpuMemory>,
+    _ctx_save: Option<GpuMemory>,
     queue_id: u32,
     doorbell_page: *mut c_void,
     doorbell: *mut u64,
-    ring_dwords: u64,
-    wptr: u64,
+    ring_bytes: u64,
+    /// Bytes written so far (never wraps).
+    written: u64,
+    /// Dwords submitted by the last `submit`, padding included.
+    pub last_submission_dwords: u64,
 }
 
 // SAFETY: the raw pointers address the queue's own mappings, which live as long as it does;
-// the queue is used behind the device's lock.
-unsafe impl Send for ComputeQueue {}
+// a queue is only used behind its device's lock.
+unsafe impl Send for HwQueue {}
 
-impl ComputeQueue {
-    pub fn create(kfd: &Arc<Kfd>, drm_fd: Fd, gpu_id: u32, device: &str) -> Result<ComputeQueue> {
+impl HwQueue {
+    pub fn create(
+        kfd: &Arc<Kfd>,
+        drm_fd: Fd,
+        gpu_id: u32,
+        device: &str,
+        kind: QueueKind,
+    ) -> Result<HwQueue> {
         let uncached = AllocFlags {
             uncached: true,
             public: false,
         };
         let alloc =
             |size, kind, flags| GpuMemory::alloc(kfd, drm_fd, gpu_id, device, size, kind, flags);
-        let ring = alloc(RING_BYTES, MemoryKind::Gtt, uncached)?;
+        let ring_bytes = match kind {
+            QueueKind::Compute => COMPUTE_RING_BYTES,
+            QueueKind::Sdma => SDMA_RING_BYTES,
+        };
+        let ring = alloc(ring_bytes, MemoryKind::Gtt, uncached)?;
         let pointers = alloc(0x1000, MemoryKind::Gtt, uncached)?;
-        let eop = alloc(EOP_BYTES, MemoryKind::Vram, AllocFlags::default())?;
-        let ctx_save = alloc(
-            CTX_SAVE_RESTORE_BYTES,
-            MemoryKind::Vram,
-            AllocFlags::default(),
-        )?;
         let mut args = abi::CreateQueueArgs {
             ring_base_address: ring.va,
             write_pointer_address: pointers.va,
             read_pointer_address: pointers.va + 8,
-            ring_size: RING_BYTES as u32,
+            ring_size: ring_bytes as u32,
             gpu_id,
-            queue_type: abi::QUEUE_TYPE_COMPUTE,
             queue_percentage: abi::MAX_QUEUE_PERCENTAGE,
             queue_priority: abi::MAX_QUEUE_PRIORITY,
-            eop_buffer_address: eop.va,
-            eop_buffer_size: EOP_BYTES,
-            ctx_save_restore_address: ctx_save.va,
-            ctx_save_restore_size: CTX_SAVE_RESTORE_BYTES as u32,
-            ctl_stack_size: CTL_STACK_BYTES,
             ..Default::default()
         };
+        let (mut eop, mut ctx_save) = (None, None);
+        match kind {
+            QueueKind::Compute => {
+                let e = alloc(EOP_BYTES, MemoryKind::Vram, AllocFlags::default())?;
+                let c = alloc(
+                    CTX_SAVE_RESTORE_BYTES,
+                    MemoryKind::Vram,
+                    AllocFlags::default(),
+                )?;
+                args.queue_type = abi::QUEUE_TYPE_COMPUTE;
+                args.eop_buffer_address = e.va;
+                args.eop_buffer_size = EOP_BYTES;
+                args.ctx_save_restore_address = c.va;
+                args.ctx_save_restore_size = CTX_SAVE_RESTORE_BYTES as u32;
+                args.ctl_stack_size = CTL_STACK_BYTES;
+                (eop, ctx_save) = (Some(e), Some(c));
+            }
+            QueueKind::Sdma => args.queue_type = abi::QUEUE_TYPE_SDMA,
+        }
         kfd.create_queue(&mut args)?;
         let page_offset = args.doorbell_offset & !(DOORBELL_PAGE_BYTES as u64 - 1);
         // SAFETY: maps the doorbell page KFD assigned to this process at a fresh address.
@@ -94,8 +127,9 @@ impl ComputeQueue {
         let doorbell =
             unsafe { (page as *mut u8).add((args.doorbell_offset - page_offset) as usize) }
                 as *mut u64;
-        Ok(ComputeQueue {
+        Ok(HwQueue {
             kfd: kfd.clone(),
+            kind,
             ring,
             pointers,
             _eop: eop,
@@ -103,8 +137,9 @@ impl ComputeQueue {
             queue_id: args.queue_id,
             doorbell_page: page,
             doorbell,
-            ring_dwords: RING_BYTES / 4,
-            wptr: 0,
+            ring_bytes,
+            written: 0,
+            last_submission_dwords: 0,
         })
     }
 
@@ -113,63 +148,122 @@ impl ComputeQueue {
         unsafe { &*(self.pointers.as_ptr().add(offset) as *const AtomicU64) }
     }
 
-    /// Dwords the command processor has consumed.
-    pub fn read_pointer(&self) -> u64 {
-        self.pointer(8).load(Ordering::Acquire)
+    /// Bytes per pointer unit.
+    fn unit(&self) -> u64 {
+        match self.kind {
+            QueueKind::Compute => 4,
+            QueueKind::Sdma => 1,
+        }
+    }
+
+    /// Bytes the engine has consumed.
+    fn consumed(&self) -> u64 {
+        self.pointer(8).load(Ordering::Acquire) * self.unit()
     }
 
     /// Capacity of the ring in dwords.
-    pub fn capacity(&self) -> u64 {
-        self.ring_dwords
+    pub fn capacity_dwords(&self) -> u64 {
+        self.ring_bytes / 4
     }
 
-    /// Copies `words` into the ring and rings the doorbell. Waits (up to `timeout`) while the ring
-    /// lacks room, so unread commands are never overwritten.
-    pub fn submit(&mut self, words: &[u32], timeout: Duration) -> Result<()> {
-        let n = words.len() as u64;
-        if n > self.ring_dwords {
-            return Err(Error::InvalidArgument(format!(
-                "command stream of {n} dwords exceeds the {}-dword ring",
-                self.ring_dwords
-            )));
-        }
-        if self.wptr + n - self.read_pointer() > self.ring_dwords {
-            let start = Instant::now();
-            let mut spins = 0u32;
-            while self.wptr + n - self.read_pointer() > self.ring_dwords {
-                if start.elapsed() > timeout {
-                    return Err(Error::Timeout {
-                        what: "room in the compute ring (the GPU is not consuming commands)".into(),
-                        ms: timeout.as_millis() as u64,
-                    });
-                }
-                spins += 1;
-                if spins < 64 {
-                    std::hint::spin_loop();
-                } else {
-                    std::thread::sleep(Duration::from_micros(20));
-                }
+    /// Waits (up to `timeout`, from `start`) until `bytes` more fit without overwriting
+    /// anything the engine has not read.
+    fn reserve(&self, bytes: u64, start: Instant, timeout: Duration) -> Result<()> {
+        let mut spins = 0u32;
+        while self.written + bytes - self.consumed() > self.ring_bytes {
+            if start.elapsed() > timeout {
+                let engine = match self.kind {
+                    QueueKind::Compute => "compute",
+                    QueueKind::Sdma => "copy",
+                };
+                return Err(Error::Timeout {
+                    what: format!(
+                        "room in the {engine} ring (the engine is not consuming commands)"
+                    ),
+                    ms: timeout.as_millis() as u64,
+                });
+            }
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::sleep(Duration::from_micros(20));
             }
         }
+        Ok(())
+    }
+
+    /// Copies dwords to the ring at the current write position, wrapping at its end.
+    fn put(&mut self, words: &[u32]) {
         let ring = self.ring.as_ptr() as *mut u32;
-        let at = (self.wptr % self.ring_dwords) as usize;
-        let first = words.len().min(self.ring_dwords as usize - at);
-        // SAFETY: `at + first <= ring_dwords` and the wrapped rest starts at 0 with
-        // `words.len() - first <= ring_dwords` dwords; the ring mapping is live and the GPU does
-        // not read these slots (checked against the read pointer above).
+        let ring_dwords = (self.ring_bytes / 4) as usize;
+        let at = ((self.written % self.ring_bytes) / 4) as usize;
+        let first = words.len().min(ring_dwords - at);
+        // SAFETY: `at + first <= ring_dwords`, the wrapped rest starts at 0 and is shorter than
+        // the ring (callers reserve first), the mapping is live, and the engine does not read
+        // these slots (checked against its read pointer by `reserve`).
         unsafe {
             std::ptr::copy_nonoverlapping(words.as_ptr(), ring.add(at), first);
             std::ptr::copy_nonoverlapping(words.as_ptr().add(first), ring, words.len() - first);
         }
-        self.wptr += n;
-        self.pointer(0).store(self.wptr, Ordering::Release);
+        self.written += words.len() as u64 * 4;
+    }
+
+    /// Publishes the write pointer and rings the doorbell.
+    fn kick(&mut self) {
+        let wptr = self.written / self.unit();
+        self.pointer(0).store(wptr, Ordering::Release);
         // SAFETY: `doorbell` points into the doorbell page mapped for this queue.
-        unsafe { self.kfd.kernel.write_doorbell(self.doorbell, self.wptr) };
+        unsafe { self.kfd.kernel.write_doorbell(self.doorbell, wptr) };
+    }
+
+    fn too_long(&self, dwords: usize) -> Result<()> {
+        if dwords as u64 * 4 > self.ring_bytes {
+            return Err(Error::InvalidArgument(format!(
+                "command stream of {dwords} dwords exceeds the {}-dword ring",
+                self.ring_bytes / 4
+            )));
+        }
+        Ok(())
+    }
+
+    /// Submits a PM4 stream (packets may wrap around the ring's end).
+    pub fn submit(&mut self, words: &[u32], timeout: Duration) -> Result<()> {
+        self.too_long(words.len())?;
+        self.reserve(words.len() as u64 * 4, Instant::now(), timeout)?;
+        self.put(words);
+        self.last_submission_dwords = words.len() as u64;
+        self.kick();
+        Ok(())
+    }
+
+    /// Submits packets that must not straddle the ring's end: a packet that does not fit
+    /// before the end is preceded by zero dwords (NOPs) up to it.
+    pub fn submit_packets<'a>(
+        &mut self,
+        packets: impl Iterator<Item = &'a [u32]>,
+        timeout: Duration,
+    ) -> Result<()> {
+        let start = Instant::now();
+        let before = self.written;
+        for p in packets {
+            self.too_long(p.len())?;
+            let bytes = p.len() as u64 * 4;
+            let to_end = self.ring_bytes - self.written % self.ring_bytes;
+            if bytes > to_end {
+                self.reserve(to_end, start, timeout)?;
+                self.put(&vec![0u32; (to_end / 4) as usize]);
+            }
+            self.reserve(bytes, start, timeout)?;
+            self.put(p);
+        }
+        self.last_submission_dwords = (self.written - before) / 4;
+        self.kick();
         Ok(())
     }
 }
 
-impl Drop for ComputeQueue {
+impl Drop for HwQueue {
     fn drop(&mut self) {
         let _ = self.kfd.destroy_queue(self.queue_id);
         // SAFETY: the doorbell mapping belongs to this queue, which is gone.

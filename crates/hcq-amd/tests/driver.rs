@@ -79,3 +79,88 @@ fn two_gpus_each_run_their_own_queue() {
         Err(hcq_core::Error::NoDevice(_))
     ));
 }
+
+#[test]
+fn the_timeline_wraps_before_2_pow_31_and_results_stay_right() {
+    let d = driver(1);
+    let options = hcq_amd::DeviceOptions {
+        timeline_start: (1 << 31) - 6,
+        ..Default::default()
+    };
+    let dev = AmdDevice::open_with(&d, 0, options).unwrap();
+    for _ in 0..4 {
+        add_i32_works(&dev); // several submissions and a synchronisation each
+    }
+    assert!(
+        dev.timeline_swaps() >= 1,
+        "the timeline swapped to its shadow signal"
+    );
+    assert!(dev.timeline_value() < 100);
+}
+
+#[test]
+fn the_kernel_argument_ring_wraps_with_work_in_flight() {
+    let d = driver(1);
+    let options = hcq_amd::DeviceOptions {
+        kernargs_bytes: 4096,
+        ..Default::default()
+    };
+    let dev = AmdDevice::open_with(&d, 0, options).unwrap();
+    let prg = dev.load_program(DEMO, "add_i32").unwrap();
+    let n = 64usize;
+    let bufs: Vec<_> = (0..3).map(|_| dev.alloc(4 * n as u64).unwrap()).collect();
+    let bytes = |v: &[i32]| v.iter().flat_map(|e| e.to_le_bytes()).collect::<Vec<u8>>();
+    dev.copy_in(&bufs[0], 0, &bytes(&vec![0; n])).unwrap();
+    dev.copy_in(&bufs[1], 0, &bytes(&vec![1; n])).unwrap();
+    // 100 launches of a kernel with a 288-byte argument segment through a 4 KiB ring, without
+    // waiting in between: acc += 1, alternating buffers.
+    for i in 0..100 {
+        let (dst, src) = if i % 2 == 0 {
+            (&bufs[2], &bufs[0])
+        } else {
+            (&bufs[0], &bufs[2])
+        };
+        let args = [
+            Arg::Buffer(dst),
+            Arg::Buffer(src),
+            Arg::Buffer(&bufs[1]),
+            Arg::I32(n as i32),
+        ];
+        dev.launch(
+            &prg,
+            &args,
+            |b| Ok(b.gpu_address()),
+            [1, 1, 1],
+            [64, 1, 1],
+            false,
+        )
+        .unwrap();
+    }
+    let mut out = vec![0u8; 4 * n];
+    dev.copy_out(&mut out, &bufs[0], 0).unwrap();
+    let got: Vec<i32> = out
+        .chunks(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(got, vec![100; n]);
+}
+
+#[test]
+fn copies_spanning_a_timeline_wrap_complete() {
+    let d = driver(1);
+    let size = 22 * (1 << 20) + 5; // six chunks of at most 4 MiB
+    let data: Vec<u8> = (0..size).map(|i| (i * 31 % 251) as u8).collect();
+    for start in [(1u64 << 31) - 2, (1 << 31) - 4, (1 << 31) - 7] {
+        let options = hcq_amd::DeviceOptions {
+            timeline_start: start,
+            ..Default::default()
+        };
+        let dev = AmdDevice::open_with(&d, 0, options).unwrap();
+        let buf = dev.alloc(size as u64).unwrap();
+        dev.copy_in(&buf, 0, &data).unwrap();
+        let mut out = vec![0u8; size];
+        dev.copy_out(&mut out, &buf, 0).unwrap();
+        assert!(out == data, "start {start}");
+        assert!(dev.timeline_swaps() >= 1, "start {start}");
+    }
+}

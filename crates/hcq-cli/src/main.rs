@@ -15,6 +15,9 @@ use std::process::ExitCode;
     about = "GPU compute on hardware command queues"
 )]
 struct Cli {
+    /// Write a Chrome trace (Perfetto) of every kernel and copy to this file.
+    #[arg(long, global = true, value_name = "FILE")]
+    trace: Option<std::path::PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -94,6 +97,9 @@ fn format_bytes(n: u64) -> String {
 }
 
 fn run(cli: Cli) -> Result<(), String> {
+    if let Some(path) = &cli.trace {
+        hcq::trace_to(path);
+    }
     match cli.command {
         Command::Devices => {
             let devices = hcq::list_devices();

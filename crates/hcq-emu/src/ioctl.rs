@@ -15,6 +15,7 @@ use crate::memory::{page_round, BoKind, PAGE};
 use crate::queue::{
     QueueShared, DOORBELL_REGION_BYTES, MAX_QUEUES_PER_GPU, MMAP_GPU_ID_MASK, MMAP_GPU_ID_SHIFT,
 };
+use crate::sdma::Sdma;
 use crate::util::{errno, lock};
 use crate::EmuKernel;
 
@@ -31,6 +32,8 @@ const IOC_DIR_READ: u64 = 2;
 const MIN_RING_BYTES: u32 = 1024;
 /// Stack of a command processor thread (the interpreter keeps wave state on it).
 const CP_STACK_BYTES: usize = 16 << 20;
+/// Stack of an SDMA engine thread.
+const SDMA_STACK_BYTES: usize = 1 << 20;
 
 /// Runs `f` on a copy of the argument struct and copies it back when the request returns data
 /// (as the kernel does, whether or not the handler failed).
@@ -318,10 +321,12 @@ impl EmuKernel {
 
     fn create_queue(&self, a: &mut CreateQueueArgs) -> io::Result<()> {
         let gpu = self.acquired_gpu(a.gpu_id)?;
-        if a.queue_type != QUEUE_TYPE_COMPUTE {
-            // SDMA and AQL queues are not emulated (yet).
-            return Err(errno(libc::EINVAL));
-        }
+        let sdma = match a.queue_type {
+            QUEUE_TYPE_COMPUTE => false,
+            QUEUE_TYPE_SDMA => true,
+            // AQL queues are not emulated (yet).
+            _ => return Err(errno(libc::EINVAL)),
+        };
         if a.queue_percentage > MAX_QUEUE_PERCENTAGE || a.queue_priority > MAX_QUEUE_PRIORITY {
             return Err(errno(libc::EINVAL));
         }
@@ -358,12 +363,20 @@ impl EmuKernel {
             ring_bytes: u64::from(a.ring_size),
             rptr_addr: a.read_pointer_address,
         };
-        let cp = Cp::new(Arc::clone(gpu), Arc::clone(&shared), ring);
-        let thread = std::thread::Builder::new()
-            .name(format!("hcq-emu-cp{}-q{queue_id}", gpu.index))
-            .stack_size(CP_STACK_BYTES)
-            .spawn(move || cp.run())
-            .map_err(|_| errno(libc::ENOMEM))?;
+        let thread = if sdma {
+            let engine = Sdma::new(Arc::clone(gpu), Arc::clone(&shared), ring);
+            std::thread::Builder::new()
+                .name(format!("hcq-emu-sdma{}-q{queue_id}", gpu.index))
+                .stack_size(SDMA_STACK_BYTES)
+                .spawn(move || engine.run())
+        } else {
+            let cp = Cp::new(Arc::clone(gpu), Arc::clone(&shared), ring);
+            std::thread::Builder::new()
+                .name(format!("hcq-emu-cp{}-q{queue_id}", gpu.index))
+                .stack_size(CP_STACK_BYTES)
+                .spawn(move || cp.run())
+        }
+        .map_err(|_| errno(libc::ENOMEM))?;
         self.doorbells.bind(gpu.index, slot, Arc::clone(&shared));
         queues.queues.insert(
             queue_id,

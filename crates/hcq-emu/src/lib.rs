@@ -12,7 +12,7 @@
 //!   `linux/kfd_ioctl.h` (ABI 1.11): `GET_VERSION`, `ACQUIRE_VM`, `ALLOC_MEMORY_OF_GPU` (VRAM,
 //!   GTT, USERPTR), `FREE_MEMORY_OF_GPU`, `MAP_MEMORY_TO_GPU`, `UNMAP_MEMORY_FROM_GPU`,
 //!   `CREATE_EVENT`, `DESTROY_EVENT`, `SET_EVENT`, `RESET_EVENT`, `WAIT_EVENTS`,
-//!   `CREATE_QUEUE` (PM4 compute queues), `DESTROY_QUEUE`, `GET_CLOCK_COUNTERS`,
+//!   `CREATE_QUEUE` (PM4 compute queues and SDMA copy queues), `DESTROY_QUEUE`, `GET_CLOCK_COUNTERS`,
 //!   `AVAILABLE_MEMORY`.
 //! - **Memory**: GPU memory is host memory at the virtual address the driver chose. A VRAM or
 //!   GTT buffer is backed when it is allocated, over the driver's `PROT_NONE` reservation; the
@@ -27,6 +27,16 @@
 //!   signal events), `WAIT_REG_MEM`, `DISPATCH_DIRECT` (the kernel runs on the `rdna3`
 //!   interpreter, reading its code, arguments and data from GPU memory), `INDIRECT_BUFFER`,
 //!   `EVENT_WRITE`, `NOP`.
+//! - **SDMA engines**: one thread per SDMA queue executes its ring (read/write pointers and
+//!   doorbell values in bytes): `COPY_LINEAR` (memmove semantics, both ranges checked against
+//!   the GPU's page table), `FENCE`, `TRAP` (the same interrupt path as `RELEASE_MEM`),
+//!   `POLL_REGMEM` on memory (polled until the condition holds or the queue is destroyed; the
+//!   interval and retry-count fields do not bound it), `TIMESTAMP` (get global), `CONST_FILL`,
+//!   `ATOMIC` (64-bit add), and `GCR`, HDP flush and `NOP` (zero dwords included), which need
+//!   no work in a functional model. An engine belongs to one GPU and uses its page table: a
+//!   transfer between GPUs needs the other GPU's buffer mapped on the engine's GPU too
+//!   (`MAP_MEMORY_TO_GPU` with both ids; a BO may be mapped on any number of GPUs). Engines are
+//!   ordered against compute queues only through memory (signals).
 //! - **Faults are data**: an unknown or truncated packet, a VM fault or an interpreter fault is
 //!   recorded as a human-readable report ([`Kernel::take_fault_report`]) and raises the
 //!   process's memory-exception (VM faults, with the address) or hardware-exception events;
@@ -50,10 +60,13 @@
 //! mailbox slot holds `u64::MAX` while its event is unsignaled; the first `CREATE_EVENT` with a
 //! non-zero `event_page_offset` (a buffer handle) designates the event page. `RELEASE_MEM`
 //! with an interrupt signals the event whose id is `int_ctx`, or else every signal event whose
-//! mailbox was written. A queue's doorbell value is its write pointer in dwords (never
-//! wrapping); the read pointer is written back (64-bit) after every packet.
+//! mailbox was written. A compute queue's doorbell value is its write pointer in dwords, an
+//! SDMA queue's in bytes (never wrapping); the read pointer, in the same unit, is written back
+//! (64-bit) after every packet. Every queue of a GPU gets its own doorbell slot in the GPU's
+//! doorbell page.
 //!
-//! **Not emulated (yet)**: SDMA and AQL queues (`CREATE_QUEUE` answers `EINVAL`), doorbell
+//! **Not emulated (yet)**: AQL queues (`CREATE_QUEUE` answers `EINVAL`), SDMA packets other
+//! than those above (e.g. `COPY_LINEAR_RECT`, register-space `POLL_REGMEM`), doorbell
 //! and MMIO buffers, register-space `WAIT_REG_MEM` other than the HDP flush, CPU protections
 //! of buffer mappings, and placing a buffer's CPU view anywhere but at its own address.
 
@@ -68,6 +81,7 @@ mod hostmaps;
 mod ioctl;
 mod memory;
 mod queue;
+mod sdma;
 mod topology;
 mod util;
 

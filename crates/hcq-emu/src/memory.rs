@@ -445,6 +445,19 @@ impl Snapshot {
         Some((e.storage.base + (addr - e.start)) as usize as *mut u8)
     }
 
+    /// The address a VM fault reports for an access at `addr` that [`Snapshot::translate`]
+    /// refused: `addr` itself when it is unmapped, else the end of the BO containing it (the
+    /// access ran past that BO).
+    pub fn fault_address(&self, addr: u64) -> u64 {
+        let containing = self
+            .entries
+            .partition_point(|e| e.start <= addr)
+            .checked_sub(1)
+            .and_then(|i| self.entries.get(i))
+            .filter(|e| addr < e.end);
+        containing.map_or(addr, |e| e.end)
+    }
+
     /// Atomic 32-bit load (`addr` must be 4-byte aligned).
     pub fn load_u32(&self, addr: u64) -> Option<u32> {
         if addr % 4 != 0 {

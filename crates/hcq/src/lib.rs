@@ -44,6 +44,12 @@ pub fn compile_hip(source: &str, arch: &str) -> Result<Vec<u8>> {
     hcq_amd::compiler::HipCompiler::new(arch, hcq_core::CompileCache::from_env()).compile(source)
 }
 
+/// Records a Chrome trace (open it in Perfetto) of every kernel and copy into `path`; the file
+/// is rewritten at every synchronisation. `HCQ_TRACE=path` does the same from the start.
+pub fn trace_to(path: impl Into<std::path::PathBuf>) {
+    hcq_amd::trace::start(path);
+}
+
 /// A kernel argument: a buffer or a scalar, in kernel-signature order.
 pub type Arg<'a> = hcq_core::Arg<&'a Buffer>;
 
@@ -119,6 +125,15 @@ impl Device {
         })
     }
 
+    /// Frees the device memory that dropped buffers left in the allocator's cache (after the
+    /// queued work finishes); returns the bytes released. Allocation does this by itself before
+    /// reporting `OutOfMemory`.
+    pub fn free_cached(&self) -> Result<u64> {
+        match &*self.backend {
+            Backend::Amd(d) => d.free_cached(),
+        }
+    }
+
     /// Waits for all queued work.
     pub fn synchronize(&self) -> Result<()> {
         match &*self.backend {
@@ -185,6 +200,28 @@ impl Buffer {
         }
     }
 
+    /// Copies `size` bytes from this buffer at `src_offset` into `dst` at `dst_offset`, on the
+    /// GPU (between two GPUs, without passing through the host). Ordered after the work queued
+    /// on both devices; work queued on `dst`'s device afterwards sees the data.
+    pub fn copy_to(
+        &self,
+        src_offset: usize,
+        dst: &Buffer,
+        dst_offset: usize,
+        size: usize,
+    ) -> Result<()> {
+        match (
+            &*self.device.backend,
+            &self.inner,
+            &*dst.device.backend,
+            &dst.inner,
+        ) {
+            (Backend::Amd(s), BufferInner::Amd(sb), Backend::Amd(d), BufferInner::Amd(db)) => {
+                s.transfer(d, db, dst_offset as u64, sb, src_offset as u64, size as u64)
+            }
+        }
+    }
+
     /// Writes a slice of plain values at the start of the buffer.
     pub fn write<T: bytemuck::Pod>(&self, values: &[T]) -> Result<()> {
         self.copy_in(0, bytemuck::cast_slice(values))
@@ -214,6 +251,13 @@ pub struct Program {
     device: Device,
     inner: ProgramInner,
     name: String,
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // Queued launches may still execute this program's code; its memory goes only after.
+        let _ = self.device.synchronize();
+    }
 }
 
 impl std::fmt::Debug for Program {

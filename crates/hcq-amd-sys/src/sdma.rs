@@ -1,0 +1,770 @@
+//! SDMA (system DMA, gfx11 / SDMA v6) packets: each packet declared once, with an encoder (the
+//! driver builds copy-queue streams) and a decoder (the emulated SDMA engine executes them),
+//! plus [`SdmaBuilder`], which emits the exact sequences of the reference runtime.
+//!
+//! An SDMA packet starts with a header dword holding `op` (bits 0..8) and `sub_op` (bits
+//! 8..16); the upper half carries per-packet flags. Unlike PM4, the header does not say how
+//! long the packet is: the length follows from `op`/`sub_op` ([`Header::packet_len`]). A zero dword is
+//! a one-dword `NOP`, which is how a submitter pads the end of the ring so that no packet
+//! straddles it.
+
+use crate::pm4::CompareFunction;
+
+pub const OP_NOP: u8 = 0;
+pub const OP_COPY: u8 = 1;
+pub const OP_FENCE: u8 = 5;
+pub const OP_TRAP: u8 = 6;
+pub const OP_POLL_REGMEM: u8 = 8;
+pub const OP_ATOMIC: u8 = 10;
+pub const OP_CONST_FILL: u8 = 11;
+pub const OP_TIMESTAMP: u8 = 13;
+pub const OP_GCR: u8 = 17;
+
+pub const SUBOP_COPY_LINEAR: u8 = 0;
+pub const SUBOP_COPY_LINEAR_RECT: u8 = 4;
+pub const SUBOP_TIMESTAMP_SET: u8 = 0;
+pub const SUBOP_TIMESTAMP_GET: u8 = 1;
+pub const SUBOP_TIMESTAMP_GET_GLOBAL: u8 = 2;
+pub const SUBOP_USER_GCR: u8 = 1;
+
+/// `ATOMIC` operation: 64-bit add (`SDMA_ATOMIC_ADD64`).
+pub const ATOMIC_ADD64: u8 = 47;
+
+/// Largest transfer of one `COPY_LINEAR` (its count field holds `bytes - 1` in 22 bits).
+pub const MAX_COPY_SIZE: u64 = 0x40_0000;
+/// Largest fill of one `CONST_FILL` (same 22-bit `bytes - 1` count).
+pub const MAX_FILL_SIZE: u64 = 0x40_0000;
+/// Mask of the 22-bit count fields.
+const COUNT_MASK: u32 = (1 << 22) - 1;
+
+/// `FENCE` memory type the reference runtime uses (`mtype = 3`: uncached).
+pub const FENCE_MTYPE_UC: u8 = 3;
+
+/// The header dword.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    pub op: u8,
+    pub sub_op: u8,
+    /// Bits 16..32: packet-specific flags.
+    pub flags: u16,
+}
+
+/// A header dword.
+pub const fn header(op: u8, sub_op: u8, flags: u16) -> u32 {
+    (op as u32) | ((sub_op as u32) << 8) | ((flags as u32) << 16)
+}
+
+impl Header {
+    pub fn parse(word: u32) -> Header {
+        Header {
+            op: word as u8,
+            sub_op: (word >> 8) as u8,
+            flags: (word >> 16) as u16,
+        }
+    }
+
+    /// Whole packet length in dwords, header included, or `None` when `op`/`sub_op` is not a
+    /// packet this module knows the size of.
+    pub fn packet_len(&self) -> Option<usize> {
+        Some(match (self.op, self.sub_op) {
+            // NOP: bits 16..30 count the extra dwords after the header.
+            (OP_NOP, _) => 1 + usize::from(self.flags & 0x3fff),
+            (OP_COPY, SUBOP_COPY_LINEAR) => CopyLinear::LEN,
+            (OP_COPY, SUBOP_COPY_LINEAR_RECT) => 13,
+            (OP_FENCE, _) => Fence::LEN,
+            (OP_TRAP, _) => Trap::LEN,
+            (OP_POLL_REGMEM, _) => PollRegmem::LEN,
+            (OP_ATOMIC, _) => Atomic::LEN,
+            (OP_CONST_FILL, _) => ConstFill::LEN,
+            (OP_TIMESTAMP, SUBOP_TIMESTAMP_SET..=SUBOP_TIMESTAMP_GET_GLOBAL) => Timestamp::LEN,
+            (OP_GCR, SUBOP_USER_GCR) => Gcr::LEN,
+            _ => return None,
+        })
+    }
+}
+
+/// Why a packet could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeError {
+    /// Fewer dwords than the packet requires (`have` counts the header too).
+    Truncated {
+        op: u8,
+        sub_op: u8,
+        need: usize,
+        have: usize,
+    },
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecodeError::Truncated {
+                op,
+                sub_op,
+                need,
+                have,
+            } => write!(
+                f,
+                "SDMA packet op {op} sub_op {sub_op} has {have} dwords, needs {need}"
+            ),
+        }
+    }
+}
+
+/// Checks that `w` holds at least `n` dwords and returns its header.
+fn need(w: &[u32], n: usize) -> Result<Header, DecodeError> {
+    let h = Header::parse(w.first().copied().unwrap_or(0));
+    if w.len() < n {
+        Err(DecodeError::Truncated {
+            op: h.op,
+            sub_op: h.sub_op,
+            need: n,
+            have: w.len(),
+        })
+    } else {
+        Ok(h)
+    }
+}
+
+fn join(lo: u32, hi: u32) -> u64 {
+    u64::from(lo) | (u64::from(hi) << 32)
+}
+
+/// `NOP`: `count` ignored dwords follow the header. A zero dword is `Nop { count: 0 }`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Nop {
+    pub count: u16,
+}
+
+impl Nop {
+    /// Emits the header and `count` zero dwords.
+    pub fn encode(&self, out: &mut Vec<u32>) {
+        let count = self.count & 0x3fff;
+        out.push(header(OP_NOP, 0, count));
+        out.resize(out.len() + usize::from(count), 0);
+    }
+    pub fn decode(w: &[u32]) -> Result<Self, DecodeError> {
+        let h = need(w, 1)?;
+        let count = h.flags & 0x3fff;
+        need(w, 1 + usize::from(count))?;
+        Ok(Nop { count })
+    }
+}
+
+/// `COPY_LINEAR`: copies `count + 1` bytes from `src` to `dst`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopyLinear {
+    /// Header bits 16..32 (`extra_info`: TMZ and cache policy bits; 0 for a plain copy).
+    pub extra_info: u16,
+    /// Bytes minus one (22 bits).
+    pub count: u32,
+    pub dst_swap: u8,
+    pub src_swap: u8,
+    pub src: u64,
+    pub dst: u64,
+}
+
+impl CopyLinear {
+    pub const LEN: usize = 7;
+    /// Bytes this packet copies.
+    pub fn bytes(&self) -> u64 {
+        u64::from(self.count & COUNT_MASK) + 1
+    }
+    pub fn encode(&self, out: &mut Vec<u32>) {
+        out.extend_from_slice(&[
+            header(OP_COPY, SUBOP_COPY_LINEAR, self.extra_info),
+            self.count & COUNT_MASK,
+            ((u32::from(self.dst_swap) & 3) << 16) | ((u32::from(self.src_swap) & 3) << 24),
+            self.src as u32,
+            (self.src >> 32) as u32,
+            self.dst as u32,
+            (self.dst >> 32) as u32,
+        ]);
+    }
+    pub fn decode(w: &[u32]) -> Result<Self, DecodeError> {
+        let h = need(w, Self::LEN)?;
+        Ok(CopyLinear {
+            extra_info: h.flags,
+            count: w[1] & COUNT_MASK,
+            dst_swap: ((w[2] >> 16) & 3) as u8,
+            src_swap: ((w[2] >> 24) & 3) as u8,
+            src: join(w[3], w[4]),
+            dst: join(w[5], w[6]),
+        })
+    }
+}
+
+/// `FENCE`: writes the 32-bit `data` to `address` once everything before it is done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fence {
+    /// Memory type of the write (3 bits).
+    pub mtype: u8,
+    pub gcc: bool,
+    pub sys: bool,
+    pub snp: bool,
+    pub gpa: bool,
+    /// L2 cache policy (2 bits).
+    pub l2_policy: u8,
+    pub address: u64,
+    pub data: u32,
+}
+
+impl Fence {
+    pub const LEN: usize = 4;
+    /// The fence the reference runtime emits: uncached write of `data` to `address`.
+    pub fn new(address: u64, data: u32) -> Self {
+        Fence {
+            mtype: FENCE_MTYPE_UC,
+            gcc: false,
+            sys: false,
+            snp: false,
+            gpa: false,
+            l2_policy: 0,
+            address,
+            data,
+        }
+    }
+    pub fn encode(&self, out: &mut Vec<u32>) {
+        let flags = (u16::from(self.mtype) & 7)
+            | (u16::from(self.gcc) << 3)
+            | (u16::from(self.sys) << 4)
+            | (u16::from(self.snp) << 6)
+            | (u16::from(self.gpa) << 7)
+            | ((u16::from(self.l2_policy) & 3) << 8);
+        out.extend_from_slice(&[
+            header(OP_FENCE, 0, flags),
+            self.address as u32,
+            (self.address >> 32) as u32,
+            self.data,
+        ]);
+    }
+    pub fn decode(w: &[u32]) -> Result<Self, DecodeError> {
+        let h = need(w, Self::LEN)?;
+        let f = h.flags;
+        Ok(Fence {
+            mtype: (f & 7) as u8,
+            gcc: f & (1 << 3) != 0,
+            sys: f & (1 << 4) != 0,
+            snp: f & (1 << 6) != 0,
+            gpa: f & (1 << 7) != 0,
+            l2_policy: ((f >> 8) & 3) as u8,
+            address: join(w[1], w[2]),
+            data: w[3],
+        })
+    }
+}
+
+/// `TRAP`: raises an interrupt carrying `int_ctx` (28 bits), which signals that event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trap {
+    pub int_ctx: u32,
+}
+
+impl Trap {
+    pub const LEN: usize = 2;
+    pub fn encode(&self, out: &mut Vec<u32>) {
+        out.extend_from_slice(&[header(OP_TRAP, 0, 0), self.int_ctx & 0x0fff_ffff]);
+    }
+    pub fn decode(w: &[u32]) -> Result<Self, DecodeError> {
+        need(w, Self::LEN)?;
+        Ok(Trap {
+            int_ctx: w[1] & 0x0fff_ffff,
+        })
+    }
+}
+
+/// `POLL_REGMEM`: polls a memory dword (`mem_poll`) or a register until
+/// `(value & mask) <func> reference` holds (the functions of [`CompareFunction`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PollRegmem {
+    /// Request an HDP flush (register form only).
+    pub hdp_flush: bool,
+    /// Compare function (3 bits).
+    pub func: u8,
+    /// Poll memory (`true`) or a register (`false`).
+    pub mem_poll: bool,
+    pub address: u64,
+    pub reference: u32,
+    pub mask: u32,
+    /// Poll interval (16 bits, in 160-clock units on hardware).
+    pub interval: u16,
+    /// Number of polls before giving up (12 bits; `0xfff`: forever).
+    pub retry_count: u16,
+}
+
+impl PollRegmem {
+    pub const LEN: usize = 6;
+    pub fn encode(&self, out: &mut Vec<u32>) {
+        let flags = (u16::from(self.hdp_flush) << 10)
+            | ((u16::from(self.func) & 7) << 12)
+            | (u16::from(self.mem_poll) << 15);
+        out.extend_from_slice(&[
+            header(OP_POLL_REGMEM, 0, flags),
+            self.address as u32,
+            (self.address >> 32) as u32,
+            self.reference,
+            self.mask,
+            u32::from(self.interval) | ((u32::from(self.retry_count) & 0xfff) << 16),
+        ]);
+    }
+    pub fn decode(w: &[u32]) -> Result<Self, DecodeError> {
+        let h = need(w, Self::LEN)?;
+        Ok(PollRegmem {
+            hdp_flush: h.flags & (1 << 10) != 0,
+            func: ((h.flags >> 12) & 7) as u8,
+            mem_poll: h.flags & (1 << 15) != 0,
+            address: join(w[1], w[2]),
+            reference: w[3],
+            mask: w[4],
+            interval: w[5] as u16,
+            retry_count: ((w[5] >> 16) & 0xfff) as u16,
+        })
+    }
+    /// The compare function, if valid.
+    pub fn compare(&self) -> Option<CompareFunction> {
+        CompareFunction::from_bits(u32::from(self.func))
+    }
+    /// Whether this register-space poll is an HDP flush: the `hdp_flush` bit, or the
+    /// reference runtime's form (register poll, function "always", mask 0).
+    pub fn is_hdp_flush(&self) -> bool {
+        !self.mem_poll && (self.hdp_flush || (self.func == 0 && self.mask == 0))
+    }
+}
+
+/// The HDP flush of the reference runtime: a register-space `POLL_REGMEM` (6 dwords).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HdpFlush {
+    pub poll: PollRegmem,
+}
+
+impl HdpFlush {
+    pub const LEN: usize = PollRegmem::LEN;
+    /// The reference runtime's words.
+    pub const WORDS: [u32; 6] = [header(OP_POLL_REGMEM, 0, 0), 0, 0x8000_0000, 0, 0, 0];
+    pub fn encode(&self, out: &mut Vec<u32>) {
+        self.poll.encode(out);
+    }
+    pub fn decode(w: &[u32]) -> Result<Self, DecodeError> {
+        Ok(HdpFlush {
+            poll: PollRegmem::decode(w)?,
+        })
+    }
+}
+
+impl Default for HdpFlush {
+    fn default() -> Self {
+        // The fields of `WORDS`.
+        HdpFlush {
+            poll: PollRegmem {
+                hdp_flush: false,
+                func: 0,
+                mem_poll: false,
+                address: join(Self::WORDS[1], Self::WORDS[2]),
+                reference: 0,
+                mask: 0,
+                interval: 0,
+                retry_count: 0,
+            },
+        }
+    }
+}
+
+/// `TIMESTAMP` (get global): writes the 64-bit GPU clock to `address`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timestamp {
+    pub address: u64,
+}
+
+impl Timestamp {
+    pub const LEN: usize = 3;
+    pub fn encode(&self, out: &mut Vec<u32>) {
+        out.extend_from_slice(&[
+            header(OP_TIMESTAMP, SUBOP_TIMESTAMP_GET_GLOBAL, 0),
+            self.address as u32,
+            (self.address >> 32) as u32,
+        ]);
+    }
+    pub fn decode(w: &[u32]) -> Result<Self, DecodeError> {
+        need(w, Self::LEN)?;
+        Ok(Timestamp {
+            address: join(w[1], w[2]),
+        })
+    }
+}
+
+/// `GCR` control bits ([`Gcr::control`]: the 16 bits of dword 2's upper half, then dword 3's
+/// low 3 bits).
+pub mod gcr_control {
+    /// Instruction cache invalidate (2-bit field).
+    pub const GLI_INV: u32 = 3;
+    pub const GLM_WB: u32 = 1 << 4;
+    pub const GLM_INV: u32 = 1 << 5;
+    pub const GLK_WB: u32 = 1 << 6;
+    pub const GLK_INV: u32 = 1 << 7;
+    pub const GLV_INV: u32 = 1 << 8;
+    pub const GL1_INV: u32 = 1 << 9;
+    pub const GL2_US: u32 = 1 << 10;
+    pub const GL2_DISCARD: u32 = 1 << 13;
+    pub const GL2_INV: u32 = 1 << 14;
+    pub const GL2_WB: u32 = 1 << 15;
+    pub const RANGE_IS_PA: u32 = 1 << 16;
+}
+
+/// `GCR` (user GCR): write back / invalidate caches over `[base, limit]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gcr {
+    /// Base address (bits 7..48; the low 7 bits are not encoded).
+    pub base: u64,
+    /// Limit address (bits 7..48).
+    pub limit: u64,
+    /// The 19 control bits ([`gcr_control`]).
+    pub control: u32,
+    pub vmid: u8,
+}
+
+impl Gcr {
+    pub const LEN: usize = 5;
+    pub fn encode(&self, out: &mut Vec<u32>) {
+        out.extend_from_slice(&[
+            header(OP_GCR, SUBOP_USER_GCR, 0),
+            (self.base as u32) & !0x7f,
+            ((self.base >> 32) as u32 & 0xffff) | ((self.control & 0xffff) << 16),
+            ((self.control >> 16) & 7) | ((self.limit as u32) & !0x7f),
+            ((self.limit >> 32) as u32 & 0xffff) | ((u32::from(self.vmid) & 0xf) << 24),
+        ]);
+    }
+    pub fn decode(w: &[u32]) -> Result<Self, DecodeError> {
+        need(w, Self::LEN)?;
+        Ok(Gcr {
+            base: u64::from(w[1] & !0x7f) | (u64::from(w[2] & 0xffff) << 32),
+            limit: u64::from(w[3] & !0x7f) | (u64::from(w[4] & 0xffff) << 32),
+            control: (w[2] >> 16) | ((w[3] & 7) << 16),
+            vmid: ((w[4] >> 24) & 0xf) as u8,
+        })
+    }
+}
+
+/// `CONST_FILL`: fills `count + 1` bytes at `address` with `data`, repeated in units of
+/// `1 << fill_size` bytes (0: byte, 1: 16-bit, 2: dword; 3 is treated as a dword).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConstFill {
+    /// Swap mode (2 bits).
+    pub sw: u8,
+    /// Fill unit (2 bits).
+    pub fill_size: u8,
+    pub address: u64,
+    pub data: u32,
+    /// Bytes minus one (22 bits).
+    pub count: u32,
+}
+
+impl ConstFill {
+    pub const LEN: usize = 5;
+    /// Bytes this packet fills.
+    pub fn bytes(&self) -> u64 {
+        u64::from(self.count & COUNT_MASK) + 1
+    }
+    /// Bytes of `data` that repeat.
+    pub fn unit(&self) -> usize {
+        1 << self.fill_size.min(2)
+    }
+    pub fn encode(&self, out: &mut Vec<u32>) {
+        let flags = (u16::from(self.sw) & 3) | ((u16::from(self.fill_size) & 3) << 14);
+        out.extend_from_slice(&[
+            header(OP_CONST_FILL, 0, flags),
+            self.address as u32,
+            (self.address >> 32) as u32,
+            self.data,
+            self.count & COUNT_MASK,
+        ]);
+    }
+    pub fn decode(w: &[u32]) -> Result<Self, DecodeError> {
+        let h = need(w, Self::LEN)?;
+        Ok(ConstFill {
+            sw: (h.flags & 3) as u8,
+            fill_size: ((h.flags >> 14) & 3) as u8,
+            address: join(w[1], w[2]),
+            data: w[3],
+            count: w[4] & COUNT_MASK,
+        })
+    }
+}
+
+/// `ATOMIC`: an atomic operation (`operation`, 7 bits, e.g. [`ATOMIC_ADD64`]) on `address`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Atomic {
+    /// Retry compare-and-swap operations until they succeed.
+    pub looped: bool,
+    pub operation: u8,
+    pub address: u64,
+    pub src_data: u64,
+    pub cmp_data: u64,
+    /// Interval between retries (13 bits).
+    pub loop_interval: u16,
+}
+
+impl Atomic {
+    pub const LEN: usize = 8;
+    pub fn encode(&self, out: &mut Vec<u32>) {
+        let flags = u16::from(self.looped) | ((u16::from(self.operation) & 0x7f) << 9);
+        out.extend_from_slice(&[
+            header(OP_ATOMIC, 0, flags),
+            self.address as u32,
+            (self.address >> 32) as u32,
+            self.src_data as u32,
+            (self.src_data >> 32) as u32,
+            self.cmp_data as u32,
+            (self.cmp_data >> 32) as u32,
+            u32::from(self.loop_interval) & 0x1fff,
+        ]);
+    }
+    pub fn decode(w: &[u32]) -> Result<Self, DecodeError> {
+        let h = need(w, Self::LEN)?;
+        Ok(Atomic {
+            looped: h.flags & 1 != 0,
+            operation: ((h.flags >> 9) & 0x7f) as u8,
+            address: join(w[1], w[2]),
+            src_data: join(w[3], w[4]),
+            cmp_data: join(w[5], w[6]),
+            loop_interval: (w[7] & 0x1fff) as u16,
+        })
+    }
+}
+
+/// One decoded packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Packet {
+    Nop(Nop),
+    CopyLinear(CopyLinear),
+    Fence(Fence),
+    Trap(Trap),
+    PollRegmem(PollRegmem),
+    HdpFlush(HdpFlush),
+    Timestamp(Timestamp),
+    Gcr(Gcr),
+    ConstFill(ConstFill),
+    Atomic(Atomic),
+    /// An `op`/`sub_op` this decoder does not know (or knows the size of but not how to run).
+    Unknown {
+        op: u8,
+        sub_op: u8,
+    },
+}
+
+impl Packet {
+    /// Decodes the packet starting at `w[0]` (words past its length are ignored).
+    pub fn decode(w: &[u32]) -> Result<Self, DecodeError> {
+        let h = need(w, 1)?;
+        Ok(match (h.op, h.sub_op) {
+            (OP_NOP, _) => Packet::Nop(Nop::decode(w)?),
+            (OP_COPY, SUBOP_COPY_LINEAR) => Packet::CopyLinear(CopyLinear::decode(w)?),
+            (OP_FENCE, _) => Packet::Fence(Fence::decode(w)?),
+            (OP_TRAP, _) => Packet::Trap(Trap::decode(w)?),
+            (OP_POLL_REGMEM, _) => {
+                let p = PollRegmem::decode(w)?;
+                if p.is_hdp_flush() {
+                    Packet::HdpFlush(HdpFlush { poll: p })
+                } else {
+                    Packet::PollRegmem(p)
+                }
+            }
+            (OP_TIMESTAMP, SUBOP_TIMESTAMP_GET_GLOBAL) => Packet::Timestamp(Timestamp::decode(w)?),
+            (OP_GCR, SUBOP_USER_GCR) => Packet::Gcr(Gcr::decode(w)?),
+            (OP_CONST_FILL, _) => Packet::ConstFill(ConstFill::decode(w)?),
+            (OP_ATOMIC, _) => Packet::Atomic(Atomic::decode(w)?),
+            (op, sub_op) => Packet::Unknown { op, sub_op },
+        })
+    }
+
+    /// Encodes the packet (an `Unknown` packet encodes nothing).
+    pub fn encode(&self, out: &mut Vec<u32>) {
+        match self {
+            Packet::Nop(p) => p.encode(out),
+            Packet::CopyLinear(p) => p.encode(out),
+            Packet::Fence(p) => p.encode(out),
+            Packet::Trap(p) => p.encode(out),
+            Packet::PollRegmem(p) => p.encode(out),
+            Packet::HdpFlush(p) => p.encode(out),
+            Packet::Timestamp(p) => p.encode(out),
+            Packet::Gcr(p) => p.encode(out),
+            Packet::ConstFill(p) => p.encode(out),
+            Packet::Atomic(p) => p.encode(out),
+            Packet::Unknown { .. } => {}
+        }
+    }
+}
+
+/// Splits `words` at packet boundaries read from the headers: a packet of unknown size counts
+/// as one dword, and a last packet longer than what is left is cut short.
+pub fn split(words: &[u32]) -> impl Iterator<Item = &[u32]> {
+    let mut rest = words;
+    std::iter::from_fn(move || {
+        let &first = rest.first()?;
+        let n = Header::parse(first)
+            .packet_len()
+            .unwrap_or(1)
+            .clamp(1, rest.len());
+        let (p, r) = rest.split_at(n);
+        rest = r;
+        Some(p)
+    })
+}
+
+/// The reference runtime's cache invalidate before a copy.
+const CACHE_INVALIDATE: u32 = gcr_control::GL2_WB
+    | gcr_control::GLK_WB
+    | gcr_control::GL2_INV
+    | gcr_control::GL1_INV
+    | gcr_control::GLV_INV
+    | gcr_control::GLK_INV;
+/// The reference runtime's cache writeback after a copy.
+const CACHE_WRITEBACK: u32 = gcr_control::GL2_WB | gcr_control::GLK_WB;
+
+/// Builds a copy-queue command stream, one method per operation of the reference runtime.
+///
+/// `words` is public for submission; add packets through the methods so that
+/// [`SdmaBuilder::packets`] knows where each one ends.
+#[derive(Debug, Default, Clone)]
+pub struct SdmaBuilder {
+    pub words: Vec<u32>,
+    /// End (exclusive dword index) of each packet in `words`.
+    ends: Vec<usize>,
+}
+
+impl SdmaBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn clear(&mut self) {
+        self.words.clear();
+        self.ends.clear();
+    }
+
+    /// Appends one packet.
+    pub fn push(&mut self, p: &Packet) -> &mut Self {
+        p.encode(&mut self.words);
+        self.mark_end();
+        self
+    }
+
+    fn mark_end(&mut self) {
+        if self.ends.last().copied().unwrap_or(0) < self.words.len() {
+            self.ends.push(self.words.len());
+        }
+    }
+
+    /// Appends the words of one packet verbatim (for packets this module cannot express).
+    pub fn raw(&mut self, packet: &[u32]) -> &mut Self {
+        self.words.extend_from_slice(packet);
+        self.mark_end();
+        self
+    }
+
+    /// HDP flush + GCR invalidate, `COPY_LINEAR` packets of at most 4 MiB (count = bytes −
+    /// 1), GCR writeback. A size of 0 emits nothing.
+    pub fn copy(&mut self, dst: u64, src: u64, size: u64) -> &mut Self {
+        if size == 0 {
+            return self;
+        }
+        self.push(&Packet::HdpFlush(HdpFlush::default()));
+        self.push(&Packet::Gcr(Gcr {
+            base: 0,
+            limit: 0,
+            control: CACHE_INVALIDATE,
+            vmid: 0,
+        }));
+        let mut copied = 0;
+        while copied < size {
+            let step = (size - copied).min(MAX_COPY_SIZE);
+            self.push(&Packet::CopyLinear(CopyLinear {
+                extra_info: 0,
+                count: (step - 1) as u32,
+                dst_swap: 0,
+                src_swap: 0,
+                src: src.wrapping_add(copied),
+                dst: dst.wrapping_add(copied),
+            }));
+            copied += step;
+        }
+        self.push(&Packet::Gcr(Gcr {
+            base: 0,
+            limit: 0,
+            control: CACHE_WRITEBACK,
+            vmid: 0,
+        }))
+    }
+
+    /// Fills `size` bytes at `dst` with the 32-bit `value` (`CONST_FILL` packets of at most
+    /// 4 MiB, dword units). A size of 0 emits nothing.
+    pub fn fill(&mut self, dst: u64, value: u32, size: u64) -> &mut Self {
+        let mut done = 0;
+        while done < size {
+            let step = (size - done).min(MAX_FILL_SIZE);
+            self.push(&Packet::ConstFill(ConstFill {
+                sw: 0,
+                fill_size: 2,
+                address: dst.wrapping_add(done),
+                data: value,
+                count: (step - 1) as u32,
+            }));
+            done += step;
+        }
+        self
+    }
+
+    /// `FENCE` writing the 32-bit `value` to `signal_value_addr`; with a mailbox (≠ 0) also a
+    /// `FENCE` of `event_id` to it and a `TRAP` with `int_ctx = event_id`.
+    pub fn signal(
+        &mut self,
+        signal_value_addr: u64,
+        value: u64,
+        event_mailbox_ptr: u64,
+        event_id: u32,
+    ) -> &mut Self {
+        self.push(&Packet::Fence(Fence::new(signal_value_addr, value as u32)));
+        if event_mailbox_ptr != 0 {
+            self.push(&Packet::Fence(Fence::new(event_mailbox_ptr, event_id)));
+            self.push(&Packet::Trap(Trap { int_ctx: event_id }));
+        }
+        self
+    }
+
+    /// `POLL_REGMEM` until the 32-bit word at `signal_value_addr` is `>= value` (function
+    /// GEQ, mask `0xffffffff`, interval 4, retry `0xfff`).
+    pub fn wait(&mut self, signal_value_addr: u64, value: u64) -> &mut Self {
+        self.push(&Packet::PollRegmem(PollRegmem {
+            hdp_flush: false,
+            func: CompareFunction::GreaterEqual as u8,
+            mem_poll: true,
+            address: signal_value_addr,
+            reference: value as u32,
+            mask: 0xffff_ffff,
+            interval: 4,
+            retry_count: 0xfff,
+        }))
+    }
+
+    /// `TIMESTAMP` (get global): the 64-bit GPU clock to `addr`.
+    pub fn timestamp(&mut self, addr: u64) -> &mut Self {
+        self.push(&Packet::Timestamp(Timestamp { address: addr }))
+    }
+
+    /// Each packet's words, in order. Words appended to `words` directly (not through a
+    /// method) are split by their headers ([`split`]).
+    pub fn packets(&self) -> impl Iterator<Item = &[u32]> {
+        let words = &self.words[..];
+        let mut start = 0;
+        let known = self.ends.iter().filter_map(move |&end| {
+            let end = end.min(words.len());
+            if end <= start {
+                return None;
+            }
+            let p = &words[start..end];
+            start = end;
+            Some(p)
+        });
+        let tail_from = self.ends.last().copied().unwrap_or(0).min(words.len());
+        known.chain(split(&words[tail_from..]))
+    }
+}

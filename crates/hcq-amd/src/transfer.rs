@@ -1,0 +1,206 @@
+//! Copies through the SDMA engine: host to device and back through a ring of staging buffers,
+//! device to device (also between GPUs) directly. Every copy takes its place on the device's
+//! timeline, so copies and kernels execute in submission order.
+
+use crate::device::{lock, AmdBuffer, AmdDevice, DeviceState, Staging};
+use crate::memory::{AllocFlags, MemoryKind};
+use hcq_amd_sys::sdma::MAX_COPY_SIZE;
+use hcq_core::Result;
+
+/// Staging buffers per device, each one `MAX_COPY_SIZE` bytes of host memory the GPU reaches.
+pub const STAGING_SLOTS: usize = 16;
+
+impl AmdDevice {
+    fn staging<'a>(&self, st: &'a mut DeviceState) -> Result<&'a mut Staging> {
+        if st.staging.is_none() {
+            let slots = (0..STAGING_SLOTS)
+                .map(|_| {
+                    self.alloc_mem(
+                        MAX_COPY_SIZE,
+                        MemoryKind::UserPtr,
+                        AllocFlags {
+                            uncached: false,
+                            public: true,
+                        },
+                    )
+                })
+                .collect::<Result<Vec<_>>>()?;
+            st.staging = Some(Staging {
+                slots,
+                done: vec![0; STAGING_SLOTS],
+                next: 0,
+            });
+        }
+        Ok(st.staging.as_mut().expect("created above"))
+    }
+
+    /// Queues an SDMA copy of `size` bytes that runs after everything queued before it and
+    /// signals the next timeline value, which it returns.
+    fn queue_copy(
+        &self,
+        st: &mut DeviceState,
+        dst: u64,
+        src: u64,
+        size: u64,
+        what: &str,
+    ) -> Result<u64> {
+        self.wrap_timeline_if_due(st)?;
+        let stamps = self.trace_begin(st, what, "copy")?;
+        let value = st.timeline_value;
+        let b = &mut st.sdma_builder;
+        b.clear();
+        b.wait(st.timeline.value_addr(), value - 1);
+        if let Some((start, _)) = stamps {
+            b.timestamp(start);
+        }
+        b.copy(dst, src, size);
+        if let Some((_, end)) = stamps {
+            b.timestamp(end);
+        }
+        b.signal(
+            st.timeline.value_addr(),
+            value,
+            st.timeline.event_mailbox_ptr,
+            st.timeline.event_id,
+        );
+        st.sdma
+            .submit_packets(st.sdma_builder.packets(), self.timeout)?;
+        st.timeline_value += 1;
+        Ok(value)
+    }
+
+    /// Copies host bytes into `buf` at `offset`, after the work already queued. Returns when the
+    /// bytes are staged (the host slice may be reused); the copy itself completes in order.
+    pub fn copy_in(&self, buf: &AmdBuffer, offset: u64, src: &[u8]) -> Result<()> {
+        Self::check_range(buf, offset, src.len())?;
+        let mut guard = lock(&self.state);
+        let st = &mut *guard;
+        self.staging(st)?;
+        for (i, chunk) in src.chunks(MAX_COPY_SIZE as usize).enumerate() {
+            let staging = st.staging.as_mut().expect("created above");
+            let slot = staging.next;
+            staging.next = (slot + 1) % STAGING_SLOTS;
+            let free_at = staging.done[slot];
+            self.wait_value_locked(st, free_at)?;
+            let staging = st.staging.as_mut().expect("created above");
+            staging.slots[slot].write(0, chunk);
+            let from = staging.slots[slot].va;
+            let dst = buf.gpu_address() + offset + (i as u64) * MAX_COPY_SIZE;
+            let value = self.queue_copy(st, dst, from, chunk.len() as u64, "copy in")?;
+            st.staging.as_mut().expect("created above").done[slot] = value;
+        }
+        Ok(())
+    }
+
+    /// Copies `dst.len()` bytes out of `buf` at `offset`, after the work already queued.
+    /// Chunks are double-buffered: the engine fills one staging buffer while the host drains
+    /// the other.
+    pub fn copy_out(&self, dst: &mut [u8], buf: &AmdBuffer, offset: u64) -> Result<()> {
+        Self::check_range(buf, offset, dst.len())?;
+        let mut guard = lock(&self.state);
+        let st = &mut *guard;
+        self.staging(st)?;
+        let chunks: Vec<&mut [u8]> = dst.chunks_mut(MAX_COPY_SIZE as usize).collect();
+        let n = chunks.len();
+        // (slot, timeline value, timeline epoch) of each chunk in flight. A value from before a
+        // timeline swap is complete: the swap waited for everything.
+        let mut in_flight: Vec<(usize, u64, u64)> = Vec::with_capacity(n);
+        let submit = |st: &mut DeviceState, i: usize, len: usize| -> Result<(usize, u64, u64)> {
+            let staging = st.staging.as_mut().expect("created above");
+            let slot = staging.next;
+            staging.next = (slot + 1) % STAGING_SLOTS;
+            let free_at = staging.done[slot];
+            self.wait_value_locked(st, free_at)?;
+            let to = st.staging.as_ref().expect("created above").slots[slot].va;
+            let src = buf.gpu_address() + offset + (i as u64) * MAX_COPY_SIZE;
+            let value = self.queue_copy(st, to, src, len as u64, "copy out")?;
+            st.staging.as_mut().expect("created above").done[slot] = value;
+            Ok((slot, value, st.timeline_swaps))
+        };
+        let lens: Vec<usize> = chunks.iter().map(|c| c.len()).collect();
+        if n > 0 {
+            in_flight.push(submit(st, 0, lens[0])?);
+        }
+        for (i, chunk) in chunks.into_iter().enumerate() {
+            if i + 1 < n {
+                in_flight.push(submit(st, i + 1, lens[i + 1])?);
+            }
+            let (slot, value, epoch) = in_flight[i];
+            if epoch == st.timeline_swaps {
+                self.wait_value_locked(st, value)?;
+            }
+            st.staging.as_ref().expect("created above").slots[slot].read(0, chunk);
+        }
+        Ok(())
+    }
+
+    /// Copies `size` bytes from `src` (on this device) to `dst` (on `dst_device`, which may be
+    /// this one) without passing through the host. Ordered after the work queued on both
+    /// devices; work queued on `dst_device` afterwards sees the data.
+    pub fn transfer(
+        &self,
+        dst_device: &AmdDevice,
+        dst: &AmdBuffer,
+        dst_offset: u64,
+        src: &AmdBuffer,
+        src_offset: u64,
+        size: u64,
+    ) -> Result<()> {
+        Self::check_range(src, src_offset, size as usize)?;
+        Self::check_range(dst, dst_offset, size as usize)?;
+        let (to, from) = (
+            dst.gpu_address() + dst_offset,
+            src.gpu_address() + src_offset,
+        );
+        if std::ptr::eq(self, dst_device) {
+            let mut st = lock(&self.state);
+            self.queue_copy(&mut st, to, from, size, "copy")?;
+            return Ok(());
+        }
+        // The source GPU's copy engine writes into the destination's memory.
+        dst.memory().map_to(self.node.gpu_id)?;
+        // Lock in a global order so two transfers in opposite directions cannot deadlock.
+        let (mut s, mut d) = if self.node.gpu_id < dst_device.node.gpu_id {
+            let s = lock(&self.state);
+            (s, lock(&dst_device.state))
+        } else {
+            let d = lock(&dst_device.state);
+            (lock(&self.state), d)
+        };
+        let (s, d) = (&mut *s, &mut *d);
+        self.wrap_timeline_if_due(s)?;
+        dst_device.wrap_timeline_if_due(d)?;
+        let (sv, dv) = (s.timeline_value, d.timeline_value);
+        let b = &mut s.sdma_builder;
+        b.clear();
+        b.wait(s.timeline.value_addr(), sv - 1);
+        b.wait(d.timeline.value_addr(), dv - 1);
+        b.copy(to, from, size);
+        b.signal(
+            s.timeline.value_addr(),
+            sv,
+            s.timeline.event_mailbox_ptr,
+            s.timeline.event_id,
+        );
+        s.sdma
+            .submit_packets(s.sdma_builder.packets(), self.timeout)?;
+        s.timeline_value += 1;
+        // The destination's compute queue holds its later work until the copy is done, and
+        // its timeline records that point.
+        let pm4 = &mut d.builder;
+        pm4.clear();
+        pm4.wait(s.timeline.value_addr(), sv);
+        pm4.signal(
+            d.timeline.value_addr(),
+            dv,
+            d.timeline.event_mailbox_ptr,
+            d.timeline.event_id,
+        );
+        let words = std::mem::take(&mut d.builder.words);
+        let r = d.queue.submit(&words, dst_device.timeout);
+        d.builder.words = words;
+        r?;
+        d.timeline_value += 1;
+        Ok(())
+    }
+}

@@ -1,0 +1,384 @@
+//! The SDMA engine of a copy queue: a thread that waits for doorbells and executes the SDMA
+//! packets between its read pointer and the written doorbell value.
+//!
+//! Read and write pointers count **bytes** (64-bit, never wrapping); ring positions are taken
+//! modulo the ring size, so a packet may even straddle the ring end (the driver pads with zero
+//! dwords, one-dword `NOP`s, so that none does). The engine belongs to one GPU and reaches
+//! memory only through that GPU's page table; it is ordered against the GPU's other queues
+//! only through memory (signals), as on hardware.
+//!
+//! Packets: `COPY_LINEAR` (memmove semantics for overlapping ranges; each range must lie in one
+//! mapped BO), `FENCE`, `TRAP` (the interrupt path of `RELEASE_MEM`), `POLL_REGMEM` on memory
+//! (polled with a 20 µs → 1 ms backoff and wake-ups from other engines' writes, until the
+//! condition holds or the queue is destroyed: the interval and retry-count fields do not bound
+//! it), `TIMESTAMP` (get global: the 100 MHz GPU clock), `CONST_FILL`, `ATOMIC` (64-bit add),
+//! and `GCR`, HDP flush and `NOP`, which have nothing to do in a functional model beyond
+//! ordering. A fault (unmapped memory, unknown or truncated packet) is reported and raises the
+//! exception events; the engine then goes on with the next packet.
+
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hcq_amd_sys::sdma::{
+    gcr_control, Atomic, ConstFill, CopyLinear, Header, Packet, PollRegmem, ATOMIC_ADD64, OP_NOP,
+};
+
+use crate::clock::gpu_ticks;
+use crate::cp::RingDesc;
+use crate::gpu::{FaultClass, Gpu};
+use crate::memory::Snapshot;
+use crate::queue::QueueShared;
+
+/// First and longest sleep between polls of `POLL_REGMEM`.
+const POLL_MIN: Duration = Duration::from_micros(20);
+const POLL_MAX: Duration = Duration::from_millis(1);
+
+/// A copy queue's SDMA engine.
+pub(crate) struct Sdma {
+    gpu: Arc<Gpu>,
+    queue: Arc<QueueShared>,
+    ring: RingDesc,
+    /// Read pointer in bytes.
+    rptr: u64,
+    rptr_fault_reported: bool,
+}
+
+impl Sdma {
+    pub fn new(gpu: Arc<Gpu>, queue: Arc<QueueShared>, ring: RingDesc) -> Self {
+        Sdma {
+            gpu,
+            queue,
+            ring,
+            rptr: 0,
+            rptr_fault_reported: false,
+        }
+    }
+
+    /// The thread body: runs until the queue is destroyed.
+    pub fn run(mut self) {
+        self.publish_rptr();
+        while let Some(wptr) = self.queue.next() {
+            self.drain(wptr);
+        }
+    }
+
+    fn fault(&self, class: FaultClass, what: String) {
+        self.gpu
+            .raise(class, &format!("SDMA queue {}: {what}", self.ring.queue_id));
+    }
+
+    fn publish_rptr(&mut self) {
+        let ok = self
+            .gpu
+            .page_table
+            .snapshot()
+            .store_u64(self.ring.rptr_addr, self.rptr)
+            .is_some();
+        if ok {
+            self.gpu.watch.notify();
+        } else if !self.rptr_fault_reported {
+            self.rptr_fault_reported = true;
+            let va = self.ring.rptr_addr;
+            self.fault(
+                FaultClass::Vm { va },
+                format!("VM fault: read pointer write to unmapped address {va:#x}"),
+            );
+        }
+    }
+
+    /// Executes the ring from the read pointer up to `wptr` (bytes).
+    fn drain(&mut self, wptr: u64) {
+        if wptr % 4 != 0 || wptr < self.rptr || wptr - self.rptr > self.ring.ring_bytes {
+            self.fault(
+                FaultClass::Hw,
+                format!(
+                    "doorbell write pointer {wptr} is not a dword position within the {} ring bytes \
+                     after the read pointer {}; ring contents skipped",
+                    self.ring.ring_bytes, self.rptr
+                ),
+            );
+            self.rptr = wptr & !3;
+            self.publish_rptr();
+            return;
+        }
+        let mut pos = self.rptr;
+        while pos < wptr {
+            if self.queue.stopped() {
+                return;
+            }
+            pos = self.step(pos, wptr);
+            self.rptr = pos;
+            self.publish_rptr();
+        }
+    }
+
+    fn addr_of(&self, pos: u64) -> u64 {
+        self.ring.ring_base + pos % self.ring.ring_bytes
+    }
+
+    /// Fetches and executes the packet at byte position `pos`; returns the next position.
+    fn step(&mut self, pos: u64, end: u64) -> u64 {
+        let available = (end - pos) / 4;
+        // One view of memory for fetching the packet; dropped before it executes.
+        let snap = self.gpu.page_table.snapshot();
+        let fetch = |i: u64| -> Result<u32, u64> {
+            let va = self.addr_of(pos + 4 * i);
+            snap.load_u32(va).ok_or(va)
+        };
+        let header_word = match fetch(0) {
+            Ok(w) => w,
+            Err(va) => {
+                self.fault(
+                    FaultClass::Vm { va },
+                    format!(
+                        "VM fault: packet fetch from unmapped address {va:#x} at ring byte {pos}"
+                    ),
+                );
+                return end;
+            }
+        };
+        let header = Header::parse(header_word);
+        let Some(len) = header.packet_len() else {
+            self.fault(
+                FaultClass::Hw,
+                format!(
+                    "unknown SDMA packet (header {header_word:#010x}, op {}, sub_op {}) at ring byte {pos}",
+                    header.op, header.sub_op
+                ),
+            );
+            return pos + 4;
+        };
+        let len = len as u64;
+        if len > available {
+            self.fault(
+                FaultClass::Hw,
+                format!(
+                    "truncated SDMA packet (header {header_word:#010x}, op {}) at ring byte {pos}: \
+                     needs {len} dwords, only {available} written",
+                    header.op
+                ),
+            );
+            return end;
+        }
+        let next = pos + 4 * len;
+        // A NOP's body is ignored: only its header is read.
+        let fetched = if header.op == OP_NOP { 1 } else { len };
+        let mut words = Vec::with_capacity(fetched as usize);
+        words.push(header_word);
+        for i in 1..fetched {
+            match fetch(i) {
+                Ok(w) => words.push(w),
+                Err(va) => {
+                    self.fault(
+                        FaultClass::Vm { va },
+                        format!(
+                            "VM fault: packet fetch from unmapped address {va:#x} at ring byte {}",
+                            pos + 4 * i
+                        ),
+                    );
+                    return next;
+                }
+            }
+        }
+        drop(snap);
+        if header.op != OP_NOP {
+            self.execute(&words, &format!("ring byte {pos}"));
+        }
+        next
+    }
+
+    fn execute(&mut self, words: &[u32], at: &str) {
+        let packet = match Packet::decode(words) {
+            Ok(p) => p,
+            Err(e) => {
+                self.fault(FaultClass::Hw, format!("{e} at {at}"));
+                return;
+            }
+        };
+        match packet {
+            Packet::Nop(_) | Packet::HdpFlush(_) => fence(Ordering::SeqCst),
+            Packet::Gcr(g) => {
+                if g.control & gcr_control::GLI_INV != 0 {
+                    self.gpu.code_cache.invalidate();
+                }
+                fence(Ordering::SeqCst);
+            }
+            Packet::CopyLinear(c) => self.copy(&c, at),
+            Packet::Fence(f) => {
+                let addr = f.address & !3;
+                self.store(at, "FENCE", addr, |snap| snap.store_u32(addr, f.data));
+            }
+            Packet::Trap(t) => {
+                fence(Ordering::SeqCst);
+                self.gpu.events.interrupt(t.int_ctx);
+            }
+            Packet::PollRegmem(p) => self.poll(&p, at),
+            Packet::Timestamp(t) => {
+                let addr = t.address & !3;
+                self.store(at, "TIMESTAMP", addr, |snap| {
+                    snap.store_u64(addr, gpu_ticks())
+                });
+            }
+            Packet::ConstFill(f) => self.fill(&f, at),
+            Packet::Atomic(a) => self.atomic(&a, at),
+            Packet::Unknown { op, sub_op } => self.fault(
+                FaultClass::Hw,
+                format!("unsupported SDMA packet op {op} sub_op {sub_op} at {at}"),
+            ),
+        }
+    }
+
+    /// A checked write through the page table; a refused one is a VM fault at `addr`.
+    fn store(&self, at: &str, what: &str, addr: u64, f: impl FnOnce(&Snapshot) -> Option<()>) {
+        fence(Ordering::SeqCst);
+        let snap = self.gpu.page_table.snapshot();
+        let ok = f(&snap).is_some();
+        let va = snap.fault_address(addr);
+        drop(snap);
+        if ok {
+            self.gpu.watch.notify();
+        } else {
+            self.fault(
+                FaultClass::Vm { va },
+                format!("VM fault: {what} write to unmapped address {va:#x} at {at}"),
+            );
+        }
+    }
+
+    fn copy(&self, c: &CopyLinear, at: &str) {
+        let n = c.bytes();
+        fence(Ordering::SeqCst);
+        let snap = self.gpu.page_table.snapshot();
+        let (src, dst) = (snap.translate(c.src, n), snap.translate(c.dst, n));
+        let (Some(src), Some(dst)) = (src, dst) else {
+            let (dir, va) = if src.is_none() {
+                ("read", snap.fault_address(c.src))
+            } else {
+                ("write", snap.fault_address(c.dst))
+            };
+            drop(snap);
+            self.fault(
+                FaultClass::Vm { va },
+                format!(
+                    "VM fault: COPY_LINEAR of {n} bytes from {:#x} to {:#x}: {dir} of unmapped address {va:#x} at {at}",
+                    c.src, c.dst
+                ),
+            );
+            return;
+        };
+        // SAFETY: `translate` guarantees `n` mapped bytes at both pointers, kept mapped while
+        // `snap` holds their BOs. `ptr::copy` has memmove semantics, so overlapping ranges
+        // are fine. Other engines or the host may access the same bytes concurrently, as on
+        // hardware; byte copies of plain memory have no invalid values.
+        unsafe { std::ptr::copy(src, dst, n as usize) };
+        drop(snap);
+        fence(Ordering::SeqCst);
+        self.gpu.watch.notify();
+    }
+
+    fn fill(&self, f: &ConstFill, at: &str) {
+        let n = f.bytes();
+        let pattern = f.data.to_le_bytes();
+        let unit = f.unit();
+        fence(Ordering::SeqCst);
+        let snap = self.gpu.page_table.snapshot();
+        let Some(dst) = snap.translate(f.address, n) else {
+            let va = snap.fault_address(f.address);
+            drop(snap);
+            self.fault(
+                FaultClass::Vm { va },
+                format!("VM fault: CONST_FILL of {n} bytes at unmapped address {va:#x} at {at}"),
+            );
+            return;
+        };
+        let bytes: Vec<u8> = (0..n as usize).map(|i| pattern[i % unit]).collect();
+        // SAFETY: `translate` guarantees `n` mapped bytes at `dst`, kept mapped while `snap`
+        // holds the BO, distinct from the Rust-owned `bytes`.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) };
+        drop(snap);
+        fence(Ordering::SeqCst);
+        self.gpu.watch.notify();
+    }
+
+    fn atomic(&self, a: &Atomic, at: &str) {
+        if a.operation != ATOMIC_ADD64 {
+            self.fault(
+                FaultClass::Hw,
+                format!(
+                    "SDMA ATOMIC operation {} is not emulated at {at}",
+                    a.operation
+                ),
+            );
+            return;
+        }
+        if a.address % 8 != 0 {
+            self.fault(
+                FaultClass::Hw,
+                format!("SDMA ATOMIC on misaligned address {:#x} at {at}", a.address),
+            );
+            return;
+        }
+        let snap = self.gpu.page_table.snapshot();
+        let Some(p) = snap.translate(a.address, 8) else {
+            let va = snap.fault_address(a.address);
+            drop(snap);
+            self.fault(
+                FaultClass::Vm { va },
+                format!("VM fault: SDMA ATOMIC on unmapped address {va:#x} at {at}"),
+            );
+            return;
+        };
+        // SAFETY: `p` points to 8 mapped bytes kept alive by `snap`, 8-byte aligned (BOs are
+        // page aligned in host memory and the address is 8-byte aligned); this crate accesses
+        // shared GPU words atomically.
+        unsafe { AtomicU64::from_ptr(p.cast::<u64>()) }.fetch_add(a.src_data, Ordering::SeqCst);
+        drop(snap);
+        self.gpu.watch.notify();
+    }
+
+    fn poll(&self, p: &PollRegmem, at: &str) {
+        if !p.mem_poll {
+            self.fault(
+                FaultClass::Hw,
+                format!(
+                    "register-space POLL_REGMEM on {:#x} is not emulated at {at}",
+                    p.address
+                ),
+            );
+            return;
+        }
+        let Some(func) = p.compare() else {
+            self.fault(
+                FaultClass::Hw,
+                format!(
+                    "POLL_REGMEM with invalid compare function {} at {at}",
+                    p.func
+                ),
+            );
+            return;
+        };
+        let addr = p.address & !3;
+        let mut sleep = POLL_MIN;
+        loop {
+            if self.queue.stopped() {
+                return;
+            }
+            let seen = self.gpu.watch.seq();
+            let value = self.gpu.page_table.snapshot().load_u32(addr);
+            match value {
+                None => {
+                    self.fault(
+                        FaultClass::Vm { va: addr },
+                        format!("VM fault: POLL_REGMEM read of unmapped address {addr:#x} at {at}"),
+                    );
+                    return;
+                }
+                Some(v) if func.holds(v & p.mask, p.reference) => return,
+                Some(_) => {}
+            }
+            self.gpu.watch.wait(seen, sleep);
+            sleep = (sleep * 2).min(POLL_MAX);
+        }
+    }
+}

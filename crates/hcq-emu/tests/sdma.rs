@@ -1,0 +1,738 @@
+//! SDMA copy queues: the SDMA engine executing rings written by a driver, through the `Kernel`
+//! seam only, with packets built by `SdmaBuilder` and submitted with the reference runtime's
+//! wrap-around padding.
+
+mod common;
+
+use std::ptr;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use common::*;
+use hcq_amd_sys::kfd::*;
+use hcq_amd_sys::pm4::Pm4Builder;
+use hcq_amd_sys::sdma::{self, SdmaBuilder, MAX_COPY_SIZE};
+use hcq_amd_sys::seam::*;
+use hcq_emu::EmuKernel;
+
+const LONG: Duration = Duration::from_secs(10);
+const MIB4: u64 = MAX_COPY_SIZE;
+
+/// An SDMA queue as the driver keeps it: byte pointers, wrap-around zero padding.
+struct SdmaQueue<'d, 'k> {
+    dev: &'d Dev<'k>,
+    ring: Buf,
+    gart: Buf,
+    queue_id: u32,
+    doorbell_offset: u64,
+    doorbell: *mut u64,
+    wptr: u64,
+}
+
+fn create_sdma<'d, 'k>(dev: &'d Dev<'k>, ring_bytes: u64) -> SdmaQueue<'d, 'k> {
+    let ring = dev.alloc(ring_bytes, ALLOC_MEM_FLAGS_GTT);
+    let gart = dev.alloc(0x1000, ALLOC_MEM_FLAGS_GTT);
+    let mut q = CreateQueueArgs {
+        ring_base_address: ring.va,
+        ring_size: ring_bytes as u32,
+        gpu_id: dev.gpu_id,
+        queue_type: QUEUE_TYPE_SDMA,
+        queue_percentage: MAX_QUEUE_PERCENTAGE,
+        queue_priority: MAX_QUEUE_PRIORITY,
+        write_pointer_address: gart.va,
+        read_pointer_address: gart.va + 8,
+        ..Default::default()
+    };
+    ioctl(dev.k, dev.kfd, IOC_CREATE_QUEUE, &mut q).unwrap();
+    assert_eq!(q.doorbell_offset & (3 << 62), MMAP_TYPE_DOORBELL);
+    let base = q.doorbell_offset & !0x1fff;
+    // SAFETY: a fresh mapping of the doorbell page.
+    let page = unsafe {
+        dev.k.mmap(
+            ptr::null_mut(),
+            0x2000,
+            PROT_READ | PROT_WRITE,
+            MAP_SHARED,
+            dev.kfd,
+            base,
+        )
+    }
+    .unwrap();
+    SdmaQueue {
+        dev,
+        ring,
+        gart,
+        queue_id: q.queue_id,
+        doorbell_offset: q.doorbell_offset,
+        doorbell: (page as u64 + (q.doorbell_offset - base)) as usize as *mut u64,
+        wptr: 0,
+    }
+}
+
+impl SdmaQueue<'_, '_> {
+    fn rptr(&self) -> u64 {
+        self.gart.atomic_u64(8).load(Ordering::SeqCst)
+    }
+
+    fn ring_doorbell(&self) {
+        self.gart.atomic_u64(0).store(self.wptr, Ordering::SeqCst);
+        // SAFETY: `doorbell` points into the doorbell page mapped by `create_sdma`.
+        unsafe { self.dev.k.write_doorbell(self.doorbell, self.wptr) };
+    }
+
+    /// Waits until `bytes` more fit in the ring, handing what is written to the engine first.
+    fn make_room(&self, bytes: u64) {
+        if self.wptr + bytes - self.rptr() <= self.ring.size {
+            return;
+        }
+        self.ring_doorbell();
+        let start = Instant::now();
+        while self.wptr + bytes - self.rptr() > self.ring.size {
+            assert!(start.elapsed() < LONG, "SDMA queue overrun");
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+
+    /// Copies each packet into the ring (zero-padding the end of the ring when a packet would
+    /// straddle it, like `HWCopyQueue.submit`) and rings the doorbell.
+    fn submit(&mut self, b: &SdmaBuilder) {
+        self.submit_packets(b.packets());
+    }
+
+    fn submit_packets<'a>(&mut self, packets: impl Iterator<Item = &'a [u32]>) {
+        let size = self.ring.size;
+        for p in packets {
+            let bytes = 4 * p.len() as u64;
+            let fill = size - self.wptr % size;
+            if bytes > fill {
+                self.make_room(fill);
+                for i in 0..fill / 4 {
+                    self.ring.write_u32(self.wptr % size + 4 * i, 0);
+                }
+                self.wptr += fill;
+            }
+            self.make_room(bytes);
+            for (i, &w) in p.iter().enumerate() {
+                self.ring.write_u32(self.wptr % size + 4 * i as u64, w);
+            }
+            self.wptr += bytes;
+        }
+        self.ring_doorbell();
+    }
+
+    fn wait_idle(&self, timeout: Duration) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            if self.rptr() == self.wptr {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        false
+    }
+
+    fn destroy(self) {
+        ioctl(
+            self.dev.k,
+            self.dev.kfd,
+            IOC_DESTROY_QUEUE,
+            &mut DestroyQueueArgs {
+                queue_id: self.queue_id,
+                pad: 0,
+            },
+        )
+        .unwrap();
+    }
+}
+
+/// Waits until signal `i` reaches `value`, sleeping in `WAIT_EVENTS` like `_wait_signal`.
+fn wait_signal(dev: &Dev, sig: &Signals, i: u64, value: u64, event: &CreateEventArgs) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < LONG {
+        if sig.value(i) >= value {
+            return true;
+        }
+        dev.wait_event(event.event_id, 100);
+    }
+    false
+}
+
+/// The bytes of a buffer, read through its CPU view.
+fn read(buf: &Buf) -> Vec<u8> {
+    let mut out = vec![0u8; buf.size as usize];
+    // SAFETY: test buffers are mapped read-write for `size` bytes at `va`; the engine is idle
+    // on them (the test waited for the signal following its last packet).
+    unsafe { ptr::copy_nonoverlapping(buf.ptr::<u8>(0), out.as_mut_ptr(), out.len()) };
+    out
+}
+
+/// Writes `data` at the start of a buffer through its CPU view.
+fn write(buf: &Buf, data: &[u8]) {
+    assert!(data.len() as u64 <= buf.size);
+    // SAFETY: as in `read`; `data` fits in the buffer.
+    unsafe { ptr::copy_nonoverlapping(data.as_ptr(), buf.ptr::<u8>(0), data.len()) };
+}
+
+fn pattern(seed: u64, n: usize) -> Vec<u8> {
+    let mut s = seed | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s as u8
+        })
+        .collect()
+}
+
+#[test]
+fn copies_of_edge_sizes_between_vram_gtt_and_userptr_are_exact() {
+    let k = EmuKernel::new(small_config());
+    let dev = Dev::open(&k, 0);
+    let sig = Signals::new(&dev);
+    let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
+    let mut q = create_sdma(&dev, 0x4000);
+    let size = MIB4 + 0x2000;
+    let vram = dev.alloc(size, ALLOC_MEM_FLAGS_VRAM);
+    let gtt = dev.alloc(size, ALLOC_MEM_FLAGS_GTT);
+    let user = dev.alloc(size, ALLOC_MEM_FLAGS_USERPTR);
+    let pairs = [
+        (&vram, &gtt),
+        (&gtt, &user),
+        (&user, &vram),
+        (&gtt, &vram),
+        (&vram, &user),
+        (&user, &gtt),
+    ];
+    let mut value = 0;
+    for (round, (src, dst)) in pairs.iter().enumerate() {
+        for (j, n) in [0, 1, 3, MIB4 - 1, MIB4, MIB4 + 1].into_iter().enumerate() {
+            let (src_off, dst_off) = (5 + j as u64, 3 + 2 * j as u64);
+            let data = pattern((round * 16 + j) as u64, size as usize);
+            write(src, &data);
+            write(dst, &vec![0xa5; size as usize]);
+            let mut b = SdmaBuilder::new();
+            b.copy(dst.va + dst_off, src.va + src_off, n);
+            value += 1;
+            b.signal(sig.value_addr(0), value, sig.mailbox(&ev), ev.event_id);
+            q.submit(&b);
+            assert!(wait_signal(&dev, &sig, 0, value, &ev), "copy of {n}");
+            let out = read(dst);
+            let (a, e) = (dst_off as usize, (dst_off + n) as usize);
+            assert!(out[..a].iter().all(|&x| x == 0xa5), "before, {n} bytes");
+            assert!(
+                out[a..e] == data[src_off as usize..(src_off + n) as usize],
+                "copy of {n} bytes, round {round}"
+            );
+            assert!(out[e..].iter().all(|&x| x == 0xa5), "after, {n} bytes");
+        }
+    }
+    // Overlapping ranges behave like memmove, in both directions.
+    let data = pattern(99, size as usize);
+    for (src_off, dst_off) in [(0u64, 1u64), (1, 0), (0x1000, 0x800)] {
+        write(&vram, &data);
+        let n = MIB4 + 0x400;
+        let mut b = SdmaBuilder::new();
+        b.copy(vram.va + dst_off, vram.va + src_off, n);
+        value += 1;
+        b.signal(sig.value_addr(0), value, sig.mailbox(&ev), ev.event_id);
+        q.submit(&b);
+        assert!(wait_signal(&dev, &sig, 0, value, &ev));
+        // Chunks of 4 MiB are copied one after the other, as the packets say.
+        let mut expect = data.clone();
+        let mut done = 0;
+        while done < n {
+            let step = (n - done).min(MIB4);
+            let (s, d) = ((src_off + done) as usize, (dst_off + done) as usize);
+            expect.copy_within(s..s + step as usize, d);
+            done += step;
+        }
+        assert!(read(&vram) == expect, "memmove {src_off} -> {dst_off}");
+    }
+    assert!(q.wait_idle(LONG));
+    assert_eq!(k.take_fault_report(dev.gpu_id), None);
+    q.destroy();
+}
+
+#[test]
+fn the_ring_wraps_with_zero_padding_over_many_submissions() {
+    let k = EmuKernel::new(small_config());
+    let dev = Dev::open(&k, 0);
+    let sig = Signals::new(&dev);
+    let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
+    let mut q = create_sdma(&dev, 1024);
+    let buf = dev.alloc(0x10000, ALLOC_MEM_FLAGS_GTT);
+    let data = pattern(7, 0x8000);
+    write(&buf, &data);
+    for v in 1..=300u64 {
+        let off = (v * 97) % 0x7000;
+        let n = 1 + (v * 31) % 0x1000;
+        let mut b = SdmaBuilder::new();
+        b.copy(buf.va + 0x8000, buf.va + off, n);
+        b.timestamp(sig.value_addr(1));
+        b.signal(sig.value_addr(0), v, sig.mailbox(&ev), ev.event_id);
+        q.submit(&b);
+        if v % 10 == 0 {
+            assert!(wait_signal(&dev, &sig, 0, v, &ev), "submission {v}");
+            let out = &read(&buf)[0x8000..0x8000 + n as usize];
+            assert!(out == &data[off as usize..(off + n) as usize], "copy {v}");
+        }
+    }
+    assert!(wait_signal(&dev, &sig, 0, 300, &ev));
+    assert!(q.wait_idle(LONG));
+    assert_eq!(q.rptr(), q.wptr);
+    assert!(q.wptr > 40 * 1024, "the ring wrapped many times");
+    assert_eq!(k.take_fault_report(dev.gpu_id), None);
+    q.destroy();
+}
+
+#[test]
+fn fence_and_trap_wake_wait_events() {
+    let k = EmuKernel::new(small_config());
+    let dev = Dev::open(&k, 0);
+    let sig = Signals::new(&dev);
+    let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
+    let mut q = create_sdma(&dev, 0x1000);
+    let mut b = SdmaBuilder::new();
+    b.signal(
+        sig.value_addr(0),
+        0x1_0000_0007,
+        sig.mailbox(&ev),
+        ev.event_id,
+    );
+    q.submit(&b);
+    let t = Instant::now();
+    assert_eq!(dev.wait_event(ev.event_id, 5000).0, WAIT_RESULT_COMPLETE);
+    assert!(t.elapsed() < Duration::from_secs(4));
+    // FENCE writes 32 bits.
+    assert_eq!(sig.value(0), 7);
+    // Without a mailbox there is no interrupt.
+    let mut b = SdmaBuilder::new();
+    b.signal(sig.value_addr(0), 8, 0, 0);
+    q.submit(&b);
+    assert!(q.wait_idle(LONG));
+    assert_eq!(sig.value(0), 8);
+    assert_eq!(dev.wait_event(ev.event_id, 50).0, WAIT_RESULT_TIMEOUT);
+    q.destroy();
+}
+
+#[test]
+fn poll_regmem_waits_for_the_host_and_for_the_compute_queue() {
+    let k = EmuKernel::new(small_config());
+    let dev = Dev::open(&k, 0);
+    let sig = Signals::new(&dev);
+    let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
+    let mut q = create_sdma(&dev, 0x1000);
+    let buf = dev.alloc(0x2000, ALLOC_MEM_FLAGS_VRAM);
+    write(&buf, b"sdma after wait!");
+
+    // Waiting for a host write: nothing after the wait runs before the value is reached.
+    let mut b = SdmaBuilder::new();
+    b.wait(sig.value_addr(3), 5);
+    b.copy(buf.va + 0x1000, buf.va, 16);
+    b.signal(sig.value_addr(0), 1, sig.mailbox(&ev), ev.event_id);
+    q.submit(&b);
+    assert_eq!(dev.wait_event(ev.event_id, 100).0, WAIT_RESULT_TIMEOUT);
+    sig.set_value(3, 4);
+    assert_eq!(dev.wait_event(ev.event_id, 50).0, WAIT_RESULT_TIMEOUT);
+    assert_eq!(sig.value(0), 0);
+    assert_eq!(&read(&buf)[0x1000..0x1010], &[0; 16]);
+    sig.set_value(3, 5);
+    assert!(wait_signal(&dev, &sig, 0, 1, &ev));
+    assert_eq!(&read(&buf)[0x1000..0x1010], b"sdma after wait!");
+
+    // Cross-engine ordering through a signal: the copy waits for the compute queue's
+    // RELEASE_MEM, and the compute queue then waits for the copy's FENCE.
+    let mut cq = dev.create_queue(0x1000);
+    let mut b = SdmaBuilder::new();
+    b.wait(sig.value_addr(4), 1);
+    b.fill(buf.va + 0x1800, 0x0102_0304, 8);
+    b.signal(sig.value_addr(5), 1, 0, 0);
+    q.submit(&b);
+    let mut p = Pm4Builder::new();
+    p.wait(sig.value_addr(6), 1);
+    p.signal(sig.value_addr(4), 1, 0, 0);
+    p.wait(sig.value_addr(5), 1);
+    p.signal(sig.value_addr(0), 2, sig.mailbox(&ev), ev.event_id);
+    cq.submit(&p.words);
+    std::thread::sleep(Duration::from_millis(30));
+    assert_eq!(
+        sig.value(5),
+        0,
+        "the SDMA queue waits for the compute queue"
+    );
+    assert_eq!(sig.value(0), 1);
+    sig.set_value(6, 1);
+    assert!(wait_signal(&dev, &sig, 0, 2, &ev));
+    assert_eq!(sig.value(5), 1);
+    assert_eq!(&read(&buf)[0x1800..0x1808], &[4, 3, 2, 1, 4, 3, 2, 1]);
+    assert!(q.wait_idle(LONG));
+    cq.destroy();
+    q.destroy();
+}
+
+#[test]
+fn timestamps_are_monotonic_and_on_the_gpu_clock() {
+    let k = EmuKernel::new(small_config());
+    let dev = Dev::open(&k, 0);
+    let sig = Signals::new(&dev);
+    let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
+    let mut q = create_sdma(&dev, 0x1000);
+    let buf = dev.alloc(0x100000, ALLOC_MEM_FLAGS_GTT);
+    let mut c = GetClockCountersArgs {
+        gpu_id: dev.gpu_id,
+        ..Default::default()
+    };
+    ioctl(&k, dev.kfd, IOC_GET_CLOCK_COUNTERS, &mut c).unwrap();
+    let before = c.gpu_clock_counter;
+    let mut b = SdmaBuilder::new();
+    for i in 0..8 {
+        b.timestamp(sig.value_addr(1 + i));
+        b.copy(buf.va + 0x80000, buf.va, 0x80000);
+    }
+    b.signal(sig.value_addr(0), 1, sig.mailbox(&ev), ev.event_id);
+    q.submit(&b);
+    assert!(wait_signal(&dev, &sig, 0, 1, &ev));
+    ioctl(&k, dev.kfd, IOC_GET_CLOCK_COUNTERS, &mut c).unwrap();
+    let ts: Vec<u64> = (0..8).map(|i| sig.value(1 + i)).collect();
+    assert!(before <= ts[0], "{before} <= {}", ts[0]);
+    assert!(ts.windows(2).all(|w| w[0] <= w[1]), "{ts:?}");
+    assert!(ts[7] <= c.gpu_clock_counter);
+    q.destroy();
+}
+
+#[test]
+fn a_copy_touching_unmapped_memory_is_a_memory_exception_and_the_engine_goes_on() {
+    let k = EmuKernel::new(small_config());
+    let dev = Dev::open(&k, 0);
+    let sig = Signals::new(&dev);
+    let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
+    let mem = dev.create_event(EVENT_MEMORY, None);
+    let mut q = create_sdma(&dev, 0x1000);
+    let buf = dev.alloc(0x2000, ALLOC_MEM_FLAGS_VRAM);
+    let unmapped = 0x1000u64;
+
+    // From an unmapped address.
+    let mut b = SdmaBuilder::new();
+    b.copy(buf.va, unmapped, 64);
+    b.signal(sig.value_addr(0), 1, sig.mailbox(&ev), ev.event_id);
+    q.submit(&b);
+    let (result, data) = dev.wait_event(mem.event_id, 5000);
+    assert_eq!(result, WAIT_RESULT_COMPLETE);
+    // SAFETY: a memory-exception event fills in this member of the union.
+    let m = unsafe { data.data.memory_exception_data };
+    assert_eq!((m.va, m.gpu_id), (unmapped, dev.gpu_id));
+    assert!(wait_signal(&dev, &sig, 0, 1, &ev), "the engine went on");
+    let report = k.take_fault_report(dev.gpu_id).unwrap();
+    assert!(
+        report.contains("0x1000") && report.contains("COPY_LINEAR"),
+        "{report}"
+    );
+
+    // Running past the end of a buffer: the fault names the first byte past it.
+    let mut b = SdmaBuilder::new();
+    b.copy(buf.va + 0x1800, buf.va, 0x1000);
+    b.signal(sig.value_addr(0), 2, sig.mailbox(&ev), ev.event_id);
+    q.submit(&b);
+    let (result, data) = dev.wait_event(mem.event_id, 5000);
+    assert_eq!(result, WAIT_RESULT_COMPLETE);
+    // SAFETY: as above.
+    let m = unsafe { data.data.memory_exception_data };
+    assert_eq!(m.va, buf.va + 0x2000);
+    assert!(wait_signal(&dev, &sig, 0, 2, &ev));
+
+    // A FENCE to unmapped memory.
+    let mut b = SdmaBuilder::new();
+    b.signal(0x2000, 9, 0, 0);
+    b.signal(sig.value_addr(0), 3, sig.mailbox(&ev), ev.event_id);
+    q.submit(&b);
+    let (result, data) = dev.wait_event(mem.event_id, 5000);
+    assert_eq!(result, WAIT_RESULT_COMPLETE);
+    // SAFETY: as above.
+    assert_eq!(unsafe { data.data.memory_exception_data }.va, 0x2000);
+    assert!(wait_signal(&dev, &sig, 0, 3, &ev));
+    while k.take_fault_report(dev.gpu_id).is_some() {}
+    q.destroy();
+}
+
+#[test]
+fn unknown_and_truncated_packets_are_hw_exceptions_and_the_engine_goes_on() {
+    let k = EmuKernel::new(small_config());
+    let dev = Dev::open(&k, 0);
+    let sig = Signals::new(&dev);
+    let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
+    let hw = dev.create_event(EVENT_HW_EXCEPTION, None);
+    let mut q = create_sdma(&dev, 0x1000);
+
+    // An unknown op: skipped one dword at a time.
+    let mut b = SdmaBuilder::new();
+    b.raw(&[0x0000_00fe]);
+    b.signal(sig.value_addr(0), 1, sig.mailbox(&ev), ev.event_id);
+    q.submit(&b);
+    let (result, data) = dev.wait_event(hw.event_id, 5000);
+    assert_eq!(result, WAIT_RESULT_COMPLETE);
+    // SAFETY: a hardware-exception event fills in this member of the union.
+    assert_eq!(unsafe { data.data.hw_exception_data }.gpu_id, dev.gpu_id);
+    assert!(wait_signal(&dev, &sig, 0, 1, &ev));
+    let report = k.take_fault_report(dev.gpu_id).unwrap();
+    assert!(report.contains("unknown SDMA packet"), "{report}");
+
+    // A known size but an operation that is not emulated: skipped by its length.
+    let mut b = SdmaBuilder::new();
+    b.raw(&[
+        sdma::header(sdma::OP_COPY, sdma::SUBOP_COPY_LINEAR_RECT, 0),
+        1,
+        2,
+        3,
+        4,
+        5,
+        6,
+        7,
+        8,
+        9,
+        10,
+        11,
+        12,
+    ]);
+    b.signal(sig.value_addr(0), 2, sig.mailbox(&ev), ev.event_id);
+    q.submit(&b);
+    assert_eq!(dev.wait_event(hw.event_id, 5000).0, WAIT_RESULT_COMPLETE);
+    assert!(wait_signal(&dev, &sig, 0, 2, &ev));
+    assert!(k
+        .take_fault_report(dev.gpu_id)
+        .unwrap()
+        .contains("unsupported"));
+
+    // A packet longer than what was written: the rest of the submission is skipped.
+    let mut b = SdmaBuilder::new();
+    b.raw(&[sdma::header(sdma::OP_COPY, sdma::SUBOP_COPY_LINEAR, 0), 0]);
+    q.submit(&b);
+    assert_eq!(dev.wait_event(hw.event_id, 5000).0, WAIT_RESULT_COMPLETE);
+    assert!(q.wait_idle(LONG));
+    assert!(k
+        .take_fault_report(dev.gpu_id)
+        .unwrap()
+        .contains("truncated"));
+    let mut b = SdmaBuilder::new();
+    b.signal(sig.value_addr(0), 3, sig.mailbox(&ev), ev.event_id);
+    q.submit(&b);
+    assert!(wait_signal(&dev, &sig, 0, 3, &ev));
+
+    // Atomics: a 64-bit add works, other operations are reported.
+    let mut b = SdmaBuilder::new();
+    for op in [sdma::ATOMIC_ADD64, 3] {
+        b.push(&sdma::Packet::Atomic(sdma::Atomic {
+            looped: false,
+            operation: op,
+            address: sig.value_addr(1),
+            src_data: 0x1_0000_0001,
+            cmp_data: 0,
+            loop_interval: 0,
+        }));
+    }
+    b.signal(sig.value_addr(0), 4, sig.mailbox(&ev), ev.event_id);
+    q.submit(&b);
+    assert!(wait_signal(&dev, &sig, 0, 4, &ev));
+    assert_eq!(sig.value(1), 0x1_0000_0001);
+    assert!(k.take_fault_report(dev.gpu_id).unwrap().contains("ATOMIC"));
+    assert_eq!(k.take_fault_report(dev.gpu_id), None);
+    q.destroy();
+}
+
+#[test]
+fn random_packets_never_stop_the_engine() {
+    let k = EmuKernel::new(small_config());
+    let dev = Dev::open(&k, 0);
+    let sig = Signals::new(&dev);
+    let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
+    let mut q = create_sdma(&dev, 0x4000);
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut rand = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let ops = [0u8, 1, 5, 6, 8, 10, 11, 13, 17, 0x42];
+    for round in 1..=40u64 {
+        let mut b = SdmaBuilder::new();
+        for _ in 0..8 {
+            let r = rand();
+            let op = ops[(r % ops.len() as u64) as usize];
+            let sub_op = ((r >> 8) % 5) as u8;
+            // Short NOPs, so that every packet ends where its header says.
+            let flags = if op == 0 {
+                (r >> 16) as u16 & 7
+            } else {
+                (r >> 16) as u16
+            };
+            let header = sdma::header(op, sub_op, flags);
+            let len = sdma::Header::parse(header).packet_len().unwrap_or(1);
+            let mut words = vec![header];
+            words.extend((1..len).map(|_| rand() as u32));
+            b.raw(&words);
+        }
+        b.signal(sig.value_addr(0), round, sig.mailbox(&ev), ev.event_id);
+        q.submit(&b);
+        assert!(wait_signal(&dev, &sig, 0, round, &ev), "round {round}");
+    }
+    while k.take_fault_report(dev.gpu_id).is_some() {}
+    q.destroy();
+}
+
+#[test]
+fn a_copy_between_two_gpus_maps_the_destination_on_the_source_gpu() {
+    let k = EmuKernel::new(hcq_emu::EmuConfig {
+        gpus: 2,
+        ..small_config()
+    });
+    let d0 = Dev::open(&k, 0);
+    let d1 = Dev::open(&k, 1);
+    let sig = Signals::new(&d0);
+    let ev = d0.create_event(EVENT_SIGNAL, Some(&sig.events));
+    let mem = d0.create_event(EVENT_MEMORY, None);
+    let mut q = create_sdma(&d0, 0x1000);
+    let n = MIB4 + 0x1000;
+    let src = d0.alloc(n, ALLOC_MEM_FLAGS_VRAM);
+    let dst = d1.alloc(n, ALLOC_MEM_FLAGS_VRAM);
+    let data = pattern(42, n as usize);
+    write(&src, &data);
+
+    // Not mapped on GPU 0 yet: a VM fault on GPU 0.
+    let mut b = SdmaBuilder::new();
+    b.copy(dst.va, src.va, 0x1000);
+    b.signal(sig.value_addr(0), 1, sig.mailbox(&ev), ev.event_id);
+    q.submit(&b);
+    let (result, data0) = d0.wait_event(mem.event_id, 5000);
+    assert_eq!(result, WAIT_RESULT_COMPLETE);
+    // SAFETY: a memory-exception event fills in this member of the union.
+    let m = unsafe { data0.data.memory_exception_data };
+    assert_eq!((m.va, m.gpu_id), (dst.va, d0.gpu_id));
+    assert!(wait_signal(&d0, &sig, 0, 1, &ev));
+    while k.take_fault_report(d0.gpu_id).is_some() {}
+
+    // Mapped on both GPUs (as a device-to-device transfer does), the copy goes through.
+    let ids = [d1.gpu_id, d0.gpu_id];
+    let mut m = MapMemoryArgs {
+        handle: dst.handle,
+        device_ids_array_ptr: ids.as_ptr() as u64,
+        n_devices: 2,
+        n_success: 0,
+    };
+    ioctl(&k, d1.kfd, IOC_MAP_MEMORY_TO_GPU, &mut m).unwrap();
+    assert_eq!(m.n_success, 2);
+    let mut b = SdmaBuilder::new();
+    b.copy(dst.va, src.va, n);
+    b.signal(sig.value_addr(0), 2, sig.mailbox(&ev), ev.event_id);
+    q.submit(&b);
+    assert!(wait_signal(&d0, &sig, 0, 2, &ev));
+    assert!(read(&dst) == data);
+    assert_eq!(k.take_fault_report(d0.gpu_id), None);
+
+    // GPU 1 still reaches it through its own page table: its SDMA engine copies it back.
+    let ids = [d1.gpu_id];
+    for buf in [&sig.page, &sig.events, &src] {
+        let mut m = MapMemoryArgs {
+            handle: buf.handle,
+            device_ids_array_ptr: ids.as_ptr() as u64,
+            n_devices: 1,
+            n_success: 0,
+        };
+        ioctl(&k, d0.kfd, IOC_MAP_MEMORY_TO_GPU, &mut m).unwrap();
+    }
+    write(&src, &vec![0; n as usize]);
+    let mut q1 = create_sdma(&d1, 0x1000);
+    let mut b = SdmaBuilder::new();
+    b.copy(src.va, dst.va, n);
+    b.signal(sig.value_addr(0), 3, sig.mailbox(&ev), ev.event_id);
+    q1.submit(&b);
+    assert!(wait_signal(&d0, &sig, 0, 3, &ev));
+    assert!(read(&src) == data);
+    assert_eq!(k.take_fault_report(d1.gpu_id), None);
+    q1.destroy();
+    q.destroy();
+}
+
+#[test]
+fn destroying_a_queue_blocked_in_poll_regmem_returns_promptly() {
+    let k = EmuKernel::new(small_config());
+    let dev = Dev::open(&k, 0);
+    let sig = Signals::new(&dev);
+    let mut q = create_sdma(&dev, 0x1000);
+    let mut b = SdmaBuilder::new();
+    b.wait(sig.value_addr(5), 1);
+    q.submit(&b);
+    std::thread::sleep(Duration::from_millis(30));
+    assert_eq!(q.rptr(), 0, "blocked in POLL_REGMEM");
+    let t = Instant::now();
+    q.destroy();
+    assert!(t.elapsed() < Duration::from_secs(1));
+}
+
+#[test]
+fn sdma_and_compute_queues_share_the_doorbell_page_with_distinct_slots() {
+    let k = EmuKernel::new(small_config());
+    let dev = Dev::open(&k, 0);
+    let sig = Signals::new(&dev);
+    let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
+    let mut s0 = create_sdma(&dev, 0x1000);
+    // A compute queue created between them.
+    let ring = dev.alloc(0x1000, ALLOC_MEM_FLAGS_GTT);
+    let gart = dev.alloc(0x1000, ALLOC_MEM_FLAGS_GTT);
+    let mut c = CreateQueueArgs {
+        ring_base_address: ring.va,
+        ring_size: 0x1000,
+        gpu_id: dev.gpu_id,
+        queue_type: QUEUE_TYPE_COMPUTE,
+        queue_percentage: MAX_QUEUE_PERCENTAGE,
+        queue_priority: MAX_QUEUE_PRIORITY,
+        write_pointer_address: gart.va,
+        read_pointer_address: gart.va + 8,
+        ..Default::default()
+    };
+    ioctl(&k, dev.kfd, IOC_CREATE_QUEUE, &mut c).unwrap();
+    let mut s1 = create_sdma(&dev, 0x1000);
+    let offsets = [s0.doorbell_offset, c.doorbell_offset, s1.doorbell_offset];
+    // One doorbell page, three distinct slots.
+    assert!(offsets.iter().all(|o| o & !0x1fff == offsets[0] & !0x1fff));
+    assert!(offsets[0] != offsets[2] && offsets[0] != offsets[1] && offsets[1] != offsets[2]);
+    // Each doorbell wakes its own engine only.
+    let mut b = SdmaBuilder::new();
+    b.signal(sig.value_addr(1), 1, 0, 0);
+    s1.submit(&b);
+    let mut b = SdmaBuilder::new();
+    b.signal(sig.value_addr(0), 1, sig.mailbox(&ev), ev.event_id);
+    s0.submit(&b);
+    assert!(wait_signal(&dev, &sig, 0, 1, &ev));
+    assert!(s1.wait_idle(LONG));
+    assert_eq!(sig.value(1), 1);
+    // A bad SDMA write pointer is reported, and the queue resynchronises to it.
+    s1.wptr += 6;
+    s1.ring_doorbell();
+    let start = Instant::now();
+    let report = loop {
+        if let Some(r) = k.take_fault_report(dev.gpu_id) {
+            break r;
+        }
+        assert!(start.elapsed() < LONG);
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    assert!(report.contains("write pointer"), "{report}");
+    let start = Instant::now();
+    while s1.rptr() != s1.wptr & !3 {
+        assert!(start.elapsed() < LONG, "the read pointer resynchronises");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    s0.destroy();
+    s1.destroy();
+    ioctl(
+        &k,
+        dev.kfd,
+        IOC_DESTROY_QUEUE,
+        &mut DestroyQueueArgs {
+            queue_id: c.queue_id,
+            pad: 0,
+        },
+    )
+    .unwrap();
+}
