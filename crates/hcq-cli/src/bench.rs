@@ -12,6 +12,24 @@ pub enum Which {
         #[arg(long, default_value_t = 100_000)]
         launches: usize,
     },
+    /// Copy-in, copy-out and device-to-device throughput, against host memcpy of the same size.
+    /// Device to device goes to a second GPU of the same kind when there is one.
+    Copy {
+        /// MiB per copy.
+        #[arg(long, default_value_t = 256)]
+        mib: usize,
+    },
+    /// Kernels run by the RDNA3 interpreter (saxpy, naive matmul, LDS tree reduction), each
+    /// verified bit for bit against the same computation in native Rust on the host and timed
+    /// against it. Runs on `amd-emu:0` unless `--device` says otherwise.
+    Emu {
+        /// Elements of the saxpy and the reduction.
+        #[arg(long, default_value_t = 1 << 20)]
+        n: usize,
+        /// Rows (and columns) of the square matmul.
+        #[arg(long, default_value_t = 256)]
+        matmul: usize,
+    },
 }
 
 /// One reported figure.
@@ -42,6 +60,8 @@ impl Figure {
 pub fn run(which: Which, json: bool, device: Option<&str>) -> Result<(), String> {
     let figures = match which {
         Which::Launch { launches } => launch(device, launches)?,
+        Which::Emu { n, matmul } => emu(device, n, matmul)?,
+        Which::Copy { mib } => crate::bench_copy::copy(device, mib)?,
     };
     for f in figures {
         f.print(json);
@@ -99,4 +119,272 @@ fn launch(device: Option<&str>, launches: usize) -> Result<Vec<Figure>, String> 
         baseline: memcpy,
         ratio: per_launch / memcpy.max(1e-9),
     }])
+}
+
+/// The benchmark kernels, compiled at run time.
+const EMU_SOURCE: &str = include_str!("../../../kernels/bench.hip");
+/// Native timings are the best of this many runs.
+const NATIVE_RUNS: usize = 3;
+
+/// `1m`, `64k`, `256`: a size for a figure name.
+fn size_label(n: usize) -> String {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
+        format!("{}m", n >> 20)
+    } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
+        format!("{}k", n >> 10)
+    } else {
+        n.to_string()
+    }
+}
+
+/// Deterministic inputs in [-1, 1) (xorshift32).
+fn inputs(n: usize, seed: u32) -> Vec<f32> {
+    let mut state = seed.max(1);
+    (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            (state >> 8) as f32 / (1u32 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+/// Best wall time of `NATIVE_RUNS` runs of `f`, in milliseconds, and its last result.
+fn native<T>(mut f: impl FnMut() -> T) -> (f64, T) {
+    let mut run = || {
+        let start = Instant::now();
+        let out = std::hint::black_box(f());
+        (start.elapsed().as_secs_f64() * 1e3, out)
+    };
+    let (mut best, mut result) = run();
+    for _ in 1..NATIVE_RUNS {
+        let (ms, out) = run();
+        best = best.min(ms);
+        result = out;
+    }
+    (best, result)
+}
+
+/// Element-wise bit-exact comparison of the emulated and native results.
+fn verify(what: &str, emulated: &[f32], native: &[f32]) -> Result<(), String> {
+    if emulated.len() != native.len() {
+        return Err(format!(
+            "{what}: {} results from the emulator, {} from the host",
+            emulated.len(),
+            native.len()
+        ));
+    }
+    match emulated
+        .iter()
+        .zip(native)
+        .position(|(e, h)| e.to_bits() != h.to_bits())
+    {
+        Some(i) => Err(format!(
+            "{what}: element {i} is {} on the emulator but {} on the host",
+            emulated[i], native[i]
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Timings of one emulated computation, in milliseconds.
+struct EmuTime {
+    /// Host wall time around launch and wait.
+    wall: f64,
+    /// GPU time reported by the device.
+    gpu: f64,
+}
+
+impl EmuTime {
+    fn figures(&self, name: String, native_ms: f64) -> [Figure; 2] {
+        let baseline = native_ms.max(1e-6);
+        [
+            Figure {
+                name: name.clone(),
+                value: self.wall,
+                unit: "ms",
+                baseline: native_ms,
+                ratio: self.wall / baseline,
+            },
+            Figure {
+                name: format!("{name}_gpu"),
+                value: self.gpu,
+                unit: "ms",
+                baseline: native_ms,
+                ratio: self.gpu / baseline,
+            },
+        ]
+    }
+}
+
+/// Runs `prg` once over `global` workgroups, waiting for it; returns its wall and GPU time.
+fn timed(
+    dev: &hcq::Device,
+    prg: &hcq::Program,
+    args: &[hcq::Arg<'_>],
+    global: [u32; 3],
+    local: [u32; 3],
+) -> Result<EmuTime, String> {
+    let e = |e: hcq::Error| e.to_string();
+    let start = Instant::now();
+    let gpu = prg.launch_timed(args, global, local).map_err(e)?;
+    dev.synchronize().map_err(e)?;
+    Ok(EmuTime {
+        wall: start.elapsed().as_secs_f64() * 1e3,
+        gpu: gpu.as_secs_f64() * 1e3,
+    })
+}
+
+fn to_u32(n: usize, what: &str) -> Result<u32, String> {
+    u32::try_from(n).map_err(|_| format!("{what} {n} is too large"))
+}
+
+fn to_i32(n: usize, what: &str) -> Result<i32, String> {
+    i32::try_from(n).map_err(|_| format!("{what} {n} is too large"))
+}
+
+fn emu(device: Option<&str>, n: usize, matmul: usize) -> Result<Vec<Figure>, String> {
+    if n == 0 || matmul == 0 {
+        return Err("--n and --matmul must be at least 1".into());
+    }
+    if matmul
+        .checked_mul(matmul)
+        .is_none_or(|m| m > i32::MAX as usize)
+    {
+        return Err(format!("--matmul {matmul} is too large"));
+    }
+    let e = |e: hcq::Error| e.to_string();
+    let dev = crate::open_device(Some(device.unwrap_or("amd-emu:0"))).map_err(e)?;
+    let lib = dev.compile(EMU_SOURCE).map_err(|err| {
+        let clang = std::env::var("HCQ_CLANG").unwrap_or_else(|_| "clang-19".into());
+        format!("compiling kernels/bench.hip needs {clang} (set HCQ_CLANG to another clang): {err}")
+    })?;
+    let mut figures = Vec::new();
+
+    // saxpy: y = fma(alpha, x, y).
+    {
+        let alpha = 1.5f32;
+        let (x, y) = (inputs(n, 1), inputs(n, 2));
+        let (bx, by) = (dev.alloc(n * 4).map_err(e)?, dev.alloc(n * 4).map_err(e)?);
+        bx.write(&x).map_err(e)?;
+        by.write(&y).map_err(e)?;
+        let prg = dev.program(&lib, "bench_saxpy").map_err(e)?;
+        let args = [
+            hcq::Arg::Buffer(&by),
+            hcq::Arg::Buffer(&bx),
+            hcq::Arg::F32(alpha),
+            hcq::Arg::I32(to_i32(n, "--n")?),
+        ];
+        let groups = to_u32(n.div_ceil(256), "--n")?;
+        let time = timed(&dev, &prg, &args, [groups, 1, 1], [256, 1, 1])?;
+        let emulated: Vec<f32> = by.read().map_err(e)?;
+        let (native_ms, host) = native(|| {
+            let mut out = std::hint::black_box(&y).clone();
+            for (o, &xi) in out.iter_mut().zip(std::hint::black_box(&x)) {
+                *o = alpha.mul_add(xi, *o);
+            }
+            out
+        });
+        verify("saxpy", &emulated, &host)?;
+        figures.extend(time.figures(format!("emu_saxpy_{}", size_label(n)), native_ms));
+    }
+
+    // Naive matmul: c[r][c] = fma chain over k in order.
+    {
+        let m = matmul;
+        let (a, b) = (inputs(m * m, 3), inputs(m * m, 4));
+        let (ba, bb, bc) = (
+            dev.alloc(m * m * 4).map_err(e)?,
+            dev.alloc(m * m * 4).map_err(e)?,
+            dev.alloc(m * m * 4).map_err(e)?,
+        );
+        ba.write(&a).map_err(e)?;
+        bb.write(&b).map_err(e)?;
+        let prg = dev.program(&lib, "bench_matmul").map_err(e)?;
+        let args = [
+            hcq::Arg::Buffer(&bc),
+            hcq::Arg::Buffer(&ba),
+            hcq::Arg::Buffer(&bb),
+            hcq::Arg::I32(to_i32(m, "--matmul")?),
+        ];
+        let groups = to_u32(m.div_ceil(16), "--matmul")?;
+        let time = timed(&dev, &prg, &args, [groups, groups, 1], [16, 16, 1])?;
+        let emulated: Vec<f32> = bc.read().map_err(e)?;
+        let (native_ms, host) = native(|| {
+            let (a, b) = (std::hint::black_box(&a), std::hint::black_box(&b));
+            let mut c = vec![0f32; m * m];
+            for row in 0..m {
+                for col in 0..m {
+                    let mut acc = 0f32;
+                    for k in 0..m {
+                        acc = a[row * m + k].mul_add(b[k * m + col], acc);
+                    }
+                    c[row * m + col] = acc;
+                }
+            }
+            c
+        });
+        verify("matmul", &emulated, &host)?;
+        figures.extend(time.figures(format!("emu_matmul_{}", size_label(m)), native_ms));
+    }
+
+    // Tree reduction: passes of 256-element LDS trees until one value is left.
+    {
+        let x = inputs(n, 5);
+        let bx = dev.alloc(n * 4).map_err(e)?;
+        bx.write(&x).map_err(e)?;
+        let prg = dev.program(&lib, "bench_reduce").map_err(e)?;
+        let mut total = EmuTime {
+            wall: 0.0,
+            gpu: 0.0,
+        };
+        // Each pass reads the previous pass's output (the input first).
+        let mut input = bx;
+        let mut len = n;
+        loop {
+            let groups = len.div_ceil(256);
+            let output = dev.alloc(groups * 4).map_err(e)?;
+            let args = [
+                hcq::Arg::Buffer(&output),
+                hcq::Arg::Buffer(&input),
+                hcq::Arg::I32(to_i32(len, "--n")?),
+            ];
+            let global = [to_u32(groups, "--n")?, 1, 1];
+            let time = timed(&dev, &prg, &args, global, [256, 1, 1])?;
+            total.wall += time.wall;
+            total.gpu += time.gpu;
+            input = output;
+            len = groups;
+            if len == 1 {
+                break;
+            }
+        }
+        let sum: Vec<f32> = input.read().map_err(e)?;
+        let (native_ms, host) = native(|| {
+            let mut values = std::hint::black_box(&x).clone();
+            loop {
+                let mut next = Vec::with_capacity(values.len().div_ceil(256));
+                for block in values.chunks(256) {
+                    let mut s = [0f32; 256];
+                    s[..block.len()].copy_from_slice(block);
+                    let mut stride = 128;
+                    while stride > 0 {
+                        for t in 0..stride {
+                            s[t] += s[t + stride];
+                        }
+                        stride >>= 1;
+                    }
+                    next.push(s[0]);
+                }
+                values = next;
+                if values.len() == 1 {
+                    break values[0];
+                }
+            }
+        });
+        verify("reduce", &sum[..1], &[host])?;
+        figures.extend(total.figures(format!("emu_reduce_{}", size_label(n)), native_ms));
+    }
+    Ok(figures)
 }

@@ -1,6 +1,7 @@
 //! `hcq`: list devices, run the demo, benchmark.
 
 mod bench;
+mod bench_copy;
 mod demo;
 mod prebuilt;
 mod run;

@@ -278,3 +278,87 @@ fn run_reports_mistakes_clearly() {
         "invalid code object",
     );
 }
+
+#[test]
+fn bench_emu_verifies_and_times_each_kernel_against_native() {
+    let o = hcq(
+        &["bench", "emu", "--json", "--n", "4096", "--matmul", "32"],
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = stdout(&o);
+    let figures: Vec<serde_json::Value> = s
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect();
+    let names: Vec<&str> = figures.iter().filter_map(|v| v["name"].as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "emu_saxpy_4k",
+            "emu_saxpy_4k_gpu",
+            "emu_matmul_32",
+            "emu_matmul_32_gpu",
+            "emu_reduce_4k",
+            "emu_reduce_4k_gpu",
+        ],
+        "{s}"
+    );
+    for v in &figures {
+        assert_eq!(v["unit"], "ms", "{v}");
+        let (value, baseline, ratio) = (
+            v["value"].as_f64().unwrap(),
+            v["baseline"].as_f64().unwrap(),
+            v["ratio"].as_f64().unwrap(),
+        );
+        assert!(value > 0.0 && baseline >= 0.0 && ratio > 0.0, "{v}");
+        // The printed figures are rounded to 0.001 ms; the ratio is of the exact ones.
+        if baseline >= 0.05 {
+            assert!((ratio - value / baseline).abs() <= 0.05 * ratio, "{v}");
+        }
+    }
+}
+
+#[test]
+fn bench_emu_rejects_empty_sizes() {
+    let o = hcq(&["bench", "emu", "--n", "0"], &[]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--n"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn bench_copy_prints_three_throughputs_against_memcpy() {
+    let o = hcq(&["bench", "copy", "--json", "--mib", "9"], &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = stdout(&o);
+    let figures: Vec<serde_json::Value> = s
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    let names: Vec<&str> = figures
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["copy_in_9mib", "copy_out_9mib", "d2d_same_gpu_9mib"],
+        "{s}"
+    );
+    for v in &figures {
+        assert_eq!(v["unit"], "GB/s");
+        let (value, baseline, ratio) = (
+            v["value"].as_f64().unwrap(),
+            v["baseline"].as_f64().unwrap(),
+            v["ratio"].as_f64().unwrap(),
+        );
+        assert!(value > 0.0 && baseline > 0.0, "{v}");
+        assert!(
+            (ratio - value / baseline).abs() <= 0.01 + 0.01 * ratio,
+            "{v}"
+        );
+    }
+}

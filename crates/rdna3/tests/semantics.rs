@@ -260,3 +260,219 @@ fn packed_half_add() {
     run(&[0xcc0f4000, 0x18020501], &mut w); // v_pk_add_f16 v0, v1, v2
     assert_eq!(w.vgpr[0][0], 0x4200_4000); // (3.0, 2.0)
 }
+
+fn run_with_lds(words: &[u32], wave: &mut Wave, lds: &mut [u8]) {
+    let decoded = decode(words).unwrap();
+    let mem = HostMemory::new(&[]);
+    let mut ctx = ExecContext { mem: &mem, lds };
+    wave.execute(&mut ctx, &decoded.inst, decoded.words as u64 * 4)
+        .unwrap();
+}
+
+#[test]
+fn div_scale_f32_cases() {
+    let mut w = wave();
+    // Lane 0: denormal divisor (both operands scaled by 2^64, VCC clear).
+    // Lane 1: denormal quotient 1e-30 / 1e10 (only the numerator scaled, VCC set).
+    // Lane 2: ordinary operands (unchanged).
+    // Lane 3: quotient near the top of the range, 1 / 1e-40 (exponents 96 or more apart):
+    // only the denominator scaled, VCC set.
+    let num = [1e-30f32, 1e-30, 3.0, 1.0];
+    let den = [1e-40f32, 1e10, 7.0, 1e-40];
+    set_lanes(&mut w, 1, |l| num[l % 4].to_bits());
+    set_lanes(&mut w, 2, |l| den[l % 4].to_bits());
+    w.sgpr[usize::from(EXEC_LO)] = 0b1111;
+    let scale = 2f32.powi(64);
+    run(&[0xd6fc0000, 0x04060502], &mut w); // v_div_scale_f32 v0, s0, v2, v2, v1
+    let got: Vec<f32> = (0..4).map(|l| f32::from_bits(w.vgpr[0][l])).collect();
+    assert_eq!(got, [1e-40 * scale, 1e10, 7.0, 1e-40 * scale]);
+    assert_eq!(w.sgpr[0], 0b1010);
+    run(&[0xd6fc6a00, 0x04060501], &mut w); // v_div_scale_f32 v0, vcc_lo, v1, v2, v1
+    let got: Vec<f32> = (0..4).map(|l| f32::from_bits(w.vgpr[0][l])).collect();
+    assert_eq!(got, [1e-30 * scale, 1e-30 * scale, 3.0, 1.0]);
+    assert_eq!(w.vcc(), 0b1010);
+}
+
+#[test]
+fn div_scale_f64_huge_divisor_and_tiny_numerator() {
+    let mut w = wave();
+    w.sgpr[usize::from(EXEC_LO)] = 1;
+    let (num, den) = (5e-324f64, 1e300f64);
+    w.vgpr[2][0] = num.to_bits() as u32;
+    w.vgpr[3][0] = (num.to_bits() >> 32) as u32;
+    w.vgpr[4][0] = den.to_bits() as u32;
+    w.vgpr[5][0] = (den.to_bits() >> 32) as u32;
+    // v_div_scale_f64 v[0:1], vcc_lo, v[2:3], v[4:5], v[2:3]: the quotient underflows, so
+    // only the numerator is scaled (by 2^128) and VCC asks V_DIV_FMAS to scale back.
+    run(&[0xd6fd6a00, 0x040a0902], &mut w);
+    let got = f64::from_bits(u64::from(w.vgpr[0][0]) | u64::from(w.vgpr[1][0]) << 32);
+    assert_eq!(got, num * 2f64.powi(128));
+    assert_eq!(w.vcc(), 1);
+}
+
+#[test]
+fn div_fmas_scales_with_one_rounding() {
+    let mut w = wave();
+    w.sgpr[usize::from(EXEC_LO)] = 0b111;
+    w.sgpr[usize::from(VCC_LO)] = 0b011;
+    // Lane 0: a small quotient (< 2) is scaled by 2^-64 into the denormal range and rounded
+    // once: 1.5 × 2^-86 × 2^-64 = 1.5 × 2^-150 rounds up to 2^-149.
+    // Lane 1: a large quotient is scaled by 2^+64. Lane 2: no VCC, plain fma.
+    let c = [1.5 * 2f32.powi(-86), 4.0, 2.0];
+    set_lanes(&mut w, 1, |_| 0);
+    set_lanes(&mut w, 2, |_| 0);
+    set_lanes(&mut w, 3, |l| c[l % 3].to_bits());
+    w.vgpr[1][2] = 3.0f32.to_bits();
+    w.vgpr[2][2] = 5.0f32.to_bits();
+    run(&[0xd6370000, 0x040e0501], &mut w); // v_div_fmas_f32 v0, v1, v2, v3
+    assert_eq!(w.vgpr[0][0], 1, "2^-149");
+    assert_eq!(f32::from_bits(w.vgpr[0][1]), 4.0 * 2f32.powi(64));
+    assert_eq!(f32::from_bits(w.vgpr[0][2]), 17.0);
+}
+
+#[test]
+fn integer_clamp_saturates() {
+    let mut w = wave();
+    set_lanes(&mut w, 1, |l| [u32::MAX, 5, 0x8000_0000][l % 3]);
+    set_lanes(&mut w, 2, |l| [2, 3, 1][l % 3]);
+    run(&[0xd5258000, 0x00020501], &mut w); // v_add_nc_u32_e64 v0, v1, v2 clamp
+    assert_eq!(&w.vgpr[0][..3], &[u32::MAX, 8, 0x8000_0001]);
+    run(&[0xd7258000, 0x00020501], &mut w); // v_sub_nc_i32 v0, v1, v2 clamp
+    assert_eq!(&w.vgpr[0][..3], &[u32::MAX - 2, 2, 0x8000_0000]);
+    set_lanes(&mut w, 0, |_| 0xabcd_0000);
+    set_lanes(&mut w, 1, |l| [0xffff, 7][l % 2]);
+    set_lanes(&mut w, 2, |_| 1);
+    run(&[0xd7038000, 0x00020501], &mut w); // v_add_nc_u16 v0, v1, v2 clamp
+    assert_eq!(&w.vgpr[0][..2], &[0xabcd_ffff, 0xabcd_0008]);
+    // v_pk_sub_i16 v0, v1, v2 clamp: per-half signed saturation.
+    set_lanes(&mut w, 1, |_| 0x7fff_8000);
+    set_lanes(&mut w, 2, |_| 0xffff_0001); // high: 0x7fff - (-1), low: -32768 - 1
+    run(&[0xcc03c000, 0x18020501], &mut w);
+    assert_eq!(w.vgpr[0][0], 0x7fff_8000);
+}
+
+#[test]
+fn bfe_masks_and_sign_extension() {
+    let mut w = wave();
+    set_lanes(&mut w, 1, |l| [0x8000_0000, 0x1234_5678][l % 2]);
+    set_lanes(&mut w, 2, |l| [28, 36][l % 2]); // offset 36 masks to 4
+    set_lanes(&mut w, 3, |l| [8, 40][l % 2]); // width 40 masks to 8
+    run(&[0xd6110000, 0x040e0501], &mut w); // v_bfe_i32 v0, v1, v2, v3
+                                            // Arithmetic shift: bits 35..28 of the sign-extended source are all ones.
+    assert_eq!(w.vgpr[0][0], 0xffff_fff8);
+    assert_eq!(w.vgpr[0][1], 0x67);
+    run(&[0xd6100000, 0x040e0501], &mut w); // v_bfe_u32 v0, v1, v2, v3
+    assert_eq!(&w.vgpr[0][..2], &[0x08, 0x67]);
+}
+
+#[test]
+fn fract_of_nan_and_infinity() {
+    let mut w = wave();
+    let inputs = [
+        0x7fc0_0001u32,
+        f32::INFINITY.to_bits(),
+        (-1e-10f32).to_bits(),
+        3.75f32.to_bits(),
+    ];
+    set_lanes(&mut w, 1, |l| inputs[l % 4]);
+    run(&[0x7e004101], &mut w); // v_fract_f32_e32 v0, v1
+    assert!(f32::from_bits(w.vgpr[0][0]).is_nan());
+    assert!(f32::from_bits(w.vgpr[0][1]).is_nan());
+    assert_eq!(w.vgpr[0][2], 0x3f7f_ffff, "clamped below 1.0");
+    assert_eq!(f32::from_bits(w.vgpr[0][3]), 0.75);
+    set_lanes(&mut w, 2, |_| 0);
+    set_lanes(&mut w, 3, |_| 0x7ff8_0000);
+    run(&[0x7e007d02], &mut w); // v_fract_f64_e32 v[0:1], v[2:3]
+    let got = f64::from_bits(u64::from(w.vgpr[0][0]) | u64::from(w.vgpr[1][0]) << 32);
+    assert!(got.is_nan());
+}
+
+#[test]
+fn fma_mix_operand_selection() {
+    let mut w = wave();
+    // v_fma_mixlo_f16 v0, v1, v2, v3 op_sel:[1,0,0] op_sel_hi:[1,1,0]:
+    // f16 high half of v1 (2.0), f16 low half of v2 (3.0), f32 v3 (1.0) → 7.0 in v0[15:0].
+    set_lanes(&mut w, 0, |_| 0x1234_5678);
+    set_lanes(&mut w, 1, |_| 0x4000_3c00);
+    set_lanes(&mut w, 2, |_| 0x3c00_4200);
+    set_lanes(&mut w, 3, |_| 1.0f32.to_bits());
+    run(&[0xcc210800, 0x1c0e0501], &mut w);
+    assert_eq!(w.vgpr[0][0], 0x1234_4700);
+    // v_fma_mix_f32 v0, v1, v2, v3 op_sel:[0,1,0] op_sel_hi:[0,1,1]:
+    // f32 v1 (0.5), f16 high half of v2 (1.0), f16 low half of v3 (-2.0) → -1.5.
+    set_lanes(&mut w, 1, |_| 0.5f32.to_bits());
+    set_lanes(&mut w, 3, |_| 0x0000_c000);
+    run(&[0xcc205000, 0x140e0501], &mut w);
+    assert_eq!(f32::from_bits(w.vgpr[0][0]), -1.5);
+}
+
+#[test]
+fn ds_swizzle_patterns() {
+    let mut w = wave();
+    let mut lds = [0u8; 64];
+    set_lanes(&mut w, 0, |l| 100 + l as u32);
+    // QUAD_PERM(3,2,1,0): reverse each quad.
+    run_with_lds(&[0xd8d4801b, 0x01000000], &mut w, &mut lds);
+    for lane in 0..32 {
+        assert_eq!(w.vgpr[1][lane], 100 + ((lane & !3) + 3 - (lane & 3)) as u32);
+    }
+    // BITMASK_PERM "p1011" (and 0x10, or 0x0b): every lane reads lane (l & 16) | 11.
+    run_with_lds(&[0xd8d40170, 0x01000000], &mut w, &mut lds);
+    for lane in 0..32 {
+        assert_eq!(w.vgpr[1][lane], 100 + ((lane & 16) | 11) as u32);
+    }
+    // SWAP,16 (xor 0x10); lanes reading an inactive lane get 0.
+    w.sgpr[usize::from(EXEC_LO)] = 0x0000_ffff | 0x0001_0000;
+    run_with_lds(&[0xd8d4401f, 0x01000000], &mut w, &mut lds);
+    assert_eq!(w.vgpr[1][0], 116);
+    assert_eq!(w.vgpr[1][1], 0, "lane 17 is inactive");
+    assert_eq!(w.vgpr[1][16], 100);
+}
+
+#[test]
+fn ds_load_2addr_reads_addresses_before_writing() {
+    let mut w = wave();
+    let mut lds = [0u8; 512];
+    for (k, chunk) in lds.chunks_mut(4).enumerate() {
+        chunk.copy_from_slice(&(1000 + k as u32).to_le_bytes());
+    }
+    set_lanes(&mut w, 0, |l| 8 * l as u32);
+    // ds_load_2addr_b32 v[0:1], v0 offset1:1: v0 is both the address and the first result.
+    run_with_lds(&[0xd8dc0100, 0x00000000], &mut w, &mut lds);
+    for lane in 0..32 {
+        assert_eq!(w.vgpr[0][lane], 1000 + 2 * lane as u32);
+        assert_eq!(w.vgpr[1][lane], 1001 + 2 * lane as u32);
+    }
+}
+
+#[test]
+fn maxmin_dot_permlane_cvt() {
+    let mut w = wave();
+    set_lanes(&mut w, 1, |_| (-5i32) as u32);
+    set_lanes(&mut w, 2, |_| 3);
+    set_lanes(&mut w, 3, |_| 2);
+    run(&[0xd6640000, 0x040e0501], &mut w); // v_maxmin_i32 v0, v1, v2, v3 = min(max(-5,3),2)
+    assert_eq!(w.vgpr[0][0], 2);
+    // v_dot4_i32_iu8 v0, v1, v2, v3 neg_lo:[1,0,0]: signed bytes of v1, unsigned of v2.
+    set_lanes(&mut w, 1, |_| 0x01_02_03_ff); // bytes -1, 3, 2, 1
+    set_lanes(&mut w, 2, |_| 0xff_01_01_02); // bytes 2, 1, 1, 255
+    set_lanes(&mut w, 3, |_| 10);
+    run(&[0xcc164000, 0x3c0e0501], &mut w);
+    assert_eq!(w.vgpr[0][0] as i32, 10 - 2 + 3 + 2 + 255);
+    // v_permlanex16_b32 v0, v1, s0, s1: lane i of each row reads lane sel[i] of the other row.
+    set_lanes(&mut w, 1, |l| l as u32);
+    w.sgpr[0] = 0x7654_3210;
+    w.sgpr[1] = 0xfedc_ba98;
+    run(&[0xd65c0000, 0x00040101], &mut w);
+    assert_eq!(w.vgpr[0][0], 16);
+    assert_eq!(w.vgpr[0][17], 1);
+    // v_cvt_i16_f16_e32 v0, v1: truncation, saturation, NaN → 0.
+    let halves = [0xc500u32, 0x7c00, 0x7e00, 0x4a80]; // -5.0, +inf, NaN, 13.0
+    set_lanes(&mut w, 1, |l| halves[l % 4]);
+    set_lanes(&mut w, 0, |_| 0xffff_0000);
+    run(&[0x7e00a701], &mut w);
+    assert_eq!(w.vgpr[0][0] & 0xffff, 0xfffb);
+    assert_eq!(w.vgpr[0][1] & 0xffff, 0x7fff);
+    assert_eq!(w.vgpr[0][2] & 0xffff, 0);
+    assert_eq!(w.vgpr[0][3] & 0xffff, 13);
+}

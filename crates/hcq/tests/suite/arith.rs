@@ -7,7 +7,6 @@ use hcq::Arg;
 const LOCAL: u32 = 64;
 
 #[test]
-#[ignore = "interpreter: v_div_scale_f32 wrong for denormal divisors (quotient becomes inf) and tiny numerators (1 ulp)"]
 fn arith_f32() {
     let n = 2000;
     let mut rng = Rng::new(1);
@@ -54,7 +53,6 @@ fn arith_f32() {
 }
 
 #[test]
-#[ignore = "interpreter: v_div_scale_f64 wrong for denormal divisors (quotient becomes inf)"]
 fn arith_f64() {
     let n = 1500;
     let mut rng = Rng::new(2);
@@ -101,7 +99,6 @@ fn arith_f64() {
 }
 
 #[test]
-#[ignore = "interpreter: v_fma_mixlo_f16 unimplemented (f16 division)"]
 fn arith_f16() {
     let n = 2500;
     let mut rng = Rng::new(3);
@@ -251,7 +248,6 @@ fn arith_i64() {
 }
 
 #[test]
-#[ignore = "interpreter: v_mad_u16 unimplemented"]
 fn arith_i8_i16() {
     let n = 1900;
     let mut rng = Rng::new(6);

@@ -7,7 +7,6 @@ use hcq::Arg;
 const LOCAL: u32 = 64;
 
 #[test]
-#[ignore = "interpreter: global_atomic_max_i32 unimplemented"]
 fn atomic_global_i32() {
     let n = 2000;
     let mut rng = Rng::new(601);
@@ -79,7 +78,6 @@ fn atomic_global_i32() {
 }
 
 #[test]
-#[ignore = "interpreter: global_atomic_max_i64 unimplemented"]
 fn atomic_global_i64() {
     let n = 1500;
     let mut rng = Rng::new(602);

@@ -37,7 +37,6 @@ fn launch3(name: &str, out: &hcq::Buffer, a: &[u32], b: &[u32], c: &[u32]) {
 }
 
 #[test]
-#[ignore = "interpreter: VOP3 clamp ignored on v_add_nc_u32 (unsigned saturation; 64-bit clz/ctz of 0)"]
 fn bits_count() {
     let n = 2000;
     let mut rng = Rng::new(301);
@@ -100,7 +99,6 @@ fn bits_count() {
 }
 
 #[test]
-#[ignore = "interpreter: v_bfe_i32 shifts logically when offset + width > 32 (ISA: arithmetic)"]
 fn bits_field() {
     let n = 2000;
     let mut rng = Rng::new(302);
@@ -221,7 +219,6 @@ fn perm(s0: u32, s1: u32, sel: u32) -> u32 {
 }
 
 #[test]
-#[ignore = "interpreter: v_maxmin_i32 unimplemented"]
 fn bits_logic() {
     let n = 2000;
     let mut rng = Rng::new(304);

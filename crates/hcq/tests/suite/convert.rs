@@ -349,7 +349,6 @@ fn f16_to_int(h: u16, lo: f64, hi: f64) -> i64 {
 }
 
 #[test]
-#[ignore = "interpreter: v_cvt_i16_f16 unimplemented"]
 fn cvt_f16_i16() {
     let n = 2000;
     let mut rng = Rng::new(105);

@@ -123,7 +123,6 @@ fn lds_transpose() {
 }
 
 #[test]
-#[ignore = "interpreter: ds_load_2addr_* reads its address VGPR after writing the first result when vdst overlaps addr"]
 fn lds_widths() {
     let n = 700; // 11 workgroups of 64, the last one partial
     let mut rng = Rng::new(504);

@@ -341,7 +341,6 @@ fn mem_grid2d() {
 }
 
 #[test]
-#[ignore = "interpreter: v_xad_u32 unimplemented"]
 fn mem_d16() {
     let n = 1000;
     let mut rng = Rng::new(707);

@@ -67,7 +67,6 @@ fn pk_f16() {
 }
 
 #[test]
-#[ignore = "interpreter: v_pk_sub_i16 unimplemented"]
 fn pk_i16() {
     let n = 1500;
     let mut rng = Rng::new(902);
@@ -116,7 +115,6 @@ fn pk_i16() {
 }
 
 #[test]
-#[ignore = "interpreter: v_pack_b32_f16 unimplemented"]
 fn dot() {
     let n = 1600;
     let mut rng = Rng::new(903);
@@ -249,7 +247,6 @@ fn vopd_f32() {
 }
 
 #[test]
-#[ignore = "interpreter: v_fma_mix_f32 unimplemented"]
 fn opsel_f16() {
     let n = 1500;
     let mut rng = Rng::new(905);
@@ -313,7 +310,6 @@ fn opsel_f16() {
 }
 
 #[test]
-#[ignore = "interpreter: v_pack_b32_f16 unimplemented"]
 fn constants() {
     let n = 1200;
     let mut rng = Rng::new(906);
@@ -398,7 +394,6 @@ fn constants() {
 }
 
 #[test]
-#[ignore = "interpreter: v_wmma_f32_16x16x16_f16 unimplemented"]
 fn wmma_f16() {
     let tiles = 3;
     let mut rng = Rng::new(907);

@@ -204,7 +204,6 @@ fn class_bit(v: f32) -> u32 {
 }
 
 #[test]
-#[ignore = "interpreter: v_fract_f32 of NaN returns 0x3f7fffff instead of NaN"]
 fn trans_exact() {
     let n = 2400;
     let mut rng = Rng::new(203);
@@ -312,7 +311,6 @@ fn trans_exact() {
 }
 
 #[test]
-#[ignore = "interpreter: v_fract_f64 of NaN returns 0x3fefffffffffffff instead of NaN"]
 fn trans_f64() {
     let n = 1500;
     let mut rng = Rng::new(204);
@@ -402,7 +400,6 @@ fn trans_f64() {
 }
 
 #[test]
-#[ignore = "interpreter: v_rcp_f16 unimplemented"]
 fn trans_f16() {
     let n = 2000;
     let mut rng = Rng::new(205);

@@ -74,7 +74,6 @@ fn wave_lanes() {
 }
 
 #[test]
-#[ignore = "interpreter: ds_swizzle_b32 unimplemented"]
 fn wave_shuffle() {
     let a = inputs(802);
     let (out, ba) = (filled(8 * N, 0x5a5a5a5ai32), upload(&a));
@@ -194,7 +193,6 @@ fn wave_dpp() {
 }
 
 #[test]
-#[ignore = "interpreter: ds_swizzle_b32 unimplemented"]
 fn wave_reduce() {
     let a = inputs(804);
     let mut rng = Rng::new(805);

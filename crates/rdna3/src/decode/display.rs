@@ -2,6 +2,7 @@
 
 use std::fmt::{self, Write as _};
 
+use super::symbolic;
 use super::*;
 
 fn dwords(specs: &'static [OperandSpec], name: &str) -> u32 {
@@ -10,6 +11,49 @@ fn dwords(specs: &'static [OperandSpec], name: &str) -> u32 {
 
 fn has(specs: &'static [OperandSpec], name: &str) -> bool {
     operand_spec(specs, name).is_some()
+}
+
+/// An operand as LLVM prints it, spanning `dwords` registers. Differs from the operand's own
+/// `Display` where LLVM's printer depends on the operand position: literals of 64-bit operands
+/// are zero-extended (`0xffffffff`, never `-1`), and SCC as a source is `src_scc`.
+struct Src(Operand, u32);
+
+impl fmt::Display for Src {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Operand::Scc => f.write_str("src_scc"),
+            Operand::Literal(v) if self.1 >= 2 && v > 64 => write!(f, "{v:#x}"),
+            other => other.display_wide(self.1).fmt(f),
+        }
+    }
+}
+
+fn wide(operand: Operand, dwords: u32) -> Src {
+    Src(operand, dwords)
+}
+
+/// DPP16 source modifiers `(neg, abs)` of a 32-bit VALU encoding (kept in its canonical form).
+fn dpp_modifiers(valu: Option<&ValuInst>) -> (u8, u8) {
+    valu.filter(|v| v.dpp.is_some())
+        .map_or((0, 0), |v| (v.neg, v.abs))
+}
+
+/// A 16-bit register half in true16 syntax: VGPR field bit 7 selects the high half (`v1.h`).
+fn half_register(operand: Operand) -> String {
+    match operand {
+        Operand::Vgpr(n) if n >= 128 => format!("v{}.h", n - 128),
+        Operand::Vgpr(n) => format!("v{n}.l"),
+        other => wide(other, 1).to_string(),
+    }
+}
+
+/// `0x10` / `-0x10`.
+fn signed_hex(value: i32) -> String {
+    if value < 0 {
+        format!("-{:#x}", value.unsigned_abs())
+    } else {
+        format!("{value:#x}")
+    }
 }
 
 /// Writes a comma-separated operand list after the mnemonic.
@@ -48,7 +92,7 @@ fn short_valu_mnemonic(name: &'static str, promoted: bool, dpp: bool) -> String 
 
 /// Formats a source with VOP3 modifiers.
 fn with_modifiers(operand: Operand, dwords: u32, neg: bool, abs: bool) -> String {
-    let mut text = operand.display_wide(dwords).to_string();
+    let mut text = wide(operand, dwords).to_string();
     if abs {
         text = format!("|{text}|");
     }
@@ -140,50 +184,78 @@ impl fmt::Display for Inst {
                 let specs = i.op.operands();
                 let mut list = OperandList::new(f, i.op.mnemonic())?;
                 if has(specs, "sdst") {
-                    list.push(i.sdst.display_wide(dwords(specs, "sdst")))?;
+                    list.push(wide(i.sdst, dwords(specs, "sdst")))?;
                 }
-                if has(specs, "ssrc0") {
-                    list.push(i.ssrc0.display_wide(dwords(specs, "ssrc0")))?;
+                let message = matches!(i.op, Sop1Op::S_SENDMSG_RTN_B32 | Sop1Op::S_SENDMSG_RTN_B64)
+                    .then(|| symbolic::source_field(i.ssrc0))
+                    .flatten();
+                if let Some(id) = message {
+                    list.push(symbolic::sendmsg(id))?;
+                } else if has(specs, "ssrc0") {
+                    list.push(wide(i.ssrc0, dwords(specs, "ssrc0")))?;
                 }
                 Ok(())
             }
             Inst::Sop2(i) => {
                 let specs = i.op.operands();
                 let mut list = OperandList::new(f, i.op.mnemonic())?;
-                list.push(i.sdst.display_wide(dwords(specs, "sdst")))?;
-                list.push(i.ssrc0.display_wide(dwords(specs, "ssrc0")))?;
-                list.push(i.ssrc1.display_wide(dwords(specs, "ssrc1")))
+                list.push(wide(i.sdst, dwords(specs, "sdst")))?;
+                list.push(wide(i.ssrc0, dwords(specs, "ssrc0")))?;
+                list.push(wide(i.ssrc1, dwords(specs, "ssrc1")))
             }
             Inst::Sopk(i) => {
                 let specs = i.op.operands();
                 let mut list = OperandList::new(f, i.op.mnemonic())?;
-                if has(specs, "sdst") {
-                    list.push(i.sdst.display_wide(dwords(specs, "sdst")))?;
+                match i.op {
+                    SopkOp::S_VERSION => list.push(symbolic::version(i.simm16)),
+                    SopkOp::S_SETREG_B32 => {
+                        list.push(symbolic::hwreg(i.simm16))?;
+                        list.push(wide(i.sdst, 1))
+                    }
+                    SopkOp::S_SETREG_IMM32_B32 => {
+                        list.push(symbolic::hwreg(i.simm16))?;
+                        list.push(Operand::Literal(i.literal.unwrap_or(0)))
+                    }
+                    _ => {
+                        let loop_op = matches!(
+                            i.op,
+                            SopkOp::S_SUBVECTOR_LOOP_BEGIN | SopkOp::S_SUBVECTOR_LOOP_END
+                        );
+                        if has(specs, "sdst") || loop_op {
+                            list.push(wide(i.sdst, dwords(specs, "sdst")))?;
+                        }
+                        match i.op {
+                            SopkOp::S_GETREG_B32 => list.push(symbolic::hwreg(i.simm16)),
+                            // Branch-like offsets print as unsigned decimal.
+                            SopkOp::S_CALL_B64
+                            | SopkOp::S_SUBVECTOR_LOOP_BEGIN
+                            | SopkOp::S_SUBVECTOR_LOOP_END => list.push(i.simm16),
+                            _ => list.push(format_args!("{:#x}", i.simm16)),
+                        }
+                    }
                 }
-                list.push(format_args!("{:#x}", i.simm16))?;
-                if let Some(literal) = i.literal {
-                    list.push(format_args!("{literal:#x}"))?;
-                }
-                Ok(())
             }
             Inst::Sopc(i) => {
                 let specs = i.op.operands();
                 let mut list = OperandList::new(f, i.op.mnemonic())?;
-                list.push(i.ssrc0.display_wide(dwords(specs, "ssrc0")))?;
-                list.push(i.ssrc1.display_wide(dwords(specs, "ssrc1")))
+                list.push(wide(i.ssrc0, dwords(specs, "ssrc0")))?;
+                list.push(wide(i.ssrc1, dwords(specs, "ssrc1")))
             }
             Inst::Sopp(i) => {
                 let mut list = OperandList::new(f, i.op.mnemonic())?;
+                let imm = i.simm16;
                 match i.op {
-                    SoppOp::S_ENDPGM
-                    | SoppOp::S_BARRIER
+                    SoppOp::S_ENDPGM if imm == 0 => Ok(()),
+                    SoppOp::S_ENDPGM_SAVED
+                    | SoppOp::S_ENDPGM_ORDERED_PS_DONE
+                    | SoppOp::S_WAIT_IDLE
+                    | SoppOp::S_WAKEUP
+                    | SoppOp::S_TTRACEDATA
                     | SoppOp::S_ICACHE_INV
-                    | SoppOp::S_CODE_END
-                        if i.simm16 == 0 =>
-                    {
-                        Ok(())
-                    }
-                    SoppOp::S_NOP
+                    | SoppOp::S_BARRIER
+                    | SoppOp::S_CODE_END => Ok(()),
+                    // Branch offsets and the s_endpgm code: unsigned decimal.
+                    SoppOp::S_ENDPGM
                     | SoppOp::S_BRANCH
                     | SoppOp::S_CBRANCH_SCC0
                     | SoppOp::S_CBRANCH_SCC1
@@ -191,50 +263,41 @@ impl fmt::Display for Inst {
                     | SoppOp::S_CBRANCH_VCCNZ
                     | SoppOp::S_CBRANCH_EXECZ
                     | SoppOp::S_CBRANCH_EXECNZ
-                    | SoppOp::S_SLEEP => list.push(i.simm16),
-                    SoppOp::S_WAITCNT => {
-                        // gfx11 layout: vmcnt 15:10, lgkmcnt 9:4, expcnt 2:0; fields at their
-                        // maximum (no wait) are omitted.
-                        let (vm, lgkm, exp) = (
-                            (i.simm16 >> 10) & 0x3f,
-                            (i.simm16 >> 4) & 0x3f,
-                            i.simm16 & 7,
-                        );
-                        let mut parts = Vec::new();
-                        if vm != 0x3f {
-                            parts.push(format!("vmcnt({vm})"));
-                        }
-                        if exp != 7 {
-                            parts.push(format!("expcnt({exp})"));
-                        }
-                        if lgkm != 0x3f {
-                            parts.push(format!("lgkmcnt({lgkm})"));
-                        }
-                        if parts.is_empty() {
-                            list.push(format_args!("{:#x}", i.simm16))
-                        } else {
-                            list.push(parts.join(" "))
-                        }
-                    }
-                    _ => list.push(format_args!("{:#x}", i.simm16)),
+                    | SoppOp::S_CBRANCH_CDBGSYS
+                    | SoppOp::S_CBRANCH_CDBGUSER
+                    | SoppOp::S_CBRANCH_CDBGSYS_OR_USER
+                    | SoppOp::S_CBRANCH_CDBGSYS_AND_USER => list.push(imm),
+                    SoppOp::S_WAITCNT => list.push(symbolic::waitcnt(imm)),
+                    SoppOp::S_WAITCNT_DEPCTR => list.push(symbolic::depctr(imm)),
+                    SoppOp::S_DELAY_ALU => list.push(symbolic::delay_alu(imm)),
+                    SoppOp::S_SENDMSG | SoppOp::S_SENDMSGHALT => list.push(symbolic::sendmsg(imm)),
+                    SoppOp::S_SET_INST_PREFETCH_DISTANCE
+                    | SoppOp::S_CLAUSE
+                    | SoppOp::S_WAIT_EVENT
+                    | SoppOp::S_ROUND_MODE
+                    | SoppOp::S_TTRACEDATA_IMM => list.push(format_args!("{imm:#x}")),
+                    _ => list.push(symbolic::imm16(imm)),
                 }
             }
             Inst::Smem(i) => {
                 let specs = i.op.operands();
                 let mut list = OperandList::new(f, i.op.mnemonic())?;
+                if matches!(i.op, SmemOp::S_GL1_INV | SmemOp::S_DCACHE_INV) {
+                    return Ok(());
+                }
                 if has(specs, "sdata") {
-                    list.push(i.sdata.display_wide(dwords(specs, "sdata")))?;
+                    list.push(wide(i.sdata, dwords(specs, "sdata")))?;
                 }
                 if has(specs, "sbase") {
-                    list.push(i.sbase.display_wide(dwords(specs, "sbase")))?;
+                    list.push(wide(i.sbase, dwords(specs, "sbase")))?;
                 }
                 if i.soffset != Operand::Null {
                     list.push(i.soffset)?;
                     if i.offset != 0 {
-                        list.suffix(format_args!("offset:{:#x}", i.offset))?;
+                        list.suffix(format_args!("offset:{}", signed_hex(i.offset)))?;
                     }
                 } else if i.offset != 0 {
-                    list.push(format_args!("{:#x}", i.offset))?;
+                    list.push(signed_hex(i.offset))?;
                 } else {
                     list.push("null")?;
                 }
@@ -260,9 +323,19 @@ impl fmt::Display for Inst {
                     ),
                     None => (1, 1),
                 };
-                if i.op != Vop1Op::V_NOP_E32 {
-                    list.push(i.vdst.display_wide(dst_words))?;
-                    list.push(i.src0.display_wide(src_words))?;
+                if i.op == Vop1Op::V_MOV_B16_E32 {
+                    // LLVM 19 prints this one in true16 syntax: VGPR bit 7 selects the half.
+                    list.push(half_register(i.vdst))?;
+                    list.push(half_register(i.src0))?;
+                } else if i.op != Vop1Op::V_NOP_E32 {
+                    list.push(wide(i.vdst, dst_words))?;
+                    let (neg, abs) = dpp_modifiers(i.valu.as_ref());
+                    list.push(with_modifiers(
+                        i.src0,
+                        src_words,
+                        neg & 1 != 0,
+                        abs & 1 != 0,
+                    ))?;
                 }
                 if let Some(dpp) = &i.dpp {
                     list.suffix(dpp_suffix(dpp))?;
@@ -286,11 +359,12 @@ impl fmt::Display for Inst {
                 if carry {
                     list.push("vcc_lo")?;
                 }
-                list.push(i.src0)?;
+                let (neg, abs) = dpp_modifiers(i.valu.as_ref());
+                list.push(with_modifiers(i.src0, 1, neg & 1 != 0, abs & 1 != 0))?;
                 if i.op == Vop2Op::V_FMAMK_F32_E32 || i.op == Vop2Op::V_FMAMK_F16_E32 {
                     list.push(format_args!("{:#x}", i.constant.unwrap_or(0)))?;
                 }
-                list.push(i.vsrc1)?;
+                list.push(with_modifiers(i.vsrc1, 1, neg & 2 != 0, abs & 2 != 0))?;
                 if i.op == Vop2Op::V_FMAAK_F32_E32 || i.op == Vop2Op::V_FMAAK_F16_E32 {
                     list.push(format_args!("{:#x}", i.constant.unwrap_or(0)))?;
                 }
@@ -303,17 +377,38 @@ impl fmt::Display for Inst {
                 Ok(())
             }
             Inst::Vopc(i) => {
-                let name = short_valu_mnemonic(i.op.mnemonic(), true, i.dpp.is_some());
+                // LLVM 19 prints DPP compares without a suffix (`v_cmp_lt_f32 vcc_lo, ...`).
+                let name = match i.dpp {
+                    Some(_) => {
+                        i.op.mnemonic()
+                            .strip_suffix("_e32")
+                            .unwrap_or(i.op.mnemonic())
+                            .to_string()
+                    }
+                    None => short_valu_mnemonic(i.op.mnemonic(), true, false),
+                };
                 let mut list = OperandList::new(f, &name)?;
-                let src_words = i
-                    .valu
-                    .as_ref()
-                    .map_or(1, |v| (u32::from(v.src_bits[0]) / 32).max(1));
+                let src_words = |n: usize| {
+                    i.valu
+                        .as_ref()
+                        .map_or(1, |v| (u32::from(v.src_bits[n]) / 32).max(1))
+                };
                 if !i.op.mnemonic().starts_with("v_cmpx_") {
                     list.push("vcc_lo")?;
                 }
-                list.push(i.src0.display_wide(src_words))?;
-                list.push(i.vsrc1.display_wide(src_words))?;
+                let (neg, abs) = dpp_modifiers(i.valu.as_ref());
+                list.push(with_modifiers(
+                    i.src0,
+                    src_words(0),
+                    neg & 1 != 0,
+                    abs & 1 != 0,
+                ))?;
+                list.push(with_modifiers(
+                    i.vsrc1,
+                    src_words(1),
+                    neg & 2 != 0,
+                    abs & 2 != 0,
+                ))?;
                 if let Some(dpp) = &i.dpp {
                     list.suffix(dpp_suffix(dpp))?;
                 }
@@ -322,7 +417,7 @@ impl fmt::Display for Inst {
             Inst::Vop3(i) => {
                 let name = match i.dpp {
                     Some(_) => format!(
-                        "{}_dpp",
+                        "{}_e64_dpp",
                         i.op.mnemonic()
                             .strip_suffix("_e64")
                             .unwrap_or(i.op.mnemonic())
@@ -332,7 +427,7 @@ impl fmt::Display for Inst {
                 let mut list = OperandList::new(f, &name)?;
                 let v = &i.valu;
                 if !i.op.mnemonic().starts_with("v_cmpx_") && has(i.op.operands(), "vdst") {
-                    list.push(i.vdst.display_wide((u32::from(v.dst_bits) / 32).max(1)))?;
+                    list.push(wide(i.vdst, (u32::from(v.dst_bits) / 32).max(1)))?;
                 }
                 let mut count = 0;
                 for (n, src) in i.src.iter().enumerate() {
@@ -355,9 +450,20 @@ impl fmt::Display for Inst {
                 Ok(())
             }
             Inst::Vop3sd(i) => {
-                let mut list = OperandList::new(f, i.op.mnemonic())?;
+                // Carry-in ops also have a VOP2 form, so LLVM names this one `_e64`.
+                let name = if matches!(
+                    i.op,
+                    Vop3sdOp::V_ADD_CO_CI_U32
+                        | Vop3sdOp::V_SUB_CO_CI_U32
+                        | Vop3sdOp::V_SUBREV_CO_CI_U32
+                ) {
+                    format!("{}_e64", i.op.mnemonic())
+                } else {
+                    i.op.mnemonic().to_string()
+                };
+                let mut list = OperandList::new(f, &name)?;
                 let v = &i.valu;
-                list.push(i.vdst.display_wide((u32::from(v.dst_bits) / 32).max(1)))?;
+                list.push(wide(i.vdst, (u32::from(v.dst_bits) / 32).max(1)))?;
                 list.push(i.sdst)?;
                 for (n, src) in i.src.iter().enumerate() {
                     if v.src_bits[n] == 0 {
@@ -371,17 +477,20 @@ impl fmt::Display for Inst {
             Inst::Vop3p(i) => {
                 let specs = i.op.operands();
                 let mut list = OperandList::new(f, i.op.mnemonic())?;
-                list.push(i.vdst.display_wide(dwords(specs, "vdst")))?;
+                list.push(wide(i.vdst, dwords(specs, "vdst")))?;
+                // Mixed-precision FMAs use neg/neg_hi as per-source neg/abs modifiers and
+                // default op_sel_hi to 0; packed and dot ops print them as lists.
+                let mix = i.op.mnemonic().starts_with("v_fma_mix");
                 let mut count = 0;
                 for (n, name) in ["src0", "src1", "src2"].iter().enumerate() {
                     if has(specs, name) {
                         count += 1;
-                        list.push(with_modifiers(
-                            i.src[n],
-                            dwords(specs, name),
-                            (i.neg >> n) & 1 != 0,
-                            false,
-                        ))?;
+                        let (neg, abs) = if mix {
+                            ((i.neg >> n) & 1 != 0, (i.neg_hi >> n) & 1 != 0)
+                        } else {
+                            (false, false)
+                        };
+                        list.push(with_modifiers(i.src[n], dwords(specs, name), neg, abs))?;
                     }
                 }
                 let bits = |mask: u8| {
@@ -390,12 +499,19 @@ impl fmt::Display for Inst {
                         .collect::<Vec<_>>()
                         .join(",")
                 };
-                if i.opsel != 0 {
+                let all = (1u8 << count) - 1;
+                if i.opsel & all != 0 {
                     list.suffix(format_args!("op_sel:[{}]", bits(i.opsel)))?;
                 }
-                let default_hi = (1u8 << count) - 1;
-                if i.opsel_hi & default_hi != default_hi {
+                let default_hi = if mix { 0 } else { all };
+                if i.opsel_hi & all != default_hi {
                     list.suffix(format_args!("op_sel_hi:[{}]", bits(i.opsel_hi)))?;
+                }
+                if !mix && i.neg & all != 0 {
+                    list.suffix(format_args!("neg_lo:[{}]", bits(i.neg)))?;
+                }
+                if !mix && i.neg_hi & all != 0 {
+                    list.suffix(format_args!("neg_hi:[{}]", bits(i.neg_hi)))?;
                 }
                 if i.clamp {
                     list.suffix("clamp")?;
@@ -411,18 +527,24 @@ impl fmt::Display for Inst {
                 let specs = i.op.operands();
                 let mut list = OperandList::new(f, i.op.mnemonic())?;
                 if has(specs, "vdst") {
-                    list.push(i.vdst.display_wide(dwords(specs, "vdst")))?;
+                    list.push(wide(i.vdst, dwords(specs, "vdst")))?;
                 }
                 if has(specs, "addr") {
                     list.push(i.addr)?;
                 }
                 if has(specs, "data0") {
-                    list.push(i.data0.display_wide(dwords(specs, "data0")))?;
+                    list.push(wide(i.data0, dwords(specs, "data0")))?;
                 }
                 if has(specs, "data1") {
-                    list.push(i.data1.display_wide(dwords(specs, "data1")))?;
+                    list.push(wide(i.data1, dwords(specs, "data1")))?;
                 }
-                if i.op.mnemonic().contains("2addr") {
+                if i.op == DsOp::DS_SWIZZLE_B32 {
+                    if let Some(text) =
+                        symbolic::swizzle(u16::from(i.offset0) | (u16::from(i.offset1) << 8))
+                    {
+                        list.suffix(text)?;
+                    }
+                } else if i.op.mnemonic().contains("2addr") {
                     if i.offset0 != 0 {
                         list.suffix(format_args!("offset0:{}", i.offset0))?;
                     }
@@ -449,21 +571,23 @@ impl fmt::Display for Inst {
                     } else {
                         dwords(specs, "vdst")
                     };
-                    list.push(i.vdst.display_wide(returned.max(1)))?;
+                    list.push(wide(i.vdst, returned.max(1)))?;
                 }
                 let uses_saddr = i.segment != FlatSegment::Flat && i.saddr != Operand::Null;
                 match i.segment {
+                    // The lane id is the address.
+                    _ if mnemonic.contains("_addtid_") => {}
                     FlatSegment::Scratch if !i.sve => list.push("off")?,
                     FlatSegment::Scratch => list.push(i.addr)?,
                     _ if uses_saddr => list.push(i.addr)?,
-                    _ => list.push(i.addr.display_wide(2))?,
+                    _ => list.push(wide(i.addr, 2))?,
                 }
                 if has(specs, "data") {
-                    list.push(i.data.display_wide(dwords(specs, "data")))?;
+                    list.push(wide(i.data, dwords(specs, "data")))?;
                 }
                 match i.segment {
                     FlatSegment::Flat => {}
-                    FlatSegment::Global if uses_saddr => list.push(i.saddr.display_wide(2))?,
+                    FlatSegment::Global if uses_saddr => list.push(wide(i.saddr, 2))?,
                     FlatSegment::Scratch if i.saddr != Operand::Null => list.push(i.saddr)?,
                     _ => list.push("off")?,
                 }
@@ -506,10 +630,6 @@ fn write_dual_half(
         VopdOp::V_DUAL_FMAAK_F32 => {
             list.push(src[1])?;
             list.push(&k)
-        }
-        VopdOp::V_DUAL_CNDMASK_B32 => {
-            list.push(src[1])?;
-            list.push("vcc_lo")
         }
         _ => list.push(src[1]),
     }

@@ -7,6 +7,7 @@
 //! executor runs.
 
 mod display;
+mod symbolic;
 mod valu;
 
 pub use valu::{Compare, CompareCondition, CompareType, Dpp, ValuInst};
@@ -591,7 +592,9 @@ pub fn decode(words: &[u32]) -> Result<Decoded, DecodeError> {
         Encoding::Sop1 => {
             let op = Sop1Op::from_u32(field(raw, 15, 8)).ok_or(undecodable)?;
             let src = field(raw, 7, 0) as u16;
-            let (literal, words) = literal_after(&reader, 1, src == 255)?;
+            // The source of s_sendmsg_rtn_* is a message id, never a literal.
+            let message = matches!(op, Sop1Op::S_SENDMSG_RTN_B32 | Sop1Op::S_SENDMSG_RTN_B64);
+            let (literal, words) = literal_after(&reader, 1, src == 255 && !message)?;
             let inst = Sop1 {
                 op,
                 sdst: Operand::from_sreg(field(raw, 22, 16) as u8),

@@ -131,7 +131,11 @@ pub fn frexp_mant_f64(x: f64) -> f64 {
 
 /// `x - floor(x)` clamped below 1.0 as V_FRACT does (NaN stays NaN, ±inf gives NaN).
 pub fn fract_f32(x: f32) -> f32 {
+    if x.is_nan() {
+        return f32::from_bits(x.to_bits() | 0x40_0000);
+    }
     if x.is_infinite() {
+        // inf + -floor(inf) = inf - inf.
         return f32::NAN;
     }
     (x - x.floor()).min(f32::from_bits(0x3f7f_ffff))
@@ -139,6 +143,9 @@ pub fn fract_f32(x: f32) -> f32 {
 
 /// V_FRACT_F64.
 pub fn fract_f64(x: f64) -> f64 {
+    if x.is_nan() {
+        return f64::from_bits(x.to_bits() | (1 << 51));
+    }
     if x.is_infinite() {
         return f64::NAN;
     }
@@ -245,4 +252,175 @@ pub fn class_bit_f64(x: f64, quiet_bit: bool, is_denormal: bool) -> u32 {
         8
     };
     1 << index
+}
+
+/// A binary floating-point format: significand bits (with the implicit one) and the smallest
+/// normal exponent.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Format {
+    /// Significand precision in bits.
+    pub precision: u32,
+    /// Exponent of the smallest normal number.
+    pub min_exp: i32,
+    /// Largest finite value.
+    pub max: f64,
+}
+
+/// IEEE binary16.
+pub const HALF: Format = Format {
+    precision: 11,
+    min_exp: -14,
+    max: 65504.0,
+};
+/// IEEE binary32.
+pub const SINGLE: Format = Format {
+    precision: 24,
+    min_exp: -126,
+    max: f32::MAX as f64,
+};
+/// IEEE binary64.
+pub const DOUBLE: Format = Format {
+    precision: 53,
+    min_exp: -1022,
+    max: f64::MAX,
+};
+
+/// `(negative, significand, exponent)` with `|x| = significand × 2^exponent` (finite `x`).
+fn decompose(x: f64) -> (bool, u64, i32) {
+    let bits = x.to_bits();
+    let negative = bits >> 63 != 0;
+    let biased = ((bits >> 52) & 0x7ff) as i32;
+    let fraction = bits & 0xf_ffff_ffff_ffff;
+    if biased == 0 {
+        (negative, fraction, -1074)
+    } else {
+        (negative, fraction | (1 << 52), biased - 1075)
+    }
+}
+
+/// Rounds `magnitude × 2^exponent` to nearest even in `format`; the result is exact in f64.
+fn round_to_format(negative: bool, magnitude: u128, exponent: i32, format: Format) -> f64 {
+    if magnitude == 0 {
+        return if negative { -0.0 } else { 0.0 };
+    }
+    let length = 128 - magnitude.leading_zeros() as i32;
+    let top = exponent + length - 1;
+    let precision = format.precision as i32;
+    let quantum = (top - (precision - 1)).max(format.min_exp - (precision - 1));
+    let shift = quantum - exponent;
+    let kept = if shift <= 0 {
+        // Exact: at most `precision` significant bits.
+        magnitude
+    } else if shift >= 128 {
+        // Everything is below half a quantum (the magnitude has < 128 bits).
+        0
+    } else {
+        let kept = magnitude >> shift;
+        let rest = magnitude & ((1u128 << shift) - 1);
+        let half = 1u128 << (shift - 1);
+        if rest > half || (rest == half && kept & 1 == 1) {
+            kept + 1
+        } else {
+            kept
+        }
+    };
+    let quantum = if shift <= 0 { exponent } else { quantum };
+    let value = ldexp_f64(kept as f64, quantum);
+    let value = if value > format.max {
+        f64::INFINITY
+    } else {
+        value
+    };
+    if negative {
+        -value
+    } else {
+        value
+    }
+}
+
+/// `(a × b + c) × 2^scale` with one rounding to `format` (inputs must be exact in it).
+/// Special values (NaN, infinities, zero factors) follow IEEE fusedMultiplyAdd.
+pub fn fma_scaled(a: f64, b: f64, c: f64, scale: i32, format: Format) -> f64 {
+    if !(a.is_finite() && b.is_finite() && c.is_finite()) || a == 0.0 || b == 0.0 {
+        // No rounding happens besides the final one (0 × x + c = c exactly, or special).
+        let exact = a.mul_add(b, c);
+        return round_special(exact, scale, format);
+    }
+    let (na, ma, ea) = decompose(a);
+    let (nb, mb, eb) = decompose(b);
+    let product_negative = na != nb;
+    let mut product = u128::from(ma) * u128::from(mb);
+    let mut product_exp = ea + eb;
+    // Left-align both terms at bit 125 so that alignment shifts lose no needed bits.
+    let align = |m: &mut u128, e: &mut i32| {
+        let length = 128 - m.leading_zeros() as i32;
+        let up = 125 - length;
+        *m <<= up;
+        *e -= up;
+    };
+    align(&mut product, &mut product_exp);
+    if c == 0.0 {
+        return round_to_format(product_negative, product, product_exp + scale, format);
+    }
+    let (nc, mc, ec) = decompose(c);
+    let mut addend = u128::from(mc);
+    let mut addend_exp = ec;
+    align(&mut addend, &mut addend_exp);
+    // Shift the smaller-exponent term right, folding lost bits into a sticky bit.
+    let shift_right = |m: u128, by: i32| -> u128 {
+        if by <= 0 {
+            m
+        } else if by >= 127 {
+            u128::from(m != 0)
+        } else {
+            (m >> by) | u128::from(m & ((1u128 << by) - 1) != 0)
+        }
+    };
+    let exponent = product_exp.max(addend_exp);
+    let p = shift_right(product, exponent - product_exp);
+    let q = shift_right(addend, exponent - addend_exp);
+    let (negative, magnitude) = if product_negative == nc {
+        (nc, p + q)
+    } else if p >= q {
+        (product_negative, p - q)
+    } else {
+        (nc, q - p)
+    };
+    if magnitude == 0 {
+        // Exact cancellation rounds to +0 in round-to-nearest.
+        return 0.0;
+    }
+    round_to_format(negative, magnitude, exponent + scale, format)
+}
+
+/// Rounds an f64 (exact or special) scaled by `2^scale` to `format`.
+fn round_special(x: f64, scale: i32, format: Format) -> f64 {
+    if !x.is_finite() || x == 0.0 {
+        return x;
+    }
+    let (negative, m, e) = decompose(x);
+    round_to_format(negative, u128::from(m), e + scale, format)
+}
+
+/// Rounds an f64 to the nearest f16 (ties to even), as bits.
+pub fn f64_to_f16(x: f64) -> u16 {
+    if x.is_nan() {
+        let bits = x.to_bits();
+        return ((bits >> 48) as u16 & 0x8000) | 0x7e00 | ((bits >> 42) as u16 & 0x1ff);
+    }
+    // The rounded value is exact in f32, whose conversion to f16 is then exact.
+    f32_to_f16(round_special(x, 0, HALF) as f32)
+}
+
+/// `a × b + c` for f16 operands (bits) with one rounding.
+pub fn fma_f16(a: u16, b: u16, c: u16) -> u16 {
+    let (x, y, z) = (
+        f64::from(f16_to_f32(a)),
+        f64::from(f16_to_f32(b)),
+        f64::from(f16_to_f32(c)),
+    );
+    if x.is_nan() || y.is_nan() || z.is_nan() {
+        return f64_to_f16(x.mul_add(y, z));
+    }
+    f64_to_f16(fma_scaled(x, y, z, 0, HALF))
 }

@@ -260,7 +260,7 @@ impl Wave {
     }
 
     pub(super) fn flat(&mut self, ctx: &mut ExecContext<'_>, i: &Flat) -> Result<Flow, FaultKind> {
-        let Some(access) = i.access else {
+        let Some(access) = i.access.or_else(|| integer_min_max_atomic(i.op.mnemonic())) else {
             return Err(unimplemented(i.op.mnemonic()));
         };
         let saddr = match (i.segment, i.saddr) {
@@ -421,6 +421,32 @@ impl Wave {
         if i.op == DS_NOP {
             return Ok(Flow::Next);
         }
+        if i.op == DS_SWIZZLE_B32 {
+            return self.ds_swizzle(i);
+        }
+        if matches!(i.op, DS_APPEND | DS_CONSUME) {
+            // One counter in LDS at M0[15:0] + offset, changed by the number of active lanes;
+            // every active lane receives the old value.
+            let m0 = self.read_scalar(Operand::M0)?;
+            let addr = u64::from(m0 & 0xffff).wrapping_add(offset);
+            let count = exec.count_ones();
+            let append = i.op == DS_APPEND;
+            let old = rmw_target(ctx, Target::Lds(addr), false, |old| {
+                let old = old as u32;
+                u64::from(if append {
+                    old.wrapping_add(count)
+                } else {
+                    old.wrapping_sub(count)
+                })
+            })?;
+            let dst = self.vgpr_range(i.vdst, 1)?.start;
+            for lane in 0..WAVE_SIZE {
+                if exec >> lane & 1 != 0 {
+                    self.vgpr[dst][lane] = old as u32;
+                }
+            }
+            return Ok(Flow::Next);
+        }
         let addr_reg = self.vgpr_range(i.addr, 1)?.start;
         let lane_addr = |w: &Wave, lane: usize| u64::from(w.vgpr[addr_reg][lane]);
         // Loads and stores.
@@ -516,12 +542,15 @@ impl Wave {
                     self.vgpr_range(i.data1, dwords)?.start,
                 ]
             };
-            for lane in 0..WAVE_SIZE {
+            // Every lane's address is read before any result is written (the destination
+            // may overlap the address VGPR).
+            let base: [u64; WAVE_SIZE] = std::array::from_fn(|lane| lane_addr(self, lane));
+            for (lane, &lane_base) in base.iter().enumerate() {
                 if exec >> lane & 1 == 0 {
                     continue;
                 }
                 for (half, element_offset) in offsets.iter().enumerate() {
-                    let target = Target::Lds(lane_addr(self, lane).wrapping_add(*element_offset));
+                    let target = Target::Lds(lane_base.wrapping_add(*element_offset));
                     let mut buffer = [0u8; 8];
                     if is_load {
                         read_target(ctx, target, &mut buffer[..size as usize])?;
@@ -593,6 +622,77 @@ impl Wave {
         }
         Ok(Flow::Next)
     }
+}
+
+impl Wave {
+    /// DS_SWIZZLE_B32: a lane permutation selected by the 16-bit offset (no LDS access).
+    /// Inactive source lanes read 0.
+    fn ds_swizzle(&mut self, i: &Ds) -> Result<Flow, FaultKind> {
+        let exec = self.exec();
+        let offset = u32::from(i.offset0) | (u32::from(i.offset1) << 8);
+        // The swizzled value comes from the ADDR field's VGPR.
+        let data = self.vgpr_range(i.addr, 1)?.start;
+        let dst = self.vgpr_range(i.vdst, 1)?.start;
+        let input = self.vgpr[data];
+        let mut out = [0u32; WAVE_SIZE];
+        for (lane, value) in out.iter_mut().enumerate() {
+            let source = if offset >= 0xe000 {
+                // FFT mode.
+                let mask = offset & 0x1f;
+                let mut j = ((lane as u32 & 0x1f).reverse_bits() >> 27) >> mask.count_ones();
+                j |= lane as u32 & mask;
+                j as usize
+            } else if offset >= 0xc000 {
+                // Rotate mode: rotate within groups of 32 lanes (ignoring the unused mask).
+                let amount = ((offset >> 5) & 0x1f) as usize;
+                if offset & 0x400 != 0 {
+                    (lane + WAVE_SIZE - amount) % WAVE_SIZE
+                } else {
+                    (lane + amount) % WAVE_SIZE
+                }
+            } else if offset & 0x8000 != 0 {
+                // Quad permute: lane (i & ~3) + offset[2 (i & 3) + 1 : 2 (i & 3)].
+                (lane & !3) | ((offset >> (2 * (lane & 3))) & 3) as usize
+            } else {
+                // Bitmask mode within groups of 32 lanes: and, or, xor masks.
+                let and_mask = offset & 0x1f;
+                let or_mask = (offset >> 5) & 0x1f;
+                let xor_mask = (offset >> 10) & 0x1f;
+                (((lane as u32 & and_mask) | or_mask) ^ xor_mask) as usize
+            };
+            let source = source % WAVE_SIZE;
+            if exec >> source & 1 != 0 {
+                *value = input[source];
+            }
+        }
+        for (lane, value) in out.iter().enumerate() {
+            if exec >> lane & 1 != 0 {
+                self.vgpr[dst][lane] = *value;
+            }
+        }
+        Ok(Flow::Next)
+    }
+}
+
+/// FLAT/GLOBAL atomics named `*_atomic_{min,max}_{i,u}{32,64}` (RDNA3 spelling of
+/// smin/umin/smax/umax).
+fn integer_min_max_atomic(mnemonic: &str) -> Option<MemAccess> {
+    let (_, rest) = mnemonic.split_once("_atomic_")?;
+    let (name, ty) = rest.split_once('_')?;
+    let wide = match ty {
+        "i32" | "u32" => false,
+        "i64" | "u64" => true,
+        _ => return None,
+    };
+    let signed = ty.starts_with('i');
+    let op = match (name, signed) {
+        ("min", true) => AtomicOp::Smin,
+        ("min", false) => AtomicOp::Umin,
+        ("max", true) => AtomicOp::Smax,
+        ("max", false) => AtomicOp::Umax,
+        _ => return None,
+    };
+    Some(MemAccess::Atomic { op, wide })
 }
 
 /// The atomic operation of a DS opcode.

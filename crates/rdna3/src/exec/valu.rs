@@ -4,9 +4,9 @@
 
 use super::float::*;
 use super::{unimplemented, Flow, Wave, WAVE_SIZE};
-use crate::decode::{CompareCondition, CompareType, Dpp, ValuInst, Vop3p, Vopd};
+use crate::decode::{CompareCondition, CompareType, Dpp, ValuInst, Vop1, Vop2, Vop3p, Vopd};
 use crate::fault::FaultKind;
-use crate::isa::{ValuOpcode, Vop3Op, Vop3pOp, Vop3sdOp};
+use crate::isa::{ValuOpcode, Vop1Op, Vop2Op, Vop3Op, Vop3pOp, Vop3sdOp, VopdOp};
 use crate::operand::{Operand, EXEC_LO};
 
 type Lanes = [u64; WAVE_SIZE];
@@ -102,6 +102,7 @@ fn carry_op(
     carry_in: u32,
     subtract: bool,
     use_carry: bool,
+    clamp: bool,
 ) -> (Lanes, u32) {
     let mut out = [0u64; WAVE_SIZE];
     let mut carry = 0u32;
@@ -120,6 +121,10 @@ fn carry_op(
         out[lane] = value & 0xffff_ffff;
         if overflow {
             carry |= 1 << lane;
+            if clamp {
+                // Saturate: the carry/borrow out is still reported.
+                out[lane] = if subtract { 0 } else { 0xffff_ffff };
+            }
         }
     }
     (out, carry)
@@ -133,22 +138,232 @@ fn bfe_u32(x: u32, offset: u32, width: u32) -> u32 {
     ((u64::from(x) >> offset) & ((1u64 << width) - 1)) as u32
 }
 
+/// V_BFE_I32: `(S0.i32 >> offset) & ((1 << width) - 1)` with an arithmetic shift, then
+/// sign-extended from bit `width - 1` (offset and width are 5 bits; width 0 gives 0).
 fn bfe_i32(x: u32, offset: u32, width: u32) -> u32 {
     let (offset, width) = (offset & 31, width & 31);
     if width == 0 {
         return 0;
     }
-    let field = (u64::from(x) >> offset) & ((1u64 << width) - 1);
-    let shift = 64 - width;
-    (((field << shift) as i64) >> shift) as u32
+    let field = ((x as i32) >> offset) as u32 & ((1u32 << width) - 1);
+    let shift = 32 - width;
+    (((field << shift) as i32) >> shift) as u32
+}
+
+/// An integer result of `bits` bits: wrapped, or saturated to the (un)signed range when the
+/// instruction's clamp bit is set.
+fn int_result(x: i128, bits: u32, signed: bool, clamp: bool) -> u64 {
+    let mask = (1u64 << bits) - 1;
+    if !clamp {
+        return (x as u64) & mask;
+    }
+    let (min, max) = if signed {
+        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    } else {
+        (0, i128::from(mask))
+    };
+    (x.clamp(min, max) as u64) & mask
+}
+
+/// Low 32 bits, unsigned, widened.
+fn u32w(x: u64) -> i128 {
+    i128::from(x as u32)
+}
+/// Low 32 bits, signed, widened.
+fn i32w(x: u64) -> i128 {
+    i128::from(x as u32 as i32)
+}
+/// Low 16 bits, unsigned, widened.
+fn u16w(x: u64) -> i128 {
+    i128::from(x as u16)
+}
+/// Low 16 bits, signed, widened.
+fn i16w(x: u64) -> i128 {
+    i128::from(x as u16 as i16)
+}
+
+/// V_DOT2ACC_F32_F16: `acc + lo(x) lo(y) + hi(x) hi(y)`, accumulated in f32 step by step
+/// (products of f16 values are exact in f32).
+fn dot2acc_f32_f16(x: u32, y: u32, acc: u32) -> u32 {
+    let mut tmp = f32::from_bits(acc);
+    tmp += f16_to_f32(x as u16) * f16_to_f32(y as u16);
+    tmp += f16_to_f32((x >> 16) as u16) * f16_to_f32((y >> 16) as u16);
+    tmp.to_bits()
+}
+
+/// V_DOT2ACC_F32_BF16 (VOPD): the bf16 form of [`dot2acc_f32_f16`].
+fn dot2acc_f32_bf16(x: u32, y: u32, acc: u32) -> u32 {
+    let bf16 = |v: u32| f32::from_bits(v << 16);
+    let mut tmp = f32::from_bits(acc);
+    tmp += bf16(x & 0xffff) * bf16(y & 0xffff);
+    tmp += bf16(x >> 16) * bf16(y >> 16);
+    tmp.to_bits()
+}
+
+/// An f32 result rounded to f16 bits (the f32 is exact or correctly rounded from f64).
+fn hq(x: f32) -> u64 {
+    u64::from(f64_to_f16(f64::from(x)))
+}
+
+/// An f64 result rounded once to f16 bits.
+fn hd(x: f64) -> u64 {
+    u64::from(f64_to_f16(x))
+}
+
+/// f32 to bf16 bits, rounding to nearest even (NaN stays quiet NaN).
+fn f32_to_bf16(x: f32) -> u16 {
+    let bits = x.to_bits();
+    if x.is_nan() {
+        return ((bits >> 16) | 0x40) as u16;
+    }
+    let rounding = 0x7fff + ((bits >> 16) & 1);
+    (bits.wrapping_add(rounding) >> 16) as u16
+}
+
+/// Float to signed normalized 16-bit: clamp to [-1, 1], scale by 32767, round to nearest.
+fn snorm16(x: f64) -> i16 {
+    if x.is_nan() {
+        return 0;
+    }
+    (x.clamp(-1.0, 1.0) * 32767.0).round_ties_even() as i16
+}
+
+/// Float to unsigned normalized 16-bit.
+fn unorm16(x: f64) -> u16 {
+    if x.is_nan() {
+        return 0;
+    }
+    (x.clamp(0.0, 1.0) * 65535.0).round_ties_even() as u16
+}
+
+/// Sum of absolute byte differences; `masked` skips bytes where `y` is 0 (V_MSAD_U8).
+fn sad_u8(x: u32, y: u32, masked: bool) -> u32 {
+    (0..4)
+        .map(|byte| {
+            let (p, q) = ((x >> (8 * byte)) as u8, (y >> (8 * byte)) as u8);
+            if masked && q == 0 {
+                0
+            } else {
+                u32::from(p.abs_diff(q))
+            }
+        })
+        .sum()
 }
 
 fn sext24(x: u64) -> i64 {
     ((x << 40) as i64) >> 40
 }
 
-/// V_DIV_FIXUP_F32/F64 special-case handling; `quotient` is S0, `den` S1, `num` S2.
-fn div_fixup_f64(quotient: f64, den: f64, num: f64) -> f64 {
+/// Parameters of V_DIV_SCALE for one precision.
+struct DivScaleParams {
+    /// Biased exponent field of a value.
+    exponent: fn(f64) -> i32,
+    /// Whether a value is denormal in the operand precision.
+    denormal: fn(f64) -> bool,
+    /// Whether `1 / x` (the reciprocal the division will use) is denormal.
+    reciprocal_denormal: fn(f64) -> bool,
+    /// Whether the quotient `n / d` is denormal (or underflows to zero: the operands are
+    /// nonzero, and scaling the numerator keeps such a quotient exact).
+    quotient_denormal: fn(f64, f64) -> bool,
+    /// Exponent difference at which the quotient nears the largest finite value.
+    near_max: i32,
+    /// Largest biased exponent of a "tiny" numerator.
+    tiny: i32,
+    /// The scale exponent (64 for f32, 128 for f64).
+    scale: i32,
+    /// Rounds an f64 to the operand precision after scaling.
+    ldexp: fn(f64, i32) -> f64,
+}
+
+fn f32_denormal(x: f64) -> bool {
+    let x = x as f32;
+    x != 0.0 && x.abs() < f32::MIN_POSITIVE
+}
+
+fn f64_denormal(x: f64) -> bool {
+    x != 0.0 && x.abs() < f64::MIN_POSITIVE
+}
+
+const DIV_SCALE_F32: DivScaleParams = DivScaleParams {
+    exponent: |x| ((x as f32).to_bits() >> 23 & 0xff) as i32,
+    denormal: f32_denormal,
+    // The ISA evaluates 1 / S1 in f64, where the reciprocal of an f32 is never denormal.
+    reciprocal_denormal: |x| f64_denormal(1.0 / x),
+    quotient_denormal: |n, d| ((n as f32) / (d as f32)).abs() < f32::MIN_POSITIVE,
+    near_max: 96,
+    tiny: 23,
+    scale: 64,
+    ldexp: |x, e| f64::from(ldexp_f32(x as f32, e)),
+};
+
+const DIV_SCALE_F64: DivScaleParams = DivScaleParams {
+    exponent: |x| (x.to_bits() >> 52 & 0x7ff) as i32,
+    denormal: f64_denormal,
+    reciprocal_denormal: |x| f64_denormal(1.0 / x),
+    quotient_denormal: |n, d| (n / d).abs() < f64::MIN_POSITIVE,
+    near_max: 768,
+    tiny: 53,
+    scale: 128,
+    ldexp: ldexp_f64,
+};
+
+/// V_DIV_SCALE_F32/F64: `s0` is the value to scale (equal to `den` or `num`); returns the
+/// scaled value and the lane's VCC bit (set when V_DIV_FMAS must rescale the quotient).
+///
+/// Follows the ISA pseudocode, with one deviation: when both the reciprocal of the
+/// denominator and the quotient are denormal, the pseudocode scales the (huge) denominator
+/// by 2^+scale, which overflows to infinity; the denominator is scaled by 2^-scale instead,
+/// which makes the scaled quotient normal and lets V_DIV_FMAS scale it back down.
+fn div_scale(s0: f64, den: f64, num: f64, p: &DivScaleParams) -> (f64, bool) {
+    let scale = p.scale;
+    if num == 0.0 || den == 0.0 {
+        return (f64::NAN, false);
+    }
+    let (exp_num, exp_den) = ((p.exponent)(num), (p.exponent)(den));
+    let reciprocal_denormal = (p.reciprocal_denormal)(den);
+    let quotient_denormal = (p.quotient_denormal)(num, den);
+    if exp_num - exp_den >= p.near_max {
+        // Quotient near the largest finite value: scale only the denominator.
+        let value = if s0 == den { (p.ldexp)(s0, scale) } else { s0 };
+        (value, true)
+    } else if (p.denormal)(den) {
+        ((p.ldexp)(s0, scale), false)
+    } else if reciprocal_denormal && quotient_denormal {
+        let value = if s0 == den { (p.ldexp)(s0, -scale) } else { s0 };
+        (value, true)
+    } else if reciprocal_denormal {
+        ((p.ldexp)(s0, -scale), false)
+    } else if quotient_denormal {
+        // Only the numerator is scaled.
+        let value = if s0 == num { (p.ldexp)(s0, scale) } else { s0 };
+        (value, true)
+    } else if exp_num <= p.tiny {
+        // Tiny numerator: scale both operands.
+        ((p.ldexp)(s0, scale), false)
+    } else {
+        (s0, false)
+    }
+}
+
+/// V_DIV_FMAS: `fma(a, b, c)`, rescaled (with a single rounding) when VCC is set: by
+/// 2^+scale when the scaled quotient `c` is at least 2 (the denominator was scaled up), by
+/// 2^-scale otherwise (the numerator was scaled up).
+fn div_fmas(a: f64, b: f64, c: f64, vcc: bool, format: Format, scale: i32) -> f64 {
+    if !vcc {
+        return fma_scaled(a, b, c, 0, format);
+    }
+    let scale = if c.abs() >= 2.0 { scale } else { -scale };
+    fma_scaled(a, b, c, scale, format)
+}
+
+/// V_DIV_FIXUP_F16/F32/F64 special-case handling; `quotient` is S0, `den` S1, `num` S2.
+/// `underflow` flags operands whose quotient is below the format's range (a signed zero).
+fn div_fixup_f64(
+    quotient: f64,
+    den: f64,
+    num: f64,
+    underflow: Option<fn(f64, f64) -> bool>,
+) -> f64 {
     let sign_negative = den.is_sign_negative() != num.is_sign_negative();
     let signed_inf = if sign_negative {
         f64::NEG_INFINITY
@@ -156,17 +371,21 @@ fn div_fixup_f64(quotient: f64, den: f64, num: f64) -> f64 {
         f64::INFINITY
     };
     let signed_zero = if sign_negative { -0.0 } else { 0.0 };
-    if den.is_nan() {
-        den
-    } else if num.is_nan() {
+    // The default NaN of 0/0 and inf/inf has the sign bit set (0xffc00000 etc.).
+    let default_nan = -f64::NAN.abs();
+    if num.is_nan() {
         num
+    } else if den.is_nan() {
+        den
     } else if (den == 0.0 && num == 0.0) || (den.is_infinite() && num.is_infinite()) {
-        f64::NAN
+        default_nan
     } else if den == 0.0 || num.is_infinite() {
         signed_inf
-    } else if den.is_infinite() || num == 0.0 {
+    } else if den.is_infinite() || num == 0.0 || underflow.is_some_and(|test| test(num, den)) {
         signed_zero
     } else if quotient.is_nan() {
+        // Finite operands whose scaled quotient overflowed inside the Newton-Raphson
+        // sequence (inf - inf): the quotient is beyond the format's range.
         signed_inf
     } else if sign_negative {
         -quotient.abs()
@@ -218,7 +437,62 @@ impl Wave {
         Ok(Flow::Next)
     }
 
+    /// VOP1 operations without a VOP3 form (`v_swap_b32`).
+    pub(super) fn vop1_special(&mut self, i: &Vop1) -> Result<Flow, FaultKind> {
+        if i.op != Vop1Op::V_SWAP_B32_E32 || i.dpp.is_some() {
+            return Err(unimplemented(i.op.mnemonic()));
+        }
+        let exec = self.exec();
+        let source = self.vgpr_range(i.src0, 1)?.start;
+        let dst = self.vgpr_range(i.vdst, 1)?.start;
+        for lane in 0..WAVE_SIZE {
+            if exec >> lane & 1 != 0 {
+                let old = self.vgpr[dst][lane];
+                self.vgpr[dst][lane] = self.vgpr[source][lane];
+                self.vgpr[source][lane] = old;
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    /// VOP2 operations without a VOP3 form (`v_dot2acc_f32_f16`, `v_pk_fmac_f16`).
+    pub(super) fn vop2_special(&mut self, i: &Vop2) -> Result<Flow, FaultKind> {
+        if i.dpp.is_some() {
+            return Err(unimplemented(i.op.mnemonic()));
+        }
+        let exec = self.exec();
+        let src0 = match i.src0 {
+            Operand::Vgpr(_) => self.vgpr[self.vgpr_range(i.src0, 1)?.start],
+            Operand::InlineFloat(value) => {
+                let half = u32::from(value.f16_bits());
+                // Packed inline constants hold the value in the low half only.
+                [half; WAVE_SIZE]
+            }
+            other => [self.read_scalar(other)?; WAVE_SIZE],
+        };
+        let src1 = self.vgpr[self.vgpr_range(i.vsrc1, 1)?.start];
+        let dst = self.vgpr_range(i.vdst, 1)?.start;
+        let op: fn(u32, u32, u32) -> u32 = match i.op {
+            Vop2Op::V_DOT2ACC_F32_F16_E32 => dot2acc_f32_f16,
+            Vop2Op::V_PK_FMAC_F16_E32 => |x, y, acc| {
+                let low = fma_f16(x as u16, y as u16, acc as u16);
+                let high = fma_f16((x >> 16) as u16, (y >> 16) as u16, (acc >> 16) as u16);
+                u32::from(low) | (u32::from(high) << 16)
+            },
+            _ => return Err(unimplemented(i.op.mnemonic())),
+        };
+        for lane in 0..WAVE_SIZE {
+            if exec >> lane & 1 != 0 {
+                self.vgpr[dst][lane] = op(src0[lane], src1[lane], self.vgpr[dst][lane]);
+            }
+        }
+        Ok(Flow::Next)
+    }
+
     pub(super) fn vopd(&mut self, i: &Vopd) -> Result<Flow, FaultKind> {
+        if i.x.is_none() || i.y.is_none() {
+            return self.vopd_with_dot(i);
+        }
         let (Some(x), Some(y)) = (&i.x, &i.y) else {
             let missing = if i.x.is_none() {
                 i.opx.mnemonic()
@@ -232,6 +506,53 @@ impl Wave {
         let (out_y, mask_y) = self.valu_compute(y)?;
         self.valu_commit(x, out_x, mask_x)?;
         self.valu_commit(y, out_y, mask_y)?;
+        Ok(Flow::Next)
+    }
+
+    /// VOPD with a `v_dual_dot2acc_f32_{f16,bf16}` half: both halves read their sources
+    /// before either writes.
+    fn vopd_with_dot(&mut self, i: &Vopd) -> Result<Flow, FaultKind> {
+        let exec = self.exec();
+        let dot_half = |w: &Wave,
+                        op: VopdOp,
+                        dst: Operand,
+                        src: &[Operand; 2]|
+         -> Result<Option<(usize, [u32; WAVE_SIZE])>, FaultKind> {
+            let combine: fn(u32, u32, u32) -> u32 = match op {
+                VopdOp::V_DUAL_DOT2ACC_F32_F16 => dot2acc_f32_f16,
+                VopdOp::V_DUAL_DOT2ACC_F32_BF16 => dot2acc_f32_bf16,
+                _ => return Err(unimplemented(op.mnemonic())),
+            };
+            let a = match src[0] {
+                Operand::Vgpr(_) => w.vgpr[w.vgpr_range(src[0], 1)?.start],
+                Operand::InlineFloat(value) => [u32::from(value.f16_bits()); WAVE_SIZE],
+                other => [w.read_scalar(other)?; WAVE_SIZE],
+            };
+            let b = w.vgpr[w.vgpr_range(src[1], 1)?.start];
+            let d = w.vgpr_range(dst, 1)?.start;
+            let mut out = w.vgpr[d];
+            for lane in 0..WAVE_SIZE {
+                if exec >> lane & 1 != 0 {
+                    out[lane] = combine(a[lane], b[lane], out[lane]);
+                }
+            }
+            Ok(Some((d, out)))
+        };
+        let x = match &i.x {
+            Some(x) => Err(self.valu_compute(x)?),
+            None => Ok(dot_half(self, i.opx, i.vdstx, &i.srcx)?),
+        };
+        let y = match &i.y {
+            Some(y) => Err(self.valu_compute(y)?),
+            None => Ok(dot_half(self, i.opy, i.vdsty, &i.srcy)?),
+        };
+        for (result, valu) in [(x, &i.x), (y, &i.y)] {
+            match (result, valu) {
+                (Ok(Some((d, out))), _) => self.vgpr[d] = out,
+                (Err((output, mask)), Some(v)) => self.valu_commit(v, output, mask)?,
+                _ => {}
+            }
+        }
         Ok(Flow::Next)
     }
 
@@ -403,18 +724,36 @@ impl Wave {
             ValuOpcode::Vop3sd(op) => {
                 use Vop3sdOp::*;
                 let (values, carry) = match op {
-                    V_ADD_CO_U32 => carry_op(exec, &a, &b, 0, false, false),
-                    V_SUB_CO_U32 => carry_op(exec, &a, &b, 0, true, false),
-                    V_SUBREV_CO_U32 => carry_op(exec, &b, &a, 0, true, false),
-                    V_ADD_CO_CI_U32 => {
-                        carry_op(exec, &a, &b, self.lane_mask_source(v, 2)?, false, true)
-                    }
-                    V_SUB_CO_CI_U32 => {
-                        carry_op(exec, &a, &b, self.lane_mask_source(v, 2)?, true, true)
-                    }
-                    V_SUBREV_CO_CI_U32 => {
-                        carry_op(exec, &b, &a, self.lane_mask_source(v, 2)?, true, true)
-                    }
+                    V_ADD_CO_U32 => carry_op(exec, &a, &b, 0, false, false, v.clamp),
+                    V_SUB_CO_U32 => carry_op(exec, &a, &b, 0, true, false, v.clamp),
+                    V_SUBREV_CO_U32 => carry_op(exec, &b, &a, 0, true, false, v.clamp),
+                    V_ADD_CO_CI_U32 => carry_op(
+                        exec,
+                        &a,
+                        &b,
+                        self.lane_mask_source(v, 2)?,
+                        false,
+                        true,
+                        v.clamp,
+                    ),
+                    V_SUB_CO_CI_U32 => carry_op(
+                        exec,
+                        &a,
+                        &b,
+                        self.lane_mask_source(v, 2)?,
+                        true,
+                        true,
+                        v.clamp,
+                    ),
+                    V_SUBREV_CO_CI_U32 => carry_op(
+                        exec,
+                        &b,
+                        &a,
+                        self.lane_mask_source(v, 2)?,
+                        true,
+                        true,
+                        v.clamp,
+                    ),
                     V_MAD_U64_U32 => {
                         let mut carry = 0;
                         let values = {
@@ -427,6 +766,9 @@ impl Wave {
                                     out[lane] = sum as u64;
                                     if sum >> 64 != 0 {
                                         carry |= 1 << lane;
+                                        if v.clamp {
+                                            out[lane] = u64::MAX;
+                                        }
                                     }
                                 }
                             }
@@ -445,17 +787,45 @@ impl Wave {
                                 out[lane] = sum as u64;
                                 if sum > i128::from(i64::MAX) || sum < i128::from(i64::MIN) {
                                     carry |= 1 << lane;
+                                    if v.clamp {
+                                        out[lane] =
+                                            sum.clamp(i64::MIN.into(), i64::MAX.into()) as u64;
+                                    }
                                 }
                             }
                         }
                         (out, carry)
                     }
                     V_DIV_SCALE_F32 => {
-                        // Scaling is only needed near the extremes of the range; the quotient
-                        // is computed without it (the fixup step returns the exact result).
-                        (map1(exec, &a, |x| x), 0)
+                        let mut out = [0u64; WAVE_SIZE];
+                        let mut vcc = 0u32;
+                        for lane in 0..WAVE_SIZE {
+                            if exec >> lane & 1 != 0 {
+                                let (value, flag) = div_scale(
+                                    f64::from(f(a[lane])),
+                                    f64::from(f(b[lane])),
+                                    f64::from(f(c[lane])),
+                                    &DIV_SCALE_F32,
+                                );
+                                out[lane] = bf(value as f32);
+                                vcc |= u32::from(flag) << lane;
+                            }
+                        }
+                        (out, vcc)
                     }
-                    V_DIV_SCALE_F64 => (map1(exec, &a, |x| x), 0),
+                    V_DIV_SCALE_F64 => {
+                        let mut out = [0u64; WAVE_SIZE];
+                        let mut vcc = 0u32;
+                        for lane in 0..WAVE_SIZE {
+                            if exec >> lane & 1 != 0 {
+                                let (value, flag) =
+                                    div_scale(d(a[lane]), d(b[lane]), d(c[lane]), &DIV_SCALE_F64);
+                                out[lane] = bd(value);
+                                vcc |= u32::from(flag) << lane;
+                            }
+                        }
+                        (out, vcc)
+                    }
                 };
                 Ok((
                     Output::Vector {
@@ -470,6 +840,7 @@ impl Wave {
                 let lane_select = |w: &Wave| -> Result<usize, FaultKind> {
                     Ok((w.read_scalar(v.src[1])? & 31) as usize)
                 };
+                let clamp = v.clamp;
                 let old_dst = |w: &Wave| -> Result<Lanes, FaultKind> {
                     let mut lanes = [0u64; WAVE_SIZE];
                     let range = w.vgpr_range(v.dst, 1)?;
@@ -559,20 +930,42 @@ impl Wave {
                     })),
                     V_DIV_FMAS_F32 => {
                         let vcc = self.vcc();
-                        let mut out =
-                            map3(exec, &a, &b, &c, |x, y, z| bf(f(x).mul_add(f(y), f(z))));
-                        for (lane, value) in out.iter_mut().enumerate() {
-                            if vcc >> lane & 1 != 0 {
-                                *value = bf(ldexp_f32(f(*value), 32));
+                        let mut out = [0u64; WAVE_SIZE];
+                        for lane in 0..WAVE_SIZE {
+                            if exec >> lane & 1 != 0 {
+                                let value = div_fmas(
+                                    f64::from(f(a[lane])),
+                                    f64::from(f(b[lane])),
+                                    f64::from(f(c[lane])),
+                                    vcc >> lane & 1 != 0,
+                                    SINGLE,
+                                    64,
+                                );
+                                out[lane] = bf(value as f32);
                             }
                         }
                         vector(out)
                     }
                     V_DIV_FIXUP_F32 => vector(map3(exec, &a, &b, &c, |q, den, num| {
-                        bf(
-                            div_fixup_f64(f64::from(f(q)), f64::from(f(den)), f64::from(f(num)))
-                                as f32,
-                        )
+                        let underflow: fn(f64, f64) -> bool = |n, d| {
+                            let exponent = |x: f64| ((x as f32).to_bits() >> 23 & 0xff) as i32;
+                            exponent(n) - exponent(d) < -150
+                        };
+                        bf(div_fixup_f64(
+                            f64::from(f(q)),
+                            f64::from(f(den)),
+                            f64::from(f(num)),
+                            Some(underflow),
+                        ) as f32)
+                    })),
+                    V_DIV_FIXUP_F16 => vector(map3(exec, &a, &b, &c, |q, den, num| {
+                        f64_to_f16(div_fixup_f64(
+                            f64::from(h(q)),
+                            f64::from(h(den)),
+                            f64::from(h(num)),
+                            None,
+                        ))
+                        .into()
                     })),
                     V_RCP_F32_E64 => vector(map1(exec, &a, |x| bf(1.0 / f(x)))),
                     V_RCP_IFLAG_F32_E64 => vector(map1(exec, &a, |x| bf(1.0 / f(x)))),
@@ -644,13 +1037,10 @@ impl Wave {
                     V_SUB_F16_E64 => vector(map2(exec, &a, &b, |x, y| bh(h(x) - h(y)))),
                     V_SUBREV_F16_E64 => vector(map2(exec, &a, &b, |x, y| bh(h(y) - h(x)))),
                     V_MUL_F16_E64 => vector(map2(exec, &a, &b, |x, y| bh(h(x) * h(y)))),
-                    V_FMA_F16 => vector(map3(exec, &a, &b, &c, |x, y, z| {
-                        bh((f64::from(h(x)) * f64::from(h(y)) + f64::from(h(z))) as f32)
-                    })),
                     V_FMAC_F16_E64 => {
                         let acc = old_dst(self)?;
                         vector(map3(exec, &a, &b, &acc, |x, y, z| {
-                            bh((f64::from(h(x)) * f64::from(h(y)) + f64::from(h(z))) as f32)
+                            u64::from(fma_f16(x as u16, y as u16, z as u16))
                         }))
                     }
                     V_MAX_F16_E64 => vector(map2(exec, &a, &b, |x, y| bh(max_f32(h(x), h(y))))),
@@ -680,36 +1070,64 @@ impl Wave {
                     }
                     V_DIV_FMAS_F64 => {
                         let vcc = self.vcc();
-                        let mut out =
-                            map3(exec, &a, &b, &c, |x, y, z| bd(d(x).mul_add(d(y), d(z))));
-                        for (lane, value) in out.iter_mut().enumerate() {
-                            if vcc >> lane & 1 != 0 {
-                                *value = bd(ldexp_f64(d(*value), 64));
+                        let mut out = [0u64; WAVE_SIZE];
+                        for lane in 0..WAVE_SIZE {
+                            if exec >> lane & 1 != 0 {
+                                out[lane] = bd(div_fmas(
+                                    d(a[lane]),
+                                    d(b[lane]),
+                                    d(c[lane]),
+                                    vcc >> lane & 1 != 0,
+                                    DOUBLE,
+                                    128,
+                                ));
                             }
                         }
                         vector(out)
                     }
                     V_DIV_FIXUP_F64 => vector(map3(exec, &a, &b, &c, |q, den, num| {
-                        bd(div_fixup_f64(d(q), d(den), d(num)))
+                        bd(div_fixup_f64(d(q), d(den), d(num), None))
                     })),
                     // 32-bit integer arithmetic and logic.
+                    // Integer clamp saturates to the destination type's range.
                     V_ADD_NC_U32_E64 => vector(map2(exec, &a, &b, |x, y| {
-                        u64::from(lo(x).wrapping_add(lo(y)))
+                        int_result(u32w(x) + u32w(y), 32, false, clamp)
                     })),
                     V_SUB_NC_U32_E64 => vector(map2(exec, &a, &b, |x, y| {
-                        u64::from(lo(x).wrapping_sub(lo(y)))
+                        int_result(u32w(x) - u32w(y), 32, false, clamp)
                     })),
                     V_SUBREV_NC_U32_E64 => vector(map2(exec, &a, &b, |x, y| {
-                        u64::from(lo(y).wrapping_sub(lo(x)))
+                        int_result(u32w(y) - u32w(x), 32, false, clamp)
                     })),
                     V_ADD_NC_I32 => vector(map2(exec, &a, &b, |x, y| {
-                        u64::from(lo(x).wrapping_add(lo(y)))
+                        int_result(i32w(x) + i32w(y), 32, true, clamp)
                     })),
                     V_SUB_NC_I32 => vector(map2(exec, &a, &b, |x, y| {
-                        u64::from(lo(x).wrapping_sub(lo(y)))
+                        int_result(i32w(x) - i32w(y), 32, true, clamp)
                     })),
                     V_ADD3_U32 => vector(map3(exec, &a, &b, &c, |x, y, z| {
-                        u64::from(lo(x).wrapping_add(lo(y)).wrapping_add(lo(z)))
+                        int_result(u32w(x) + u32w(y) + u32w(z), 32, false, clamp)
+                    })),
+                    V_XAD_U32 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        int_result(u32w(x ^ y) + u32w(z), 32, false, clamp)
+                    })),
+                    V_MAD_U16 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        int_result(u16w(x) * u16w(y) + u16w(z), 16, false, clamp)
+                    })),
+                    V_MAD_I16 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        int_result(i16w(x) * i16w(y) + i16w(z), 16, true, clamp)
+                    })),
+                    V_MAD_U32_U16 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        int_result(u16w(x) * u16w(y) + u32w(z), 32, false, clamp)
+                    })),
+                    V_MAD_I32_I16 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        int_result(i16w(x) * i16w(y) + i32w(z), 32, true, clamp)
+                    })),
+                    V_ADD_NC_I16 => vector(map2(exec, &a, &b, |x, y| {
+                        int_result(i16w(x) + i16w(y), 16, true, clamp)
+                    })),
+                    V_SUB_NC_I16 => vector(map2(exec, &a, &b, |x, y| {
+                        int_result(i16w(x) - i16w(y), 16, true, clamp)
                     })),
                     V_MUL_LO_U32 => vector(map2(exec, &a, &b, |x, y| {
                         u64::from(lo(x).wrapping_mul(lo(y)))
@@ -735,11 +1153,12 @@ impl Wave {
                         u64::from(((sext24(x) * sext24(y)) >> 32) as u32)
                     })),
                     V_MAD_U32_U24 => vector(map3(exec, &a, &b, &c, |x, y, z| {
-                        u64::from(((x & 0xff_ffff) * (y & 0xff_ffff)) as u32).wrapping_add(z)
-                            & 0xffff_ffff
+                        let product = i128::from((x & 0xff_ffff) * (y & 0xff_ffff));
+                        int_result(product + u32w(z), 32, false, clamp)
                     })),
                     V_MAD_I32_I24 => vector(map3(exec, &a, &b, &c, |x, y, z| {
-                        u64::from(((sext24(x) * sext24(y)) as u32).wrapping_add(lo(z)))
+                        let product = i128::from(sext24(x) * sext24(y));
+                        int_result(product + i32w(z), 32, true, clamp)
                     })),
                     V_MIN_I32_E64 => vector(map2(exec, &a, &b, |x, y| {
                         u64::from((lo(x) as i32).min(lo(y) as i32) as u32)
@@ -869,8 +1288,12 @@ impl Wave {
                         vector(map2(exec, &a, &b, |x, y| ((y as i64) >> (x & 63)) as u64))
                     }
                     // 16-bit integer (low halves).
-                    V_ADD_NC_U16 => vector(map2(exec, &a, &b, |x, y| x.wrapping_add(y) & 0xffff)),
-                    V_SUB_NC_U16 => vector(map2(exec, &a, &b, |x, y| x.wrapping_sub(y) & 0xffff)),
+                    V_ADD_NC_U16 => vector(map2(exec, &a, &b, |x, y| {
+                        int_result(u16w(x) + u16w(y), 16, false, clamp)
+                    })),
+                    V_SUB_NC_U16 => vector(map2(exec, &a, &b, |x, y| {
+                        int_result(u16w(x) - u16w(y), 16, false, clamp)
+                    })),
                     V_MUL_LO_U16 => vector(map2(exec, &a, &b, |x, y| x.wrapping_mul(y) & 0xffff)),
                     V_LSHLREV_B16 => vector(map2(exec, &a, &b, |x, y| (y << (x & 15)) & 0xffff)),
                     V_LSHRREV_B16 => vector(map2(exec, &a, &b, |x, y| (y & 0xffff) >> (x & 15))),
@@ -885,6 +1308,240 @@ impl Wave {
                     V_MIN_I16 => vector(map2(exec, &a, &b, |x, y| {
                         u64::from((x as u16 as i16).min(y as u16 as i16) as u16)
                     })),
+                    // Three-operand min/max combinations.
+                    V_MAXMIN_I32 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        u64::from((lo(x) as i32).max(lo(y) as i32).min(lo(z) as i32) as u32)
+                    })),
+                    V_MINMAX_I32 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        u64::from((lo(x) as i32).min(lo(y) as i32).max(lo(z) as i32) as u32)
+                    })),
+                    V_MAXMIN_U32 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        u64::from(lo(x).max(lo(y)).min(lo(z)))
+                    })),
+                    V_MINMAX_U32 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        u64::from(lo(x).min(lo(y)).max(lo(z)))
+                    })),
+                    V_MAXMIN_F32 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        bf(min_f32(max_f32(f(x), f(y)), f(z)))
+                    })),
+                    V_MINMAX_F32 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        bf(max_f32(min_f32(f(x), f(y)), f(z)))
+                    })),
+                    V_MAXMIN_F16 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        hq(min_f32(max_f32(h(x), h(y)), h(z)))
+                    })),
+                    V_MINMAX_F16 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        hq(max_f32(min_f32(h(x), h(y)), h(z)))
+                    })),
+                    V_MAX3_F16 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        hq(max_f32(max_f32(h(x), h(y)), h(z)))
+                    })),
+                    V_MIN3_F16 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        hq(min_f32(min_f32(h(x), h(y)), h(z)))
+                    })),
+                    V_MED3_F16 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        hq(med3_f32(h(x), h(y), h(z)))
+                    })),
+                    V_MAX3_I16 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        i16w(x).max(i16w(y)).max(i16w(z)) as u64 & 0xffff
+                    })),
+                    V_MIN3_I16 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        i16w(x).min(i16w(y)).min(i16w(z)) as u64 & 0xffff
+                    })),
+                    V_MED3_I16 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        let (x, y, z) = (i16w(x), i16w(y), i16w(z));
+                        x.min(y).max(x.max(y).min(z)) as u64 & 0xffff
+                    })),
+                    V_MAX3_U16 => vector(map3(exec, &a, &b, &c, |x, y, z| x.max(y).max(z))),
+                    V_MIN3_U16 => vector(map3(exec, &a, &b, &c, |x, y, z| x.min(y).min(z))),
+                    V_MED3_U16 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        x.min(y).max(x.max(y).min(z))
+                    })),
+                    // 16-bit conversions.
+                    V_CVT_I16_F16_E64 => vector(map1(exec, &a, |x| u64::from(h(x) as i16 as u16))),
+                    V_CVT_U16_F16_E64 => vector(map1(exec, &a, |x| u64::from(h(x) as u16))),
+                    V_CVT_F16_I16_E64 => {
+                        vector(map1(exec, &a, |x| u64::from(f64_to_f16(i16w(x) as f64))))
+                    }
+                    V_CVT_F16_U16_E64 => {
+                        vector(map1(exec, &a, |x| u64::from(f64_to_f16(u16w(x) as f64))))
+                    }
+                    V_CVT_I32_I16_E64 => vector(map1(exec, &a, |x| i16w(x) as u64 & 0xffff_ffff)),
+                    V_CVT_U32_U16_E64 => vector(map1(exec, &a, |x| x & 0xffff)),
+                    V_CVT_NORM_I16_F16_E64 => vector(map1(exec, &a, |x| {
+                        u64::from(snorm16(f64::from(h(x))) as u16)
+                    })),
+                    V_CVT_NORM_U16_F16_E64 => {
+                        vector(map1(exec, &a, |x| u64::from(unorm16(f64::from(h(x))))))
+                    }
+                    V_CVT_PK_NORM_I16_F32 => vector(map2(exec, &a, &b, |x, y| {
+                        u64::from(snorm16(f64::from(f(x))) as u16)
+                            | u64::from(snorm16(f64::from(f(y))) as u16) << 16
+                    })),
+                    V_CVT_PK_NORM_U16_F32 => vector(map2(exec, &a, &b, |x, y| {
+                        u64::from(unorm16(f64::from(f(x))))
+                            | u64::from(unorm16(f64::from(f(y)))) << 16
+                    })),
+                    V_CVT_PK_NORM_I16_F16 => vector(map2(exec, &a, &b, |x, y| {
+                        u64::from(snorm16(f64::from(h(x))) as u16)
+                            | u64::from(snorm16(f64::from(h(y))) as u16) << 16
+                    })),
+                    V_CVT_PK_NORM_U16_F16 => vector(map2(exec, &a, &b, |x, y| {
+                        u64::from(unorm16(f64::from(h(x))))
+                            | u64::from(unorm16(f64::from(h(y)))) << 16
+                    })),
+                    V_CVT_PK_I16_I32 => vector(map2(exec, &a, &b, |x, y| {
+                        let sat = |v: u64| i32w(v).clamp(-32768, 32767) as u64 & 0xffff;
+                        sat(x) | sat(y) << 16
+                    })),
+                    V_CVT_PK_U16_F32 => vector(map2(exec, &a, &b, |x, y| {
+                        u64::from(f(x) as u16) | u64::from(f(y) as u16) << 16
+                    })),
+                    V_CVT_PK_I16_F32 => vector(map2(exec, &a, &b, |x, y| {
+                        u64::from(f(x) as i16 as u16) | u64::from(f(y) as i16 as u16) << 16
+                    })),
+                    V_CVT_PK_U8_F32 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        let shift = (y & 3) * 8;
+                        let byte = u64::from(f(x).round_ties_even() as u8);
+                        (z & 0xffff_ffff & !(0xff << shift)) | byte << shift
+                    })),
+                    V_SAT_PK_U8_I16_E64 => vector(map1(exec, &a, |x| {
+                        let sat = |v: u64| (v as u16 as i16).clamp(0, 255) as u64;
+                        sat(x) | sat(x >> 16) << 8
+                    })),
+                    V_PACK_B32_F16 => {
+                        vector(map2(exec, &a, &b, |x, y| (x & 0xffff) | (y & 0xffff) << 16))
+                    }
+                    // 16-bit float arithmetic and transcendentals (one rounding from f64).
+                    V_FMA_F16 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        u64::from(fma_f16(x as u16, y as u16, z as u16))
+                    })),
+                    V_RCP_F16_E64 => vector(map1(exec, &a, |x| hd(1.0 / f64::from(h(x))))),
+                    V_RSQ_F16_E64 => vector(map1(exec, &a, |x| hd(1.0 / f64::from(h(x)).sqrt()))),
+                    V_SQRT_F16_E64 => vector(map1(exec, &a, |x| hd(f64::from(h(x)).sqrt()))),
+                    V_LOG_F16_E64 => vector(map1(exec, &a, |x| hd(f64::from(h(x)).log2()))),
+                    V_EXP_F16_E64 => vector(map1(exec, &a, |x| hd(f64::from(h(x)).exp2()))),
+                    V_SIN_F16_E64 => vector(map1(exec, &a, |x| {
+                        hd((f64::from(h(x)) * std::f64::consts::TAU).sin())
+                    })),
+                    V_COS_F16_E64 => vector(map1(exec, &a, |x| {
+                        hd((f64::from(h(x)) * std::f64::consts::TAU).cos())
+                    })),
+                    V_FLOOR_F16_E64 => vector(map1(exec, &a, |x| hq(h(x).floor()))),
+                    V_CEIL_F16_E64 => vector(map1(exec, &a, |x| hq(h(x).ceil()))),
+                    V_TRUNC_F16_E64 => vector(map1(exec, &a, |x| hq(h(x).trunc()))),
+                    V_RNDNE_F16_E64 => vector(map1(exec, &a, |x| hq(h(x).round_ties_even()))),
+                    V_FRACT_F16_E64 => vector(map1(exec, &a, |x| {
+                        let v = h(x);
+                        if v.is_finite() {
+                            // Largest f16 below 1.0 is 0x3bff.
+                            hq((v - v.floor()).min(f16_to_f32(0x3bff)))
+                        } else {
+                            hq(fract_f32(v))
+                        }
+                    })),
+                    V_FREXP_MANT_F16_E64 => vector(map1(exec, &a, |x| hq(frexp_mant_f32(h(x))))),
+                    V_FREXP_EXP_I16_F16_E64 => {
+                        vector(map1(exec, &a, |x| u64::from(frexp_exp_f32(h(x)) as u16)))
+                    }
+                    V_LDEXP_F16_E64 => vector(map2(exec, &a, &b, |x, y| {
+                        let exponent = i32::from(y as u16 as i16).clamp(-100, 100);
+                        hd(f64::from(h(x)) * 2f64.powi(exponent))
+                    })),
+                    V_CNDMASK_B16 => {
+                        let mask = self.lane_mask_source(v, 2)?;
+                        let mut out = [0u64; WAVE_SIZE];
+                        for lane in 0..WAVE_SIZE {
+                            out[lane] = if mask >> lane & 1 != 0 {
+                                b[lane]
+                            } else {
+                                a[lane]
+                            };
+                        }
+                        vector(out)
+                    }
+                    V_AND_B16 => vector(map2(exec, &a, &b, |x, y| x & y & 0xffff)),
+                    V_OR_B16 => vector(map2(exec, &a, &b, |x, y| (x | y) & 0xffff)),
+                    V_XOR_B16 => vector(map2(exec, &a, &b, |x, y| (x ^ y) & 0xffff)),
+                    V_NOT_B16_E64 => vector(map1(exec, &a, |x| !x & 0xffff)),
+                    V_MOV_B16_E64 => vector(map1(exec, &a, |x| x & 0xffff)),
+                    V_FMA_DX9_ZERO_F32 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        if f(x) == 0.0 || f(y) == 0.0 {
+                            z & 0xffff_ffff
+                        } else {
+                            bf(f(x).mul_add(f(y), f(z)))
+                        }
+                    })),
+                    V_FMAC_DX9_ZERO_F32_E64 => {
+                        let acc = old_dst(self)?;
+                        vector(map3(exec, &a, &b, &acc, |x, y, z| {
+                            if f(x) == 0.0 || f(y) == 0.0 {
+                                z & 0xffff_ffff
+                            } else {
+                                bf(f(x).mul_add(f(y), f(z)))
+                            }
+                        }))
+                    }
+                    // Byte and 16-bit sums of absolute differences, byte lerp.
+                    V_SAD_U8 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        u64::from(sad_u8(lo(x), lo(y), false).wrapping_add(lo(z)))
+                    })),
+                    V_MSAD_U8 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        u64::from(sad_u8(lo(x), lo(y), true).wrapping_add(lo(z)))
+                    })),
+                    V_SAD_HI_U8 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        u64::from((sad_u8(lo(x), lo(y), false) << 16).wrapping_add(lo(z)))
+                    })),
+                    V_SAD_U16 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        let (x, y) = (lo(x), lo(y));
+                        let low = (x as u16).abs_diff(y as u16);
+                        let high = ((x >> 16) as u16).abs_diff((y >> 16) as u16);
+                        u64::from(
+                            lo(z)
+                                .wrapping_add(u32::from(low))
+                                .wrapping_add(u32::from(high)),
+                        )
+                    })),
+                    V_LERP_U8 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        let mut result = 0u64;
+                        for byte in 0..4 {
+                            let shift = byte * 8;
+                            let sum =
+                                ((x >> shift) & 0xff) + ((y >> shift) & 0xff) + ((z >> shift) & 1);
+                            result |= (sum >> 1) << shift;
+                        }
+                        result
+                    })),
+                    V_DOT2_F16_F16 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        // tmp = S2; tmp += lo products; tmp += hi products (f16 steps).
+                        let mut acc = z as u16;
+                        for half in 0..2 {
+                            let (p, q) = ((x >> (16 * half)) as u16, (y >> (16 * half)) as u16);
+                            acc = fma_f16(p, q, acc);
+                        }
+                        u64::from(acc)
+                    })),
+                    V_DOT2_BF16_BF16 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        let bf16 = |v: u64| f32::from_bits((v as u32 & 0xffff) << 16);
+                        let mut acc = bf16(z);
+                        for half in 0..2 {
+                            acc = bf16(x >> (16 * half)).mul_add(bf16(y >> (16 * half)), acc);
+                        }
+                        u64::from(f32_to_bf16(acc))
+                    })),
+                    V_PERMLANE16_B32 | V_PERMLANEX16_B32 => {
+                        let select = u64::from(self.read_scalar(v.src[1])?)
+                            | u64::from(self.read_scalar(v.src[2])?) << 32;
+                        let cross = op == V_PERMLANEX16_B32;
+                        let mut out = [0u64; WAVE_SIZE];
+                        for (lane, value) in out.iter_mut().enumerate() {
+                            let row = lane / 16;
+                            let source_row = if cross { row ^ 1 } else { row };
+                            let index = ((select >> ((lane % 16) * 4)) & 0xf) as usize;
+                            *value = a[source_row * 16 + index];
+                        }
+                        vector(out)
+                    }
                     _ => Err(unimplemented(op.mnemonic())),
                 }
             }
@@ -958,22 +1615,80 @@ impl Wave {
         Ok(())
     }
 
+    // Lanes index several per-lane arrays at once.
+    #[allow(clippy::needless_range_loop)]
     pub(super) fn vop3p(&mut self, i: &Vop3p) -> Result<Flow, FaultKind> {
         if i.dpp.is_some() {
             return Err(unimplemented(i.op.mnemonic()));
         }
+        use Vop3pOp::*;
+        if matches!(
+            i.op,
+            V_WMMA_F32_16X16X16_F16
+                | V_WMMA_F32_16X16X16_BF16
+                | V_WMMA_F16_16X16X16_F16
+                | V_WMMA_BF16_16X16X16_BF16
+                | V_WMMA_I32_16X16X16_IU8
+                | V_WMMA_I32_16X16X16_IU4
+        ) {
+            return self.wmma(i);
+        }
         let exec = self.exec();
-        // Fetch raw 32-bit sources; select halves per opsel/opsel_hi and apply neg/neg_hi.
+        let mixed = matches!(i.op, V_FMA_MIX_F32 | V_FMA_MIXLO_F16 | V_FMA_MIXHI_F16);
+        // Fetch raw 32-bit sources. Inline float constants are f16 for packed operands and
+        // f32 for the 32-bit operands of mixed and dot operations.
         let mut raw = [[0u32; WAVE_SIZE]; 3];
         for (n, lanes) in raw.iter_mut().enumerate() {
+            let f32_operand = (mixed && (i.opsel_hi >> n) & 1 == 0)
+                || (n == 2 && matches!(i.op, V_DOT2_F32_F16 | V_DOT2_F32_BF16));
             match i.src[n] {
                 Operand::Vgpr(_) => {
                     let range = self.vgpr_range(i.src[n], 1)?;
                     *lanes = self.vgpr[range.start];
                 }
-                Operand::InlineFloat(value) => *lanes = [u32::from(value.f16_bits()); WAVE_SIZE],
+                Operand::InlineFloat(value) if !f32_operand => {
+                    *lanes = [u32::from(value.f16_bits()); WAVE_SIZE]
+                }
                 other => *lanes = [self.read_scalar(other)?; WAVE_SIZE],
             }
+        }
+        let range = self.vgpr_range(i.vdst, 1)?;
+        let dst = range.start;
+        if mixed {
+            for lane in 0..WAVE_SIZE {
+                if exec >> lane & 1 == 0 {
+                    continue;
+                }
+                // neg negates, neg_hi takes the absolute value; opsel_hi picks f16 sources.
+                let input = |n: usize| -> f32 {
+                    let word = raw[n][lane];
+                    let mut x = if (i.opsel_hi >> n) & 1 == 0 {
+                        f32::from_bits(word)
+                    } else if (i.opsel >> n) & 1 != 0 {
+                        f16_to_f32((word >> 16) as u16)
+                    } else {
+                        f16_to_f32(word as u16)
+                    };
+                    if (i.neg_hi >> n) & 1 != 0 {
+                        x = x.abs();
+                    }
+                    if (i.neg >> n) & 1 != 0 {
+                        x = -x;
+                    }
+                    x
+                };
+                let mut result = input(0).mul_add(input(1), input(2));
+                if i.clamp {
+                    result = clamp_unit(result);
+                }
+                let old = self.vgpr[dst][lane];
+                self.vgpr[dst][lane] = match i.op {
+                    V_FMA_MIX_F32 => result.to_bits(),
+                    V_FMA_MIXLO_F16 => (old & 0xffff_0000) | u32::from(f32_to_f16(result)),
+                    _ => (old & 0xffff) | (u32::from(f32_to_f16(result)) << 16),
+                };
+            }
+            return Ok(Flow::Next);
         }
         let half = |n: usize, lane: usize, high: bool| -> u16 {
             let select = if high {
@@ -997,32 +1712,146 @@ impl Wave {
                 value
             }
         };
-        use Vop3pOp::*;
-        let per_half: fn(u16, u16, u16) -> u16 = match i.op {
-            V_PK_ADD_F16 => |x, y, _| f32_to_f16(f16_to_f32(x) + f16_to_f32(y)),
-            V_PK_MUL_F16 => |x, y, _| f32_to_f16(f16_to_f32(x) * f16_to_f32(y)),
-            V_PK_FMA_F16 => |x, y, z| {
-                f32_to_f16(
-                    (f64::from(f16_to_f32(x)) * f64::from(f16_to_f32(y)) + f64::from(f16_to_f32(z)))
-                        as f32,
-                )
-            },
-            V_PK_MAX_F16 => |x, y, _| f32_to_f16(max_f32(f16_to_f32(x), f16_to_f32(y))),
-            V_PK_MIN_F16 => |x, y, _| f32_to_f16(min_f32(f16_to_f32(x), f16_to_f32(y))),
-            V_PK_ADD_U16 => |x, y, _| x.wrapping_add(y),
-            V_PK_SUB_U16 => |x, y, _| x.wrapping_sub(y),
-            V_PK_MUL_LO_U16 => |x, y, _| x.wrapping_mul(y),
-            V_PK_LSHLREV_B16 => |x, y, _| y.wrapping_shl(u32::from(x & 15)),
-            V_PK_LSHRREV_B16 => |x, y, _| y >> (x & 15),
-            V_PK_ASHRREV_I16 => |x, y, _| ((y as i16) >> (x & 15)) as u16,
-            V_PK_MAX_U16 => |x, y, _| x.max(y),
-            V_PK_MIN_U16 => |x, y, _| x.min(y),
-            V_PK_MAX_I16 => |x, y, _| (x as i16).max(y as i16) as u16,
-            V_PK_MIN_I16 => |x, y, _| (x as i16).min(y as i16) as u16,
-            V_PK_MAD_U16 => |x, y, z| x.wrapping_mul(y).wrapping_add(z),
+        // Dot products: one 32-bit result per lane.
+        let dot: Option<DotF32> = match i.op {
+            V_DOT2_F32_F16 => Some(|h, c, _, clamp| {
+                // tmp = S2; tmp += lo product; tmp += hi product (f16 products are exact).
+                let mut acc = f32::from_bits(c);
+                acc += f16_to_f32(h[0]) * f16_to_f32(h[2]);
+                acc += f16_to_f32(h[1]) * f16_to_f32(h[3]);
+                if clamp {
+                    acc = clamp_unit(acc);
+                }
+                acc.to_bits()
+            }),
+            V_DOT2_F32_BF16 => Some(|h, c, _, clamp| {
+                let bf16 = |x: u16| f32::from_bits(u32::from(x) << 16);
+                let mut acc = f32::from_bits(c);
+                acc = bf16(h[0]).mul_add(bf16(h[2]), acc);
+                acc = bf16(h[1]).mul_add(bf16(h[3]), acc);
+                if clamp {
+                    acc = clamp_unit(acc);
+                }
+                acc.to_bits()
+            }),
+            _ => None,
+        };
+        if let Some(dot) = dot {
+            for lane in 0..WAVE_SIZE {
+                if exec >> lane & 1 == 0 {
+                    continue;
+                }
+                let halves = [
+                    half(0, lane, false),
+                    half(0, lane, true),
+                    half(1, lane, false),
+                    half(1, lane, true),
+                ];
+                let mut c = raw[2][lane];
+                if (i.neg >> 2) & 1 != 0 {
+                    c ^= 0x8000_0000;
+                }
+                self.vgpr[dst][lane] = dot(&halves, c, i.neg, i.clamp);
+            }
+            return Ok(Flow::Next);
+        }
+        // Integer dot products: NEG bits select signed inputs (iu forms).
+        let int_dot = match i.op {
+            V_DOT4_I32_IU8 => Some((8u32, true)),
+            V_DOT4_U32_U8 => Some((8, false)),
+            V_DOT8_I32_IU4 => Some((4, true)),
+            V_DOT8_U32_U4 => Some((4, false)),
+            _ => None,
+        };
+        if let Some((width, signed_result)) = int_dot {
+            let signed_a = signed_result && i.neg & 1 != 0;
+            let signed_b = signed_result && i.neg & 2 != 0;
+            let element = |word: u32, k: u32, signed: bool| -> i128 {
+                let field = (word >> (k * width)) & ((1 << width) - 1);
+                if signed {
+                    i128::from(((field << (32 - width)) as i32) >> (32 - width))
+                } else {
+                    i128::from(field)
+                }
+            };
+            for lane in 0..WAVE_SIZE {
+                if exec >> lane & 1 == 0 {
+                    continue;
+                }
+                let (x, y, z) = (raw[0][lane], raw[1][lane], raw[2][lane]);
+                let mut acc = if signed_result {
+                    i128::from(z as i32)
+                } else {
+                    i128::from(z)
+                };
+                for k in 0..32 / width {
+                    acc += element(x, k, signed_a) * element(y, k, signed_b);
+                }
+                self.vgpr[dst][lane] = int_result(acc, 32, signed_result, i.clamp) as u32;
+            }
+            return Ok(Flow::Next);
+        }
+        // Packed 16-bit operations: each half computed independently.
+        enum Packed {
+            Float(fn(u16, u16, u16) -> u16),
+            Int(fn(u16, u16, u16) -> i128, bool),
+            Bits(fn(u16, u16, u16) -> u16),
+        }
+        let operation = match i.op {
+            V_PK_ADD_F16 => Packed::Float(|x, y, _| {
+                hd(f64::from(f16_to_f32(x)) + f64::from(f16_to_f32(y))) as u16
+            }),
+            V_PK_MUL_F16 => Packed::Float(|x, y, _| {
+                hd(f64::from(f16_to_f32(x)) * f64::from(f16_to_f32(y))) as u16
+            }),
+            V_PK_FMA_F16 => Packed::Float(fma_f16),
+            V_PK_MAX_F16 => {
+                Packed::Float(|x, y, _| hq(max_f32(f16_to_f32(x), f16_to_f32(y))) as u16)
+            }
+            V_PK_MIN_F16 => {
+                Packed::Float(|x, y, _| hq(min_f32(f16_to_f32(x), f16_to_f32(y))) as u16)
+            }
+            V_PK_ADD_U16 => Packed::Int(|x, y, _| i128::from(x) + i128::from(y), false),
+            V_PK_SUB_U16 => Packed::Int(|x, y, _| i128::from(x) - i128::from(y), false),
+            V_PK_ADD_I16 => {
+                Packed::Int(|x, y, _| i128::from(x as i16) + i128::from(y as i16), true)
+            }
+            V_PK_SUB_I16 => {
+                Packed::Int(|x, y, _| i128::from(x as i16) - i128::from(y as i16), true)
+            }
+            V_PK_MAD_U16 => Packed::Int(
+                |x, y, z| i128::from(x) * i128::from(y) + i128::from(z),
+                false,
+            ),
+            V_PK_MAD_I16 => Packed::Int(
+                |x, y, z| i128::from(x as i16) * i128::from(y as i16) + i128::from(z as i16),
+                true,
+            ),
+            V_PK_MUL_LO_U16 => Packed::Bits(|x, y, _| x.wrapping_mul(y)),
+            V_PK_LSHLREV_B16 => Packed::Bits(|x, y, _| y.wrapping_shl(u32::from(x & 15))),
+            V_PK_LSHRREV_B16 => Packed::Bits(|x, y, _| y >> (x & 15)),
+            V_PK_ASHRREV_I16 => Packed::Bits(|x, y, _| ((y as i16) >> (x & 15)) as u16),
+            V_PK_MAX_U16 => Packed::Bits(|x, y, _| x.max(y)),
+            V_PK_MIN_U16 => Packed::Bits(|x, y, _| x.min(y)),
+            V_PK_MAX_I16 => Packed::Bits(|x, y, _| (x as i16).max(y as i16) as u16),
+            V_PK_MIN_I16 => Packed::Bits(|x, y, _| (x as i16).min(y as i16) as u16),
             _ => return Err(unimplemented(i.op.mnemonic())),
         };
-        let range = self.vgpr_range(i.vdst, 1)?;
+        let clamp = i.clamp;
+        let per_half = |x: u16, y: u16, z: u16| -> u16 {
+            match &operation {
+                Packed::Float(op) => {
+                    let r = op(x, y, z);
+                    if clamp {
+                        hq(clamp_unit(f16_to_f32(r))) as u16
+                    } else {
+                        r
+                    }
+                }
+                Packed::Int(op, signed) => int_result(op(x, y, z), 16, *signed, clamp) as u16,
+                Packed::Bits(op) => op(x, y, z),
+            }
+        };
         for lane in 0..WAVE_SIZE {
             if exec >> lane & 1 == 0 {
                 continue;
@@ -1037,9 +1866,139 @@ impl Wave {
                 half(1, lane, true),
                 half(2, lane, true),
             );
-            self.vgpr[range.start][lane] = u32::from(low) | (u32::from(high) << 16);
+            self.vgpr[dst][lane] = u32::from(low) | (u32::from(high) << 16);
         }
         Ok(Flow::Next)
+    }
+
+    /// V_WMMA_*_16X16X16_*: D = A × B + C over the whole wave. Lane `l` (mod 16) holds row
+    /// `l` of A and column `l` of B (16 elements over 8 VGPRs, or 4/2 for 8/4-bit integers;
+    /// lanes 16-31 repeat lanes 0-15). C and D element (r, c) is in lane `c + 16 (r % 2)`,
+    /// VGPR `r / 2` (32-bit results; 16-bit results use the low halves, or the high halves
+    /// with opsel[2]).
+    fn wmma(&mut self, i: &Vop3p) -> Result<Flow, FaultKind> {
+        use Vop3pOp::*;
+        let exec = self.exec();
+        if exec != u32::MAX {
+            return Err(super::illegal("WMMA requires all lanes of EXEC"));
+        }
+        let (ab_dwords, element_bits) = match i.op {
+            V_WMMA_I32_16X16X16_IU8 => (4, 8),
+            V_WMMA_I32_16X16X16_IU4 => (2, 4),
+            _ => (8, 16),
+        };
+        let a = self.vgpr_range(i.src[0], ab_dwords)?.start;
+        let b = self.vgpr_range(i.src[1], ab_dwords)?.start;
+        let element = |base: usize, lane: usize, k: usize| -> u32 {
+            let bit = k * element_bits;
+            let word = self.vgpr[base + bit / 32][lane];
+            (word >> (bit % 32)) & ((1u32 << element_bits) - 1)
+        };
+        let c_word = |r: usize, col: usize| -> Result<u32, FaultKind> {
+            match i.src[2] {
+                Operand::Vgpr(_) => {
+                    let c = self.vgpr_range(i.src[2], 8)?.start;
+                    Ok(self.vgpr[c + r / 2][col + 16 * (r % 2)])
+                }
+                Operand::InlineFloat(value) => Ok(match i.op {
+                    V_WMMA_F16_16X16X16_F16 => u32::from(value.f16_bits()),
+                    V_WMMA_BF16_16X16X16_BF16 => value.f32_bits() >> 16,
+                    _ => value.f32_bits(),
+                }),
+                other => self.read_scalar(other),
+            }
+        };
+        let high_half = i.opsel & 4 != 0;
+        let mut result = [[0u32; WAVE_SIZE]; 8];
+        for r in 0..16 {
+            for col in 0..16 {
+                let c = c_word(r, col)?;
+                let c16 = if high_half {
+                    (c >> 16) as u16
+                } else {
+                    c as u16
+                };
+                let value = match i.op {
+                    V_WMMA_I32_16X16X16_IU8 | V_WMMA_I32_16X16X16_IU4 => {
+                        let bits = element_bits as u32;
+                        let signed_a = i.neg & 1 != 0;
+                        let signed_b = i.neg & 2 != 0;
+                        let extend = |x: u32, signed: bool| -> i128 {
+                            if signed {
+                                i128::from(((x << (32 - bits)) as i32) >> (32 - bits))
+                            } else {
+                                i128::from(x)
+                            }
+                        };
+                        let mut acc = i128::from(c as i32);
+                        for k in 0..16 {
+                            acc += extend(element(a, r, k), signed_a)
+                                * extend(element(b, col, k), signed_b);
+                        }
+                        int_result(acc, 32, true, i.clamp) as u32
+                    }
+                    _ => {
+                        let to_f64 = |x: u32| -> f64 {
+                            match i.op {
+                                V_WMMA_F32_16X16X16_BF16 | V_WMMA_BF16_16X16X16_BF16 => {
+                                    f64::from(f32::from_bits(x << 16))
+                                }
+                                _ => f64::from(f16_to_f32(x as u16)),
+                            }
+                        };
+                        // Products of 16-bit floats are exact in f64; sum them exactly as
+                        // far as f64 allows, then round once to the result format.
+                        let mut acc = match i.op {
+                            V_WMMA_F16_16X16X16_F16 => f64::from(f16_to_f32(c16)),
+                            V_WMMA_BF16_16X16X16_BF16 => {
+                                f64::from(f32::from_bits(u32::from(c16) << 16))
+                            }
+                            _ => f64::from(f32::from_bits(c)),
+                        };
+                        for k in 0..16 {
+                            acc += to_f64(element(a, r, k)) * to_f64(element(b, col, k));
+                        }
+                        match i.op {
+                            V_WMMA_F16_16X16X16_F16 => {
+                                let h = u32::from(f64_to_f16(acc));
+                                if high_half {
+                                    (c & 0xffff) | (h << 16)
+                                } else {
+                                    (c & 0xffff_0000) | h
+                                }
+                            }
+                            V_WMMA_BF16_16X16X16_BF16 => {
+                                let h = u32::from(f32_to_bf16(acc as f32));
+                                if high_half {
+                                    (c & 0xffff) | (h << 16)
+                                } else {
+                                    (c & 0xffff_0000) | h
+                                }
+                            }
+                            _ => (acc as f32).to_bits(),
+                        }
+                    }
+                };
+                result[r / 2][col + 16 * (r % 2)] = value;
+            }
+        }
+        let d = self.vgpr_range(i.vdst, 8)?.start;
+        for (k, lanes) in result.iter().enumerate() {
+            self.vgpr[d + k] = *lanes;
+        }
+        Ok(Flow::Next)
+    }
+}
+
+/// A float dot product: (halves a.lo, a.hi, b.lo, b.hi; accumulator; neg bits; clamp).
+type DotF32 = fn(&[u16; 4], u32, u8, bool) -> u32;
+
+/// Clamp of a float result to [0, 1] (NaN gives 0).
+fn clamp_unit(x: f32) -> f32 {
+    if x.is_nan() {
+        0.0
+    } else {
+        x.clamp(0.0, 1.0)
     }
 }
 

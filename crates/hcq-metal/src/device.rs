@@ -1,0 +1,506 @@
+//! [`MetalDevice`]: buffers in shared storage, MSL compile (through the compile cache),
+//! pipelines, dispatch, and the command buffers in flight. Generic over [`MetalApi`].
+
+use crate::api::{MetalApi, Size3};
+use crate::inflight::{failure, InFlight, Seq};
+use hcq_core::{Arg, CompileCache, CompileKey, DeviceInfo, Error, Result};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+/// Metal's limit on buffer bindings per kernel (`[[buffer(0..30)]]`), which is also what an
+/// indirect compute command can hold.
+pub const MAX_BUFFER_BINDINGS: usize = 31;
+
+/// Command buffers the device's queue may have outstanding (as tinygrad asks for).
+pub const MAX_COMMAND_BUFFERS: usize = 1024;
+
+/// The compiler target reported in [`DeviceInfo::arch`] and used in compile-cache keys.
+pub const ARCH: &str = "metal";
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A process-unique id, used to tell devices, buffers and programs apart without comparing
+/// Metal handles.
+pub(crate) fn next_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Device memory: an `MTLBuffer` in shared storage.
+pub struct MetalBuffer<A: MetalApi> {
+    pub(crate) buf: A::Buffer,
+    pub(crate) size: usize,
+    pub(crate) id: u64,
+    pub(crate) device_id: u64,
+}
+
+impl<A: MetalApi> MetalBuffer<A> {
+    /// Bytes requested.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+    /// The Metal handle.
+    pub fn raw(&self) -> &A::Buffer {
+        &self.buf
+    }
+    /// Process-unique identity of this buffer.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+}
+
+impl<A: MetalApi> std::fmt::Debug for MetalBuffer<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MetalBuffer(#{}, {} bytes)", self.id, self.size)
+    }
+}
+
+/// A kernel: its library, function and compute pipeline.
+pub struct MetalProgram<A: MetalApi> {
+    pub(crate) name: String,
+    pub(crate) _library: A::Library,
+    pub(crate) function: A::Function,
+    pub(crate) pipeline: A::Pipeline,
+    pub(crate) max_threads: u64,
+    pub(crate) device_id: u64,
+}
+
+impl<A: MetalApi> MetalProgram<A> {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// `maxTotalThreadsPerThreadgroup` of the pipeline.
+    pub fn max_threads_per_threadgroup(&self) -> u64 {
+        self.max_threads
+    }
+}
+
+impl<A: MetalApi> std::fmt::Debug for MetalProgram<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MetalProgram({})", self.name)
+    }
+}
+
+pub(crate) struct DeviceState<A: MetalApi> {
+    pub(crate) in_flight: InFlight<A::CommandBuffer>,
+    /// Failures of command buffers retired without a waiter, reported by the next wait.
+    pub(crate) pending_errors: Vec<String>,
+}
+
+/// One Metal GPU.
+pub struct MetalDevice<A: MetalApi> {
+    pub(crate) api: A,
+    pub name: String,
+    pub(crate) device: A::Device,
+    pub(crate) queue: A::Queue,
+    pub(crate) state: Mutex<DeviceState<A>>,
+    cache: CompileCache,
+    compiler_id: String,
+    pub(crate) id: u64,
+}
+
+/// Names of the Metal devices `api` sees: `metal:0`, `metal:1`, ...
+pub fn device_names<A: MetalApi>(api: &A) -> Vec<String> {
+    (0..api.copy_all_devices().len())
+        .map(|i| format!("metal:{i}"))
+        .collect()
+}
+
+impl<A: MetalApi> MetalDevice<A> {
+    /// Opens the `index`-th device of `MTLCopyAllDevices()`, with the compile cache from the
+    /// environment.
+    pub fn open(api: A, index: usize) -> Result<Self> {
+        Self::open_with_cache(api, index, CompileCache::from_env())
+    }
+
+    /// Opens the `index`-th device with an explicit compile cache.
+    pub fn open_with_cache(api: A, index: usize, cache: CompileCache) -> Result<Self> {
+        let name = format!("metal:{index}");
+        let mut devices = api.copy_all_devices();
+        let count = devices.len();
+        if index >= count {
+            return Err(Error::NoDevice(format!(
+                "{name} (this machine has {count} Metal device(s))"
+            )));
+        }
+        let device = devices.swap_remove(index);
+        let queue = api
+            .new_command_queue(&device, MAX_COMMAND_BUFFERS)
+            .ok_or_else(|| Error::Unsupported(format!("{name}: newCommandQueue returned nil")))?;
+        let compiler_id = format!("Metal on {}", api.operating_system_version());
+        Ok(MetalDevice {
+            api,
+            name,
+            device,
+            queue,
+            state: Mutex::new(DeviceState {
+                in_flight: InFlight::new(),
+                pending_errors: Vec::new(),
+            }),
+            cache,
+            compiler_id,
+            id: next_id(),
+        })
+    }
+
+    /// The Metal calls this device makes.
+    pub fn api(&self) -> &A {
+        &self.api
+    }
+
+    pub fn info(&self) -> DeviceInfo {
+        DeviceInfo {
+            name: self.name.clone(),
+            arch: ARCH.to_string(),
+            memory: self.api.recommended_max_working_set_size(&self.device),
+            emulated: A::EMULATED,
+            description: self.api.device_name(&self.device),
+        }
+    }
+
+    /// Allocates a shared-storage buffer of `size` bytes (at least one byte is allocated).
+    pub fn alloc(&self, size: usize) -> Result<MetalBuffer<A>> {
+        let oom = || Error::OutOfMemory {
+            device: self.name.clone(),
+            requested: size as u64,
+        };
+        if size as u64 > self.api.max_buffer_length(&self.device) {
+            return Err(oom());
+        }
+        let buf = self
+            .api
+            .new_buffer_with_length(&self.device, size.max(1))
+            .ok_or_else(oom)?;
+        if self.api.length(&buf) < size {
+            return Err(oom());
+        }
+        Ok(MetalBuffer {
+            buf,
+            size,
+            id: next_id(),
+            device_id: self.id,
+        })
+    }
+
+    fn check_buffer(&self, buf: &MetalBuffer<A>) -> Result<()> {
+        if buf.device_id != self.id {
+            return Err(Error::InvalidArgument(format!(
+                "buffer #{} belongs to another device than {}",
+                buf.id, self.name
+            )));
+        }
+        Ok(())
+    }
+
+    fn check_range(buf: &MetalBuffer<A>, offset: usize, len: usize) -> Result<()> {
+        if offset.checked_add(len).is_none_or(|end| end > buf.size) {
+            return Err(Error::InvalidArgument(format!(
+                "copy of {len} bytes at offset {offset} exceeds the {}-byte buffer",
+                buf.size
+            )));
+        }
+        Ok(())
+    }
+
+    /// Copies host bytes into `buf` at `offset`, after the work already queued.
+    pub fn copy_in(&self, buf: &MetalBuffer<A>, offset: usize, src: &[u8]) -> Result<()> {
+        self.check_buffer(buf)?;
+        Self::check_range(buf, offset, src.len())?;
+        let mut st = lock(&self.state);
+        self.wait_locked(&mut st, None)?;
+        let base = self.api.contents(&buf.buf);
+        if base.is_null() {
+            return Err(Error::Unsupported("buffer has no CPU contents".into()));
+        }
+        // SAFETY: `contents` points at the buffer's `length >= size` bytes of shared storage
+        // (checked at allocation), `offset + src.len() <= size` (checked above), no GPU work is
+        // in flight on this device (waited above, lock held), and `src` is host memory that
+        // cannot overlap a Metal allocation's storage.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), base.add(offset), src.len()) };
+        Ok(())
+    }
+
+    /// Copies `dst.len()` bytes out of `buf` at `offset`, after the work already queued.
+    pub fn copy_out(&self, dst: &mut [u8], buf: &MetalBuffer<A>, offset: usize) -> Result<()> {
+        self.check_buffer(buf)?;
+        Self::check_range(buf, offset, dst.len())?;
+        let mut st = lock(&self.state);
+        self.wait_locked(&mut st, None)?;
+        let base = self.api.contents(&buf.buf);
+        if base.is_null() {
+            return Err(Error::Unsupported("buffer has no CPU contents".into()));
+        }
+        // SAFETY: as in `copy_in`: the range lies inside the buffer's shared storage and no GPU
+        // work that could write it is in flight.
+        unsafe { std::ptr::copy_nonoverlapping(base.add(offset), dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+
+    /// Queues a GPU copy of `size` bytes from `src` to `dst` (a blit), after the work already
+    /// queued.
+    pub fn copy(
+        &self,
+        dst: &MetalBuffer<A>,
+        dst_offset: usize,
+        src: &MetalBuffer<A>,
+        src_offset: usize,
+        size: usize,
+    ) -> Result<()> {
+        self.check_buffer(dst)?;
+        self.check_buffer(src)?;
+        Self::check_range(dst, dst_offset, size)?;
+        Self::check_range(src, src_offset, size)?;
+        let mut st = lock(&self.state);
+        let cb = self.new_command_buffer()?;
+        let blit = self
+            .api
+            .blit_command_encoder(&cb)
+            .ok_or_else(|| self.nil("blitCommandEncoder"))?;
+        self.api
+            .copy_from_buffer(&blit, &src.buf, src_offset, &dst.buf, dst_offset, size);
+        self.api.end_blit_encoding(&blit);
+        self.submit_locked(&mut st, cb);
+        Ok(())
+    }
+
+    /// Compiles Metal Shading Language source into a serialized library (metallib bytes),
+    /// through the compile cache.
+    pub fn compile(&self, source: &str) -> Result<Vec<u8>> {
+        let flags: [String; 0] = [];
+        let key = CompileKey {
+            source,
+            arch: ARCH,
+            compiler: &self.compiler_id,
+            flags: &flags,
+        };
+        self.cache.get_or_compile(&key, || {
+            let lib = self
+                .api
+                .new_library_with_source(&self.device, source)
+                .map_err(|log| Error::Compile {
+                    message: format!("Metal rejected the source on {}", self.name),
+                    log,
+                })?;
+            self.api.library_data_contents(&lib).ok_or_else(|| {
+                Error::Unsupported("this Metal cannot serialize a compiled library".into())
+            })
+        })
+    }
+
+    /// Loads kernel `name` from a serialized library.
+    pub fn load_program(&self, library: &[u8], name: &str) -> Result<MetalProgram<A>> {
+        if !library.starts_with(b"MTLB") {
+            return Err(Error::InvalidCodeObject(
+                "not a Metal library (no MTLB magic)".into(),
+            ));
+        }
+        let lib = self
+            .api
+            .new_library_with_data(&self.device, library)
+            .map_err(|e| Error::InvalidCodeObject(format!("Metal refused the library: {e}")))?;
+        let function = self
+            .api
+            .new_function_with_name(&lib, name)
+            .ok_or_else(|| Error::InvalidCodeObject(format!("no kernel {name} in the library")))?;
+        let pipeline = self
+            .api
+            .new_compute_pipeline_state(&self.device, &function, false)
+            .map_err(|log| Error::Compile {
+                message: format!("creating the pipeline of {name}"),
+                log,
+            })?;
+        let max_threads = self.api.max_total_threads_per_threadgroup(&pipeline);
+        Ok(MetalProgram {
+            name: name.to_string(),
+            _library: lib,
+            function,
+            pipeline,
+            max_threads,
+            device_id: self.id,
+        })
+    }
+
+    pub(crate) fn check_program(&self, prg: &MetalProgram<A>) -> Result<()> {
+        if prg.device_id != self.id {
+            return Err(Error::InvalidArgument(format!(
+                "program {} was loaded on another device",
+                prg.name
+            )));
+        }
+        Ok(())
+    }
+
+    /// Launches `prg` over `global` threadgroups of `local` threads. Arguments bind in order:
+    /// argument `i` is `[[buffer(i)]]`, a buffer by reference, a scalar by value. With `wait`,
+    /// blocks until it finishes and returns its GPU time.
+    pub fn launch<'b, B>(
+        &self,
+        prg: &MetalProgram<A>,
+        args: &'b [Arg<B>],
+        buffer_of: impl Fn(&'b B) -> Result<&'b MetalBuffer<A>>,
+        global: Size3,
+        local: Size3,
+        wait: bool,
+    ) -> Result<Option<Duration>>
+    where
+        A: 'b,
+    {
+        self.check_program(prg)?;
+        check_launch(&prg.name, prg.max_threads, global, local)?;
+        if args.len() > MAX_BUFFER_BINDINGS {
+            return Err(Error::InvalidArgument(format!(
+                "{} arguments to {} (Metal binds at most {MAX_BUFFER_BINDINGS})",
+                args.len(),
+                prg.name
+            )));
+        }
+        let mut buffers = Vec::with_capacity(args.len());
+        for (i, a) in args.iter().enumerate() {
+            if let Arg::Buffer(b) = a {
+                let b = buffer_of(b)?;
+                self.check_buffer(b)
+                    .map_err(|e| Error::InvalidArgument(format!("argument {i}: {e}")))?;
+                buffers.push(b);
+            }
+        }
+        let mut st = lock(&self.state);
+        let cb = self.new_command_buffer()?;
+        let enc = self
+            .api
+            .compute_command_encoder(&cb)
+            .ok_or_else(|| self.nil("computeCommandEncoder"))?;
+        self.api.set_compute_pipeline_state(&enc, &prg.pipeline);
+        let mut next_buffer = buffers.iter();
+        for (i, a) in args.iter().enumerate() {
+            match a.scalar_bytes() {
+                None => {
+                    if let Some(b) = next_buffer.next() {
+                        self.api.set_buffer(&enc, &b.buf, 0, i);
+                    }
+                }
+                Some(bytes) => self.api.set_bytes(&enc, &bytes[..a.size()], i),
+            }
+        }
+        self.api.dispatch_threadgroups(&enc, global, local);
+        self.api.end_encoding(&enc);
+        let seq = self.submit_locked(&mut st, cb);
+        if !wait {
+            return Ok(None);
+        }
+        self.wait_seq_locked(&mut st, seq)
+    }
+
+    pub(crate) fn nil(&self, call: &str) -> Error {
+        Error::Unsupported(format!("{}: {call} returned nil", self.name))
+    }
+
+    pub(crate) fn new_command_buffer(&self) -> Result<A::CommandBuffer> {
+        self.api
+            .command_buffer(&self.queue)
+            .ok_or_else(|| self.nil("commandBuffer"))
+    }
+
+    /// Commits `cb`, tracks it as in flight, and retires what already finished.
+    pub(crate) fn submit_locked(&self, st: &mut DeviceState<A>, cb: A::CommandBuffer) -> Seq {
+        self.api.commit(&cb);
+        let errors = st.in_flight.retire_finished(&self.api);
+        st.pending_errors.extend(errors);
+        st.in_flight.push(cb)
+    }
+
+    /// Waits for command buffer `seq` (and everything before it), then returns its GPU time.
+    pub(crate) fn wait_seq_locked(
+        &self,
+        st: &mut DeviceState<A>,
+        seq: Seq,
+    ) -> Result<Option<Duration>> {
+        // Everything before `seq` is retired first, so `seq` is at the front afterwards.
+        if let Some(before) = seq.checked_sub(1) {
+            let errors = st.in_flight.wait_through(&self.api, Some(before));
+            st.pending_errors.extend(errors);
+        }
+        let mut time = None;
+        if let Some((front, cb)) = st.in_flight.front() {
+            if front == seq {
+                self.api.wait_until_completed(cb);
+                if let Some(e) = failure(&self.api, cb) {
+                    st.pending_errors.push(e);
+                }
+                time = Some(gpu_time(
+                    self.api.gpu_start_time(cb),
+                    self.api.gpu_end_time(cb),
+                ));
+                st.in_flight.pop_front();
+            }
+        }
+        self.take_errors(st)?;
+        Ok(time)
+    }
+
+    /// Waits for everything up to `seq` (everything with `None`) and reports any failure seen
+    /// since the last wait.
+    pub(crate) fn wait_locked(&self, st: &mut DeviceState<A>, seq: Option<Seq>) -> Result<()> {
+        let errors = st.in_flight.wait_through(&self.api, seq);
+        st.pending_errors.extend(errors);
+        self.take_errors(st)
+    }
+
+    fn take_errors(&self, st: &mut DeviceState<A>) -> Result<()> {
+        if st.pending_errors.is_empty() {
+            return Ok(());
+        }
+        let message = std::mem::take(&mut st.pending_errors).join("; ");
+        Err(Error::DeviceFault {
+            device: self.name.clone(),
+            message,
+        })
+    }
+
+    /// Blocks until all submitted work has finished; reports a command buffer that failed.
+    pub fn synchronize(&self) -> Result<()> {
+        let mut st = lock(&self.state);
+        self.wait_locked(&mut st, None)
+    }
+
+    /// Command buffers committed and not yet seen finished.
+    pub fn in_flight(&self) -> usize {
+        lock(&self.state).in_flight.len()
+    }
+}
+
+impl<A: MetalApi> Drop for MetalDevice<A> {
+    fn drop(&mut self) {
+        // Queued work may still use buffers the caller is about to free.
+        let _ = self.synchronize();
+    }
+}
+
+/// GPU time from `GPUStartTime`/`GPUEndTime` (seconds); zero when Metal reports nonsense.
+pub(crate) fn gpu_time(start: f64, end: f64) -> Duration {
+    Duration::try_from_secs_f64(end - start).unwrap_or_default()
+}
+
+/// Validates a launch's sizes against Metal's and the pipeline's limits.
+pub(crate) fn check_launch(
+    name: &str,
+    max_threads: u64,
+    global: Size3,
+    local: Size3,
+) -> Result<()> {
+    if global.contains(&0) || local.contains(&0) {
+        return Err(Error::InvalidArgument(format!(
+            "empty launch of {name}: global {global:?}, local {local:?}"
+        )));
+    }
+    let threads: u64 = local.iter().map(|&x| x as u64).product();
+    if threads > max_threads {
+        return Err(Error::InvalidArgument(format!(
+            "threadgroup of {threads} threads for {name} (its pipeline allows {max_threads})"
+        )));
+    }
+    Ok(())
+}

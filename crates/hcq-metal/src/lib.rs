@@ -1,0 +1,35 @@
+//! hcq's Metal backend: the device (buffers in shared storage, MSL compiled through the compile
+//! cache, compute pipelines, dispatch, command buffers in flight) and [`MetalGraph`], which
+//! encodes a captured sequence of launches once into an `MTLIndirectCommandBuffer` and replays
+//! it with one command buffer (tinygrad 0.9.0's `runtime/graph/metal.py`).
+//!
+//! **This backend has never run on a Mac.** No machine of this project runs macOS. The logic
+//! (what is bound where, which dimensions change, what is waited on) is plain Rust over the
+//! [`MetalApi`] trait and is tested on Linux against the recording [`fake::FakeMetal`]; the
+//! objc2 implementation of the trait (`objc`, macOS only) is type-checked for
+//! `aarch64-apple-darwin` by `scripts/check-apple.sh`.
+//!
+//! - [`api`]: the [`MetalApi`] trait, one method per Metal call.
+//! - [`device`]: [`MetalDevice`], [`MetalBuffer`], [`MetalProgram`].
+//! - [`inflight`]: the queue of committed command buffers (O(1) "still in flight?").
+//! - [`graph`]: the neutral graph description ([`GraphSpec`]), its [`GraphPlan`], and
+//!   [`MetalGraph`].
+//! - [`fake`]: the recording fake Metal.
+//! - `objc` (macOS only): `ObjcMetal`, the real Metal through `objc2-metal`.
+
+pub mod api;
+pub mod device;
+pub mod fake;
+pub mod graph;
+pub mod inflight;
+#[cfg(target_os = "macos")]
+pub mod objc;
+
+pub use api::{CommandStatus, MetalApi, Size3};
+pub use device::{device_names, MetalBuffer, MetalDevice, MetalProgram, MAX_BUFFER_BINDINGS};
+pub use graph::{
+    dims, Bind, BufferRef, CommandPlan, DimExpr, Dims, ExecItem, GraphPlan, GraphSpec, MetalGraph,
+    VarId, VarSpec,
+};
+#[cfg(target_os = "macos")]
+pub use objc::{open_system_device, system_device_names, ObjcMetal, SystemMetalDevice};
