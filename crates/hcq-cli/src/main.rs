@@ -42,10 +42,10 @@ enum Command {
         file: std::path::PathBuf,
         #[arg(long)]
         kernel: String,
-        /// Workgroups per dimension: X[,Y[,Z]].
+        /// Workgroups per dimension, as X or X,Y or X,Y,Z.
         #[arg(long, value_parser = run::parse_dims)]
         grid: [u32; 3],
-        /// Work-items per workgroup: X[,Y[,Z]].
+        /// Work-items per workgroup, as X or X,Y or X,Y,Z.
         #[arg(long, value_parser = run::parse_dims)]
         block: [u32; 3],
         /// i32:V u32:V i64:V u64:V f32:V f64:V in:PATH out:PATH:BYTES inout:PATH

@@ -1,0 +1,96 @@
+//! Every class of kernel failure ends its dispatch with a device error that names what happened
+//! (the instruction, its PC, the workgroup), and the device runs the next dispatch correctly.
+//! Its own process: it sets the emulator's instruction budget before the emulator starts.
+
+use hcq::{Arg, Device, Error};
+
+const SRC: &str = r#"
+#define KERNEL extern "C" __attribute__((global))
+KERNEL void fill(int* x, int v) { x[__builtin_amdgcn_workitem_id_x()] = v; }
+// A word no RDNA3 encoding defines (a SOPP opcode with no instruction).
+KERNEL void undecodable(int* x) { asm volatile(".long 0xbfff0000"); x[0] = 1; }
+// A real instruction the emulator does not model.
+KERNEL void unimplemented(int* x) {
+  int v;
+  asm volatile("ds_bvh_stack_rtn_b32 %0, %1, %1, v[4:7]" : "=v"(v) : "v"(x[0]));
+  x[1] = v;
+}
+// s_mov_b64 into exec_hi: a 64-bit destination with no register pair behind it.
+KERNEL void illegal_operand(int* x) { asm volatile(".long 0xbeff0180"); x[0] = 1; }
+// A store past the end of the workgroup's 64 bytes of LDS.
+KERNEL void lds_overrun(int* x, int i) {
+  __attribute__((shared)) int s[16];
+  s[__builtin_amdgcn_workitem_id_x()] = 1;
+  __builtin_amdgcn_s_barrier();
+  ((volatile int*)s)[i] = 2;
+  x[0] = s[0];
+}
+KERNEL void vm_fault(unsigned long address) { *(volatile int*)address = 1; }
+KERNEL void endless(volatile int* flag) { while (*flag == 0) {} }
+"#;
+
+fn next_dispatch_works(dev: &Device, lib: &[u8], round: i32) {
+    let prg = dev.program(lib, "fill").unwrap();
+    let buf = dev.alloc(64 * 4).unwrap();
+    prg.launch(&[Arg::Buffer(&buf), Arg::I32(round)], [1, 1, 1], [64, 1, 1])
+        .unwrap();
+    assert_eq!(
+        buf.read::<i32>().unwrap(),
+        vec![round; 64],
+        "the dispatch after fault {round}"
+    );
+}
+
+fn fault_message(e: Error) -> String {
+    match e {
+        Error::DeviceFault { message, .. } => message,
+        other => panic!("expected a device fault, got {other}"),
+    }
+}
+
+#[test]
+fn every_failure_class_is_reported_and_the_device_recovers() {
+    // Set before the emulator starts (this process has only this test).
+    std::env::set_var("HCQ_EMU_MAX_STEPS", "200000");
+    let dev = Device::open("amd-emu:0").unwrap();
+    let lib = dev.compile(SRC).unwrap();
+    let buf = dev.alloc(64).unwrap();
+    buf.write(&[0i32; 16]).unwrap();
+    let cases: [(&str, Vec<Arg<'_>>, &[&str]); 6] = [
+        (
+            "undecodable",
+            vec![Arg::Buffer(&buf)],
+            &["0xbfff0000", "pc"],
+        ),
+        (
+            "unimplemented",
+            vec![Arg::Buffer(&buf)],
+            &["ds_bvh_stack_rtn_b32", "pc"],
+        ),
+        (
+            "illegal_operand",
+            vec![Arg::Buffer(&buf)],
+            &["illegal operand", "s_mov_b64", "pc"],
+        ),
+        (
+            "lds_overrun",
+            vec![Arg::Buffer(&buf), Arg::I32(4000)],
+            &["LDS access out of range", "pc", "store"],
+        ),
+        ("vm_fault", vec![Arg::U64(0x7_0000)], &["0x70000", "pc"]),
+        ("endless", vec![Arg::Buffer(&buf)], &["200000", "pc"]),
+    ];
+    for (round, (kernel, args, needles)) in cases.into_iter().enumerate() {
+        let prg = dev.program(&lib, kernel).unwrap();
+        let e = prg.launch_timed(&args, [2, 1, 1], [32, 1, 1]).unwrap_err();
+        let message = fault_message(e);
+        for n in needles {
+            assert!(
+                message.contains(n),
+                "{kernel}: {n:?} missing from {message:?}"
+            );
+        }
+        assert!(message.contains("workgroup"), "{kernel}: {message}");
+        next_dispatch_works(&dev, &lib, round as i32 + 1);
+    }
+}
