@@ -384,6 +384,49 @@ impl EventWrite {
     }
 }
 
+/// `INDIRECT_BUFFER` control bit: the buffer continues the current one (a jump at the same
+/// level, no return) instead of being called from it.
+pub const IB_CHAIN: u32 = 1 << 20;
+/// `INDIRECT_BUFFER` control bit: the packet is valid (set by every builder).
+pub const IB_VALID: u32 = 1 << 23;
+/// Largest indirect buffer one packet can name, in dwords (the 20-bit `IB_SIZE` field).
+pub const IB_MAX_DWORDS: u32 = (1 << 20) - 1;
+
+/// `INDIRECT_BUFFER`: execute `size_dwords` dwords of packets at `address` (dword aligned,
+/// 48-bit), then come back; with `chain`, continue there and do not come back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndirectBuffer {
+    pub address: u64,
+    pub size_dwords: u32,
+    pub chain: bool,
+    pub valid: bool,
+}
+
+impl IndirectBuffer {
+    pub const PAYLOAD: usize = 3;
+    /// Packet length in dwords, header included.
+    pub const DWORDS: usize = Self::PAYLOAD + 1;
+    pub fn encode(&self, out: &mut Vec<u32>) {
+        out.extend_from_slice(&[
+            header(OP_INDIRECT_BUFFER, Self::PAYLOAD as u32 - 1),
+            self.address as u32 & !3,
+            (self.address >> 32) as u32 & 0xffff,
+            (self.size_dwords & IB_MAX_DWORDS)
+                | if self.chain { IB_CHAIN } else { 0 }
+                | if self.valid { IB_VALID } else { 0 },
+        ]);
+    }
+    pub fn decode(p: &[u32]) -> Result<Self, DecodeError> {
+        need(OP_INDIRECT_BUFFER, p, Self::PAYLOAD)?;
+        Ok(IndirectBuffer {
+            address: ((p[1] as u64 & 0xffff) << 32) | (p[0] & !3) as u64,
+            size_dwords: p[2] & IB_MAX_DWORDS,
+            chain: p[2] & IB_CHAIN != 0,
+            valid: p[2] & IB_VALID != 0,
+        })
+    }
+}
+
 /// One decoded packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Packet<'a> {
@@ -394,6 +437,7 @@ pub enum Packet<'a> {
     WaitRegMem(WaitRegMem),
     DispatchDirect(DispatchDirect),
     EventWrite(EventWrite),
+    IndirectBuffer(IndirectBuffer),
     /// A type-3 opcode this decoder does not know.
     Unknown {
         opcode: u8,
@@ -414,6 +458,7 @@ impl<'a> Packet<'a> {
             OP_WAIT_REG_MEM => Packet::WaitRegMem(WaitRegMem::decode(payload)?),
             OP_DISPATCH_DIRECT => Packet::DispatchDirect(DispatchDirect::decode(payload)?),
             OP_EVENT_WRITE => Packet::EventWrite(EventWrite::decode(payload)?),
+            OP_INDIRECT_BUFFER => Packet::IndirectBuffer(IndirectBuffer::decode(payload)?),
             opcode => Packet::Unknown { opcode },
         })
     }
@@ -555,6 +600,31 @@ impl Pm4Builder {
         }
     }
 
+    /// Calls the indirect buffer of `size_dwords` dwords at `address`; execution returns here.
+    pub fn indirect_buffer(&mut self, address: u64, size_dwords: u32) -> &mut Self {
+        IndirectBuffer {
+            address,
+            size_dwords,
+            chain: false,
+            valid: true,
+        }
+        .encode(&mut self.words);
+        self
+    }
+
+    /// Continues in the indirect buffer at `address` without coming back (the last packet of
+    /// an indirect buffer that goes on elsewhere).
+    pub fn chain_indirect_buffer(&mut self, address: u64, size_dwords: u32) -> &mut Self {
+        IndirectBuffer {
+            address,
+            size_dwords,
+            chain: true,
+            valid: true,
+        }
+        .encode(&mut self.words);
+        self
+    }
+
     /// Writes the 64-bit GPU clock to `addr` at end of pipe.
     pub fn timestamp(&mut self, addr: u64) -> &mut Self {
         ReleaseMem {
@@ -669,5 +739,95 @@ impl Pm4Builder {
             local_at,
             global_at,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode_one(words: &[u32]) -> Packet<'_> {
+        let h = Header::parse(words[0]);
+        assert_eq!(h.len(), words.len());
+        Packet::decode(h, &words[1..]).expect("decodes")
+    }
+
+    #[test]
+    fn indirect_buffer_round_trips() {
+        for (address, size_dwords, chain) in [
+            (0x1234_5678_9abc_u64, 17u32, false),
+            (0xffff_ffff_fffc, IB_MAX_DWORDS, true),
+            (0x1000, 0, false),
+        ] {
+            let ib = IndirectBuffer {
+                address,
+                size_dwords,
+                chain,
+                valid: true,
+            };
+            let mut w = Vec::new();
+            ib.encode(&mut w);
+            assert_eq!(w.len(), IndirectBuffer::DWORDS);
+            assert_eq!(w[0], 0xc002_3f00);
+            assert_eq!(decode_one(&w), Packet::IndirectBuffer(ib));
+        }
+    }
+
+    #[test]
+    fn builder_indirect_buffers_match_the_reference_layout() {
+        // tinygrad: PACKET3(INDIRECT_BUFFER, 2), lo, hi, len | INDIRECT_BUFFER_VALID.
+        let mut b = Pm4Builder::new();
+        b.indirect_buffer(0x7f00_1234_5600, 99);
+        assert_eq!(b.words, [0xc002_3f00, 0x1234_5600, 0x7f00, 99 | (1 << 23)]);
+        b.clear();
+        b.chain_indirect_buffer(0x40_0000, 8);
+        assert_eq!(b.words[3], 8 | (1 << 20) | (1 << 23));
+        assert!(IndirectBuffer::decode(&[0, 0]).is_err());
+    }
+
+    #[test]
+    fn patch_handles_point_at_the_fields_they_change() {
+        let mut b = Pm4Builder::new();
+        let wait = b.wait(0x1000, 5);
+        let setup = DispatchSetup {
+            code_entry: 0x10000,
+            rsrc1: 0,
+            rsrc2: 0,
+            group_segment_size: 0,
+            scratch_base: 0,
+            user_data: [0; 16],
+            user_data_count: 2,
+        };
+        let dispatch = b.exec(&setup, [1, 2, 3], [4, 5, 6]);
+        let signal = b.signal(0x2000, 7, 0, 0);
+        let mut words = b.words.clone();
+        wait.set_value(&mut words, 0x1_0000_0009);
+        dispatch.set_dims(&mut words, [10, 11, 12], [13, 14, 15]);
+        signal.set_value(&mut words, 0x2_0000_0021);
+        let mut pos = 0;
+        let (mut saw_wait, mut saw_dispatch, mut saw_signal) = (false, false, false);
+        while pos < words.len() {
+            let h = Header::parse(words[pos]);
+            match Packet::decode(h, &words[pos + 1..pos + h.len()]).unwrap() {
+                Packet::WaitRegMem(w) if w.mem_space == 1 => {
+                    assert_eq!(w.reference, 9);
+                    saw_wait = true;
+                }
+                Packet::DispatchDirect(d) => {
+                    assert_eq!(d.dims, [10, 11, 12]);
+                    saw_dispatch = true;
+                }
+                Packet::SetShReg(s) if s.reg == regs::COMPUTE_START_X => {
+                    assert_eq!(&s.values[3..6], &[13, 14, 15]);
+                }
+                Packet::ReleaseMem(r) => {
+                    assert_eq!(r.data, 0x2_0000_0021);
+                    saw_signal = true;
+                }
+                _ => {}
+            }
+            pos += h.len();
+        }
+        assert!(saw_wait && saw_dispatch && saw_signal);
     }
 }

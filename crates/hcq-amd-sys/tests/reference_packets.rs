@@ -144,6 +144,7 @@ fn every_reference_pm4_stream_decodes_into_known_packets() {
                 Packet::WaitRegMem(r) => r.encode(&mut again),
                 Packet::DispatchDirect(d) => d.encode(&mut again),
                 Packet::EventWrite(e) => e.encode(&mut again),
+                Packet::IndirectBuffer(ib) => ib.encode(&mut again),
                 Packet::Nop | Packet::Unknown { .. } => {
                     again.extend_from_slice(&w[at..at + h.len()])
                 }

@@ -296,8 +296,8 @@ pub(crate) struct DeviceState {
     pub(crate) timeline_value: u64,
     kernargs_next: u64,
     pub(crate) builder: Pm4Builder,
-    scratch: Option<GpuMemory>,
-    dispatch_id: u64,
+    pub(crate) scratch: Option<GpuMemory>,
+    pub(crate) dispatch_id: u64,
 }
 
 /// One AMD GPU, real or emulated.
@@ -631,24 +631,7 @@ impl AmdDevice {
                 prg.name
             )));
         }
-        if global.contains(&0) || local.contains(&0) {
-            return Err(Error::InvalidArgument(format!(
-                "empty launch: global {global:?}, local {local:?}"
-            )));
-        }
-        let threads: u64 = local.iter().map(|&x| x as u64).product();
-        if threads > 1024 {
-            return Err(Error::InvalidArgument(format!(
-                "workgroup of {threads} work-items (at most 1024)"
-            )));
-        }
-        for (g, l) in global.iter().zip(&local) {
-            if (*g as u64) * (*l as u64) > u32::MAX as u64 {
-                return Err(Error::InvalidArgument(format!(
-                    "grid of {g} x {l} work-items overflows 32 bits"
-                )));
-            }
-        }
+        validate_dims(global, local)?;
         let mut st = lock(&self.state);
         // Before the kernel arguments are placed: both of these may synchronise.
         self.wrap_timeline_if_due(&mut st)?;
@@ -681,36 +664,12 @@ impl AmdDevice {
             dispatch_ptr = kernargs_addr + (prg.kernarg_size as u64).next_multiple_of(64);
             self.kernargs.write(
                 dispatch_ptr - self.kernargs.va,
-                &aql_dispatch_packet(prg, global, local, kernargs_addr),
+                &aql_dispatch_packet(&prg.descriptor, global, local, kernargs_addr),
             );
         }
         st.kernargs_next = kernargs_addr + need;
 
-        let mut user_data = [0u32; 16];
-        let mut put64 = |at: Option<u32>, v: u64| {
-            if let Some(i) = at {
-                user_data[i as usize] = v as u32;
-                user_data[i as usize + 1] = (v >> 32) as u32;
-            }
-        };
-        let l = prg.user_sgprs;
-        put64(l.kernarg_segment_ptr, kernargs_addr);
-        put64(l.dispatch_ptr, dispatch_ptr);
-        st.dispatch_id += 1;
-        put64(l.dispatch_id, st.dispatch_id);
-        if let Some(i) = l.private_segment_size {
-            user_data[i as usize] = prg.descriptor.private_segment_fixed_size;
-        }
-        let setup = DispatchSetup {
-            code_entry: prg.code_entry,
-            rsrc1: prg.descriptor.compute_pgm_rsrc1,
-            rsrc2: prg.descriptor.compute_pgm_rsrc2,
-            group_segment_size: prg.descriptor.group_segment_fixed_size,
-            scratch_base: st.scratch.as_ref().map_or(0, |s| s.va),
-            user_data,
-            user_data_count: hcq_amd_sys::regs::PgmRsrc2(prg.descriptor.compute_pgm_rsrc2)
-                .user_sgpr() as usize,
-        };
+        let setup = dispatch_setup(prg, &mut st, kernargs_addr, dispatch_ptr);
         let value = st.timeline_value;
         let st = &mut *st;
         let b = &mut st.builder;
@@ -848,10 +807,70 @@ impl Drop for AmdDevice {
     }
 }
 
+/// Checks launch dimensions: no empty axis, at most 1024 work-items per workgroup, and grids of
+/// at most 2^32 - 1 work-items per axis.
+pub fn validate_dims(global: [u32; 3], local: [u32; 3]) -> Result<()> {
+    if global.contains(&0) || local.contains(&0) {
+        return Err(Error::InvalidArgument(format!(
+            "empty launch: global {global:?}, local {local:?}"
+        )));
+    }
+    let threads: u64 = local.iter().map(|&x| x as u64).product();
+    if threads > 1024 {
+        return Err(Error::InvalidArgument(format!(
+            "workgroup of {threads} work-items (at most 1024)"
+        )));
+    }
+    for (g, l) in global.iter().zip(&local) {
+        if (*g as u64) * (*l as u64) > u32::MAX as u64 {
+            return Err(Error::InvalidArgument(format!(
+                "grid of {g} x {l} work-items overflows 32 bits"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The registers and user SGPRs of one dispatch of `prg` with its arguments at
+/// `kernargs_addr` (and its AQL packet at `dispatch_ptr`, 0 when it has none); takes the next
+/// dispatch id.
+pub(crate) fn dispatch_setup(
+    prg: &AmdProgram,
+    st: &mut DeviceState,
+    kernargs_addr: u64,
+    dispatch_ptr: u64,
+) -> DispatchSetup {
+    let mut user_data = [0u32; 16];
+    let mut put64 = |at: Option<u32>, v: u64| {
+        if let Some(i) = at {
+            user_data[i as usize] = v as u32;
+            user_data[i as usize + 1] = (v >> 32) as u32;
+        }
+    };
+    let l = prg.user_sgprs;
+    put64(l.kernarg_segment_ptr, kernargs_addr);
+    put64(l.dispatch_ptr, dispatch_ptr);
+    st.dispatch_id += 1;
+    put64(l.dispatch_id, st.dispatch_id);
+    if let Some(i) = l.private_segment_size {
+        user_data[i as usize] = prg.descriptor.private_segment_fixed_size;
+    }
+    DispatchSetup {
+        code_entry: prg.code_entry,
+        rsrc1: prg.descriptor.compute_pgm_rsrc1,
+        rsrc2: prg.descriptor.compute_pgm_rsrc2,
+        group_segment_size: prg.descriptor.group_segment_fixed_size,
+        scratch_base: st.scratch.as_ref().map_or(0, |s| s.va),
+        user_data,
+        user_data_count: hcq_amd_sys::regs::PgmRsrc2(prg.descriptor.compute_pgm_rsrc2).user_sgpr()
+            as usize,
+    }
+}
+
 /// An `hsa_kernel_dispatch_packet_t` for kernels that read their launch through the dispatch
 /// pointer: sizes in work-items, the kernarg address, segment sizes.
-fn aql_dispatch_packet(
-    prg: &AmdProgram,
+pub(crate) fn aql_dispatch_packet(
+    descriptor: &KernelDescriptor,
     global: [u32; 3],
     local: [u32; 3],
     kernargs: u64,
@@ -869,8 +888,8 @@ fn aql_dispatch_packet(
         p[4 + 2 * i..6 + 2 * i].copy_from_slice(&(local[i] as u16).to_le_bytes());
         p[12 + 4 * i..16 + 4 * i].copy_from_slice(&global[i].wrapping_mul(local[i]).to_le_bytes());
     }
-    p[24..28].copy_from_slice(&prg.descriptor.private_segment_fixed_size.to_le_bytes());
-    p[28..32].copy_from_slice(&prg.descriptor.group_segment_fixed_size.to_le_bytes());
+    p[24..28].copy_from_slice(&descriptor.private_segment_fixed_size.to_le_bytes());
+    p[28..32].copy_from_slice(&descriptor.group_segment_fixed_size.to_le_bytes());
     p[40..48].copy_from_slice(&kernargs.to_le_bytes());
     p
 }

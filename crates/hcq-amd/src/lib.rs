@@ -14,10 +14,13 @@
 //! - [`transfer`]: copies through the SDMA engine: staged host copies, device to device.
 //! - [`trace`]: Chrome-trace output of kernels and copies with their GPU times.
 //! - [`device`]: [`AmdDevice`], which puts them together.
+//! - [`graph`]: captured launches built once into a PM4 stream, replayed with one
+//!   `INDIRECT_BUFFER`.
 
 pub mod allocator;
 pub mod compiler;
 pub mod device;
+pub mod graph;
 pub mod kfd;
 pub mod memory;
 pub mod program;

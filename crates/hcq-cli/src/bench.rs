@@ -30,6 +30,14 @@ pub enum Which {
         #[arg(long, default_value_t = 256)]
         matmul: usize,
     },
+    /// Host cost of one graph replay for graphs of 10, 100 and 1000 kernels (each kernel reads
+    /// the graph's input), with nothing patched and with the input swapped, against enqueuing
+    /// the same kernels eagerly in the same run.
+    Graph {
+        /// Timed replays per graph size and case.
+        #[arg(long, default_value_t = 30)]
+        replays: usize,
+    },
 }
 
 /// One reported figure.
@@ -62,6 +70,7 @@ pub fn run(which: Which, json: bool, device: Option<&str>) -> Result<(), String>
         Which::Launch { launches } => launch(device, launches)?,
         Which::Emu { n, matmul } => emu(device, n, matmul)?,
         Which::Copy { mib } => crate::bench_copy::copy(device, mib)?,
+        Which::Graph { replays } => graph(device, replays)?,
     };
     for f in figures {
         f.print(json);
@@ -119,6 +128,158 @@ fn launch(device: Option<&str>, launches: usize) -> Result<Vec<Figure>, String> 
         baseline: memcpy,
         ratio: per_launch / memcpy.max(1e-9),
     }])
+}
+
+/// Kernel counts of the benchmarked graphs.
+const GRAPH_SIZES: [usize; 3] = [10, 100, 1000];
+
+/// Median of the samples, in nanoseconds.
+fn median_ns(mut samples: Vec<Duration>) -> f64 {
+    samples.sort();
+    samples
+        .get(samples.len() / 2)
+        .map_or(0.0, |d| d.as_nanos() as f64)
+}
+
+fn graph(device: Option<&str>, replays: usize) -> Result<Vec<Figure>, String> {
+    let e = |e: hcq::Error| e.to_string();
+    if replays == 0 {
+        return Err("--replays must be at least 1".into());
+    }
+    let dev = crate::open_device(device).map_err(e)?;
+    let lib =
+        crate::prebuilt::object_for("demo.hip", crate::prebuilt::DEMO_SOURCE, &dev.info().arch)
+            .map(<[u8]>::to_vec)
+            .map_or_else(|| dev.compile(crate::prebuilt::DEMO_SOURCE).map_err(e), Ok)?;
+    // add_f32(c, a, b, n) over one element: every kernel takes the input `a`.
+    let add = dev.program(&lib, "add_f32").map_err(e)?;
+    let alloc = |values: &[f32]| -> Result<hcq::Buffer, String> {
+        let b = dev.alloc(values.len() * 4).map_err(e)?;
+        b.write(values).map_err(e)?;
+        Ok(b)
+    };
+    let (input_a, input_b) = (alloc(&[1.0; 4])?, alloc(&[2.0; 4])?);
+    let (other, out) = (alloc(&[10.0; 4])?, alloc(&[0.0; 4])?);
+    let one = [1u32.into(), 1u32.into(), 1u32.into()];
+    let mut figures = Vec::new();
+    let mut per_replay = Vec::new();
+    for kernels in GRAPH_SIZES {
+        let mut g = hcq::GraphBuilder::new();
+        let input = g.input(&input_a);
+        for _ in 0..kernels {
+            g.launch(
+                &add,
+                &[
+                    hcq::GraphArg::Buffer(&out),
+                    hcq::GraphArg::Input(input),
+                    hcq::GraphArg::Buffer(&other),
+                    hcq::GraphArg::I32(1),
+                ],
+                one.clone(),
+                one.clone(),
+            )
+            .map_err(e)?;
+        }
+        let graph = g.build().map_err(e)?;
+        graph.replay(&[&input_a], &[]).map_err(e)?;
+        dev.synchronize().map_err(e)?;
+        // Each replay is timed alone with the device idle, so the figure is the host's work.
+        let timed = |swap: bool| -> Result<f64, String> {
+            let mut samples = Vec::with_capacity(replays);
+            for i in 0..replays {
+                let input = if swap && i % 2 == 0 {
+                    &input_b
+                } else {
+                    &input_a
+                };
+                dev.synchronize().map_err(e)?;
+                let start = Instant::now();
+                graph.replay(&[input], &[]).map_err(e)?;
+                samples.push(start.elapsed());
+            }
+            if swap && replays % 2 == 1 {
+                graph.replay(&[&input_a], &[]).map_err(e)?;
+            }
+            dev.synchronize().map_err(e)?;
+            Ok(median_ns(samples))
+        };
+        let unpatched_idle = timed(false)?;
+        let swapped = timed(true)?;
+        // Replays back to back while the GPU works through the previous ones (the steady state
+        // of a loop replaying a graph): nothing is patched, so nothing waits.
+        let mut bursts = Vec::new();
+        for _ in 0..5 {
+            dev.synchronize().map_err(e)?;
+            let start = Instant::now();
+            for _ in 0..replays {
+                graph.replay(&[&input_a], &[]).map_err(e)?;
+            }
+            bursts.push(start.elapsed() / replays as u32);
+        }
+        let unpatched = median_ns(bursts);
+        let mut eager = Vec::with_capacity(replays);
+        for _ in 0..replays.min(10) {
+            dev.synchronize().map_err(e)?;
+            let start = Instant::now();
+            for _ in 0..kernels {
+                add.launch(
+                    &[
+                        hcq::Arg::Buffer(&out),
+                        hcq::Arg::Buffer(&input_a),
+                        hcq::Arg::Buffer(&other),
+                        hcq::Arg::I32(1),
+                    ],
+                    [1, 1, 1],
+                    [1, 1, 1],
+                )
+                .map_err(e)?;
+            }
+            eager.push(start.elapsed());
+        }
+        dev.synchronize().map_err(e)?;
+        let eager = median_ns(eager);
+        let got: Vec<f32> = out.read().map_err(e)?;
+        if got[0] != 11.0 {
+            return Err(format!(
+                "graph of {kernels} kernels computed {}, expected 11",
+                got[0]
+            ));
+        }
+        let patches = graph.input_patch_count(input) as f64;
+        figures.push(Figure {
+            name: format!("graph_replay_{kernels}"),
+            value: unpatched,
+            unit: "ns",
+            baseline: eager,
+            ratio: unpatched / eager.max(1e-9),
+        });
+        figures.push(Figure {
+            name: format!("graph_replay_swapped_{kernels}"),
+            value: swapped,
+            unit: "ns",
+            baseline: eager,
+            ratio: swapped / eager.max(1e-9),
+        });
+        let per_arg = ((swapped - unpatched_idle) / patches.max(1.0)).max(0.0);
+        figures.push(Figure {
+            name: format!("graph_patch_per_arg_{kernels}"),
+            value: per_arg,
+            unit: "ns",
+            baseline: eager / kernels as f64,
+            ratio: per_arg / (eager / kernels as f64).max(1e-9),
+        });
+        per_replay.push(unpatched);
+    }
+    if let [small, .., large] = per_replay[..] {
+        figures.push(Figure {
+            name: "graph_replay_1000_vs_10".into(),
+            value: large,
+            unit: "ns",
+            baseline: small,
+            ratio: large / small.max(1e-9),
+        });
+    }
+    Ok(figures)
 }
 
 /// The benchmark kernels, compiled at run time.

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hcq_amd_sys::pm4::{
-    data_sel, gcr, CompareFunction, DispatchDirect, Header, Packet, ReleaseMem, WaitRegMem,
-    OP_INDIRECT_BUFFER, PACKET_TYPE3,
+    data_sel, gcr, CompareFunction, DispatchDirect, Header, IndirectBuffer, Packet, ReleaseMem,
+    WaitRegMem, PACKET_TYPE3,
 };
 use hcq_amd_sys::regs;
 
@@ -19,6 +19,8 @@ use crate::queue::QueueShared;
 
 /// Number of SH registers `SET_SH_REG` can reach.
 const SH_REGS: usize = (regs::SH_REG_END - regs::SH_REG_START) as usize;
+/// Chained indirect buffers one call may pass through before the CP calls it a runaway loop.
+const MAX_CHAIN: u64 = 1 << 20;
 /// First and longest sleep between polls of `WAIT_REG_MEM`.
 const POLL_MIN: Duration = Duration::from_micros(20);
 const POLL_MAX: Duration = Duration::from_millis(1);
@@ -138,9 +140,12 @@ impl Cp {
         snap.load_u32(addr).ok_or(addr)
     }
 
-    /// Executes the packets in `[start, end)` of `src`.
-    fn process(&mut self, src: Source, start: u64, end: u64, depth: u32) {
+    /// Executes the packets in `[start, end)` of `src`. A chained `INDIRECT_BUFFER` inside an
+    /// indirect buffer replaces the rest of it: execution continues in the chained buffer, at
+    /// the same level.
+    fn process(&mut self, mut src: Source, start: u64, mut end: u64, depth: u32) {
         let mut pos = start;
+        let mut chains = 0u64;
         while pos < end {
             if self.queue.stopped() {
                 return;
@@ -199,7 +204,25 @@ impl Cp {
             drop(snap);
             if payload.len() as u64 == len - 1 {
                 match header.packet_type {
-                    PACKET_TYPE3 => self.execute(header, &payload, src, pos, depth),
+                    PACKET_TYPE3 => {
+                        if let Some(next) = self.execute(header, &payload, src, pos, depth) {
+                            chains += 1;
+                            if chains > MAX_CHAIN {
+                                self.fault(
+                                    FaultClass::Hw,
+                                    format!(
+                                        "more than {MAX_CHAIN} chained indirect buffers at {}",
+                                        Self::location(src, pos)
+                                    ),
+                                );
+                                break;
+                            }
+                            src = Source::Ib { base: next.address };
+                            pos = 0;
+                            end = u64::from(next.size_dwords);
+                            continue;
+                        }
+                    }
                     2 => {} // a one-dword filler
                     t => self.fault(
                         FaultClass::Hw,
@@ -224,13 +247,22 @@ impl Cp {
         }
     }
 
-    fn execute(&mut self, header: Header, payload: &[u32], src: Source, pos: u64, depth: u32) {
+    /// Executes one packet; returns the indirect buffer to continue in when the packet is a
+    /// chained `INDIRECT_BUFFER` inside an indirect buffer.
+    fn execute(
+        &mut self,
+        header: Header,
+        payload: &[u32],
+        src: Source,
+        pos: u64,
+        depth: u32,
+    ) -> Option<IndirectBuffer> {
         let at = || Self::location(src, pos);
         let packet = match Packet::decode(header, payload) {
             Ok(p) => p,
             Err(e) => {
                 self.fault(FaultClass::Hw, format!("{e} at {}", at()));
-                return;
+                return None;
             }
         };
         match packet {
@@ -250,7 +282,7 @@ impl Cp {
                             at()
                         ),
                     );
-                    return;
+                    return None;
                 }
                 self.sh[first..first + s.values.len()].copy_from_slice(s.values);
             }
@@ -263,18 +295,15 @@ impl Cp {
             Packet::ReleaseMem(r) => self.release_mem(&r, &at()),
             Packet::WaitRegMem(w) => self.wait_reg_mem(&w, &at()),
             Packet::DispatchDirect(d) => self.dispatch(&d, &at()),
-            Packet::Unknown {
-                opcode: OP_INDIRECT_BUFFER,
-            } if depth == 0 => self.indirect_buffer(payload, &at()),
+            Packet::IndirectBuffer(ib) => return self.indirect_buffer(ib, src, depth, &at()),
             Packet::Unknown { opcode } => {
-                let what = if opcode == OP_INDIRECT_BUFFER {
-                    "nested INDIRECT_BUFFER"
-                } else {
-                    "unknown PM4 opcode"
-                };
-                self.fault(FaultClass::Hw, format!("{what} {opcode:#04x} at {}", at()));
+                self.fault(
+                    FaultClass::Hw,
+                    format!("unknown PM4 opcode {opcode:#04x} at {}", at()),
+                );
             }
         }
+        None
     }
 
     fn release_mem(&mut self, r: &ReleaseMem, at: &str) {
@@ -391,20 +420,41 @@ impl Cp {
         }
     }
 
-    /// `INDIRECT_BUFFER`: executes the packets of a buffer in GPU memory.
-    fn indirect_buffer(&mut self, payload: &[u32], at: &str) {
-        let [lo, hi, control, ..] = *payload else {
-            self.fault(
-                FaultClass::Hw,
-                format!(
-                    "INDIRECT_BUFFER with {} payload dwords at {at}",
-                    payload.len()
-                ),
-            );
-            return;
-        };
-        let base = (u64::from(hi & 0xffff) << 32) | u64::from(lo & !3);
-        let size = u64::from(control & 0xf_ffff);
-        self.process(Source::Ib { base }, 0, size, 1);
+    /// `INDIRECT_BUFFER`: from the ring, executes the packets of a buffer in GPU memory and
+    /// comes back; from an indirect buffer, a chained one continues there (returned to the
+    /// caller). One level of calls, as the hardware's compute queues.
+    fn indirect_buffer(
+        &mut self,
+        ib: IndirectBuffer,
+        src: Source,
+        depth: u32,
+        at: &str,
+    ) -> Option<IndirectBuffer> {
+        match (src, ib.chain) {
+            (Source::Ring, false) if depth == 0 => {
+                self.process(
+                    Source::Ib { base: ib.address },
+                    0,
+                    u64::from(ib.size_dwords),
+                    1,
+                );
+                None
+            }
+            (Source::Ib { .. }, true) => Some(ib),
+            (Source::Ring, true) => {
+                self.fault(
+                    FaultClass::Hw,
+                    format!("chained INDIRECT_BUFFER in the ring at {at}"),
+                );
+                None
+            }
+            _ => {
+                self.fault(
+                    FaultClass::Hw,
+                    format!("nested INDIRECT_BUFFER (only one level of calls) at {at}"),
+                );
+                None
+            }
+        }
     }
 }

@@ -29,15 +29,27 @@
 //! - Every wait is bounded by `HCQ_WAIT_TIMEOUT_MS` (default 30000) and ends in
 //!   [`Error::Timeout`].
 //! - Buffers are freed when dropped; do not drop a buffer that queued work still uses.
+//! - Graphs ([`GraphBuilder`], [`Graph`]) and the [`Jit`] replay captured launches with one
+//!   submission, ordered with eager work through the device timeline (see the `graph` module
+//!   docs on [`Graph`]).
 
+mod graph;
 mod registry;
+
+pub use graph::{
+    DimExpr, DimExprs, Graph, GraphArg, GraphBuilder, Input, Jit, JitArg, JitRecorder, Var, VarSpec,
+};
 
 pub use hcq_core::{DeviceInfo, Error, Result};
 pub use registry::{list_devices, DeviceListing};
 
 use hcq_amd::{AmdBuffer, AmdDevice, AmdProgram};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Compiles HIP source for an AMD target (`gfx1100`, ...) without opening a device.
 pub fn compile_hip(source: &str, arch: &str) -> Result<Vec<u8>> {
@@ -99,9 +111,11 @@ impl Device {
             Backend::Amd(d) => BufferInner::Amd(d.alloc(size as u64)?),
         };
         Ok(Buffer {
-            device: self.clone(),
-            inner,
-            size,
+            shared: Arc::new(BufferShared {
+                device: self.clone(),
+                inner,
+                size,
+            }),
         })
     }
 
@@ -119,9 +133,11 @@ impl Device {
             Backend::Amd(d) => ProgramInner::Amd(d.load_program(code_object, name)?),
         };
         Ok(Program {
-            device: self.clone(),
-            inner,
-            name: name.to_string(),
+            shared: Arc::new(ProgramShared {
+                device: self.clone(),
+                inner,
+                name: name.to_string(),
+            }),
         })
     }
 
@@ -164,8 +180,14 @@ enum BufferInner {
     Amd(AmdBuffer),
 }
 
-/// Device memory. Freed on drop.
+/// Device memory. Cloning is cheap: clones share the memory, which is freed when the last one
+/// is dropped (graphs hold clones of the buffers they use).
+#[derive(Clone)]
 pub struct Buffer {
+    shared: Arc<BufferShared>,
+}
+
+struct BufferShared {
     device: Device,
     inner: BufferInner,
     size: usize,
@@ -173,29 +195,34 @@ pub struct Buffer {
 
 impl std::fmt::Debug for Buffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Buffer({} bytes on {})", self.size, self.device.name())
+        write!(
+            f,
+            "Buffer({} bytes on {})",
+            self.shared.size,
+            self.shared.device.name()
+        )
     }
 }
 
 impl Buffer {
     pub fn size(&self) -> usize {
-        self.size
+        self.shared.size
     }
 
     pub fn device(&self) -> &Device {
-        &self.device
+        &self.shared.device
     }
 
     /// Copies host bytes into the buffer at `offset`.
     pub fn copy_in(&self, offset: usize, src: &[u8]) -> Result<()> {
-        match (&*self.device.backend, &self.inner) {
+        match (&*self.shared.device.backend, &self.shared.inner) {
             (Backend::Amd(d), BufferInner::Amd(b)) => d.copy_in(b, offset as u64, src),
         }
     }
 
     /// Copies bytes out of the buffer at `offset` into `dst`.
     pub fn copy_out(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
-        match (&*self.device.backend, &self.inner) {
+        match (&*self.shared.device.backend, &self.shared.inner) {
             (Backend::Amd(d), BufferInner::Amd(b)) => d.copy_out(dst, b, offset as u64),
         }
     }
@@ -211,10 +238,10 @@ impl Buffer {
         size: usize,
     ) -> Result<()> {
         match (
-            &*self.device.backend,
-            &self.inner,
-            &*dst.device.backend,
-            &dst.inner,
+            &*self.shared.device.backend,
+            &self.shared.inner,
+            &*dst.shared.device.backend,
+            &dst.shared.inner,
         ) {
             (Backend::Amd(s), BufferInner::Amd(sb), Backend::Amd(d), BufferInner::Amd(db)) => {
                 s.transfer(d, db, dst_offset as u64, sb, src_offset as u64, size as u64)
@@ -230,13 +257,13 @@ impl Buffer {
     /// Reads the whole buffer as plain values (the size must be a multiple of `T`'s).
     pub fn read<T: bytemuck::Pod>(&self) -> Result<Vec<T>> {
         let n = std::mem::size_of::<T>();
-        if n == 0 || !self.size.is_multiple_of(n) {
+        if n == 0 || !self.shared.size.is_multiple_of(n) {
             return Err(Error::InvalidArgument(format!(
                 "{}-byte buffer is not a whole number of {n}-byte values",
-                self.size
+                self.shared.size
             )));
         }
-        let mut out = vec![T::zeroed(); self.size / n];
+        let mut out = vec![T::zeroed(); self.shared.size / n];
         self.copy_out(0, bytemuck::cast_slice_mut(&mut out))?;
         Ok(out)
     }
@@ -246,14 +273,20 @@ enum ProgramInner {
     Amd(AmdProgram),
 }
 
-/// A kernel loaded on a device.
+/// A kernel loaded on a device. Cloning is cheap: clones share the loaded code, which is freed
+/// when the last one is dropped (graphs hold clones of the programs they launch).
+#[derive(Clone)]
 pub struct Program {
+    shared: Arc<ProgramShared>,
+}
+
+struct ProgramShared {
     device: Device,
     inner: ProgramInner,
     name: String,
 }
 
-impl Drop for Program {
+impl Drop for ProgramShared {
     fn drop(&mut self) {
         // Queued launches may still execute this program's code; its memory goes only after.
         let _ = self.device.synchronize();
@@ -262,24 +295,33 @@ impl Drop for Program {
 
 impl std::fmt::Debug for Program {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Program({} on {})", self.name, self.device.name())
+        write!(
+            f,
+            "Program({} on {})",
+            self.shared.name,
+            self.shared.device.name()
+        )
     }
 }
 
 impl Program {
     pub fn name(&self) -> &str {
-        &self.name
+        &self.shared.name
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.shared.device
     }
 
     fn check_args(&self, args: &[Arg<'_>]) -> Result<()> {
         for (i, a) in args.iter().enumerate() {
             if let hcq_core::Arg::Buffer(b) = a {
-                if !b.device.same(&self.device) {
+                if !b.shared.device.same(&self.shared.device) {
                     return Err(Error::InvalidArgument(format!(
                         "argument {i} of {} is a buffer on {}, the kernel runs on {}",
-                        self.name,
-                        b.device.name(),
-                        self.device.name()
+                        self.shared.name,
+                        b.shared.device.name(),
+                        self.shared.device.name()
                     )));
                 }
             }
@@ -295,9 +337,9 @@ impl Program {
         wait: bool,
     ) -> Result<Option<Duration>> {
         self.check_args(args)?;
-        match (&*self.device.backend, &self.inner) {
+        match (&*self.shared.device.backend, &self.shared.inner) {
             (Backend::Amd(d), ProgramInner::Amd(p)) => {
-                let address_of = |b: &&Buffer| match &b.inner {
+                let address_of = |b: &&Buffer| match &b.shared.inner {
                     BufferInner::Amd(ab) => Ok(ab.gpu_address()),
                 };
                 d.launch(p, args, address_of, global, local, wait)

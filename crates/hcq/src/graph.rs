@@ -1,0 +1,893 @@
+//! Graphs: a captured sequence of kernel launches replayed with one submission, and [`Jit`],
+//! which captures a closure's launches and replays them.
+//!
+//! ```no_run
+//! # fn main() -> hcq::Result<()> {
+//! # let dev = hcq::Device::default_device()?;
+//! # let prg = dev.program(&[], "add_f32")?;
+//! # let (a, b, c) = (dev.alloc(4096)?, dev.alloc(4096)?, dev.alloc(4096)?);
+//! use hcq::{DimExpr, GraphArg, GraphBuilder};
+//! let mut g = GraphBuilder::new();
+//! let n = g.var("n", 1, 1024)?;                 // a symbolic int32 with inclusive bounds
+//! let x = g.input(&a);                          // a swappable input: 4096 bytes on dev
+//! g.launch(
+//!     &prg,
+//!     &[GraphArg::Buffer(&c), GraphArg::Input(x), GraphArg::Buffer(&b), GraphArg::Var(n)],
+//!     [DimExpr::from(n).ceil_div(64), 1.into(), 1.into()],
+//!     [64.into(), 1.into(), 1.into()],
+//! )?;
+//! let graph = g.build()?;
+//! graph.replay(&[&a], &[1000])?;                // inputs and variable values, in order
+//! # Ok(()) }
+//! ```
+//!
+//! ## Contracts
+//! - **Inputs** are declared with an example buffer ([`GraphBuilder::input`]); every replay
+//!   passes one buffer per input, of exactly that size and on that device, else
+//!   [`Error::InvalidArgument`]. Every argument slot bound to the input takes the new address.
+//! - **Variables** have a name and inclusive bounds; every replay passes one value per variable
+//!   (declaration order). A value out of bounds is an [`Error::InvalidArgument`]. Variables are
+//!   passed to kernels as `int32` ([`GraphArg::Var`]) and may appear in launch dimensions
+//!   ([`DimExpr`]), which are re-evaluated (only when a variable changed) and validated
+//!   before anything is rewritten.
+//! - **Errors leave the graph usable**: a replay validates everything before it patches.
+//! - **Ordering**: a replay runs after all work queued before it on the graph's device (eager
+//!   launches, copies, other replays) and before work queued after it, through the device
+//!   timeline. It returns once queued; [`Device::synchronize`] waits for it. A replay that
+//!   changes an input, a variable or a dimension first waits for the graph's previous replay
+//!   (the GPU reads the words it rewrites); a replay that changes nothing does not wait.
+//! - **Lifetime**: the graph holds clones of the buffers and programs it was built with and of
+//!   the inputs of its last replay; dropping it waits for its device.
+//! - **Host cost** of a replay does not grow with the number of launches: it is the compare of
+//!   inputs and variables, the rewrite of the argument words bound to what changed, and three
+//!   packets on the compute ring.
+//! - **Fallback**: a graph the backend cannot build (copies, launches on several devices, for
+//!   now) fails with [`Error::Unsupported`]; run the work eagerly instead ([`Jit`] does).
+
+use crate::{Backend, Buffer, BufferInner, Device, Program, ProgramInner};
+use hcq_amd::graph::{AmdGraph, GraphArg as AmdArg, GraphLaunch, GraphOptions, ReplayValues};
+use hcq_core::{Arg, Error, Result};
+use std::sync::Mutex;
+
+/// A symbolic integer variable of a graph (an index in declaration order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Var(usize);
+
+/// A swappable input buffer of a graph (an index in declaration order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Input(usize);
+
+impl Var {
+    pub fn index(self) -> usize {
+        self.0
+    }
+}
+
+impl Input {
+    pub fn index(self) -> usize {
+        self.0
+    }
+}
+
+/// A launch dimension: a constant or an integer expression of variables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DimExpr {
+    Const(i64),
+    Var(Var),
+    Add(Box<DimExpr>, Box<DimExpr>),
+    Mul(Box<DimExpr>, Box<DimExpr>),
+    /// Floor division.
+    Div(Box<DimExpr>, Box<DimExpr>),
+    /// Rounded-up division.
+    CeilDiv(Box<DimExpr>, Box<DimExpr>),
+}
+
+impl From<u32> for DimExpr {
+    fn from(v: u32) -> Self {
+        DimExpr::Const(v.into())
+    }
+}
+
+impl From<Var> for DimExpr {
+    fn from(v: Var) -> Self {
+        DimExpr::Var(v)
+    }
+}
+
+impl<T: Into<DimExpr>> std::ops::Add<T> for DimExpr {
+    type Output = DimExpr;
+    fn add(self, o: T) -> DimExpr {
+        DimExpr::Add(Box::new(self), Box::new(o.into()))
+    }
+}
+
+impl<T: Into<DimExpr>> std::ops::Mul<T> for DimExpr {
+    type Output = DimExpr;
+    fn mul(self, o: T) -> DimExpr {
+        DimExpr::Mul(Box::new(self), Box::new(o.into()))
+    }
+}
+
+/// Floor division.
+impl<T: Into<DimExpr>> std::ops::Div<T> for DimExpr {
+    type Output = DimExpr;
+    fn div(self, o: T) -> DimExpr {
+        DimExpr::Div(Box::new(self), Box::new(o.into()))
+    }
+}
+
+impl DimExpr {
+    /// Rounded-up division.
+    pub fn ceil_div(self, o: impl Into<DimExpr>) -> DimExpr {
+        DimExpr::CeilDiv(Box::new(self), Box::new(o.into()))
+    }
+
+    /// Whether the expression depends on a variable.
+    pub fn is_symbolic(&self) -> bool {
+        match self {
+            DimExpr::Const(_) => false,
+            DimExpr::Var(_) => true,
+            DimExpr::Add(a, b)
+            | DimExpr::Mul(a, b)
+            | DimExpr::Div(a, b)
+            | DimExpr::CeilDiv(a, b) => a.is_symbolic() || b.is_symbolic(),
+        }
+    }
+
+    fn max_var(&self) -> Option<usize> {
+        match self {
+            DimExpr::Const(_) => None,
+            DimExpr::Var(v) => Some(v.0),
+            DimExpr::Add(a, b)
+            | DimExpr::Mul(a, b)
+            | DimExpr::Div(a, b)
+            | DimExpr::CeilDiv(a, b) => a.max_var().max(b.max_var()),
+        }
+    }
+
+    /// The value with `vars` (indexed by variable), checked for overflow and division by zero.
+    pub fn eval(&self, vars: &[i32]) -> Result<i64> {
+        let overflow = || Error::InvalidArgument(format!("launch dimension {self:?} overflows"));
+        Ok(match self {
+            DimExpr::Const(c) => *c,
+            DimExpr::Var(v) => *vars.get(v.0).ok_or_else(|| {
+                Error::InvalidArgument(format!("launch dimension uses unknown variable {}", v.0))
+            })? as i64,
+            DimExpr::Add(a, b) => a
+                .eval(vars)?
+                .checked_add(b.eval(vars)?)
+                .ok_or_else(overflow)?,
+            DimExpr::Mul(a, b) => a
+                .eval(vars)?
+                .checked_mul(b.eval(vars)?)
+                .ok_or_else(overflow)?,
+            DimExpr::Div(a, b) | DimExpr::CeilDiv(a, b) => {
+                let (x, y) = (a.eval(vars)?, b.eval(vars)?);
+                if y == 0 {
+                    return Err(Error::InvalidArgument(format!(
+                        "launch dimension {self:?} divides by zero"
+                    )));
+                }
+                if matches!(self, DimExpr::Div(..)) {
+                    x.div_euclid(y)
+                } else {
+                    x.checked_add(y - y.signum())
+                        .ok_or_else(overflow)?
+                        .div_euclid(y)
+                }
+            }
+        })
+    }
+}
+
+/// Launch dimensions as expressions: (workgroups per axis, work-items per workgroup).
+pub type DimExprs = [DimExpr; 3];
+
+fn eval_dims(exprs: &[DimExpr; 3], vars: &[i32]) -> Result<[u32; 3]> {
+    let mut out = [0u32; 3];
+    for (o, e) in out.iter_mut().zip(exprs) {
+        let v = e.eval(vars)?;
+        *o = u32::try_from(v).ok().filter(|&v| v > 0).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "launch dimension {e:?} evaluates to {v} (must be 1 to {})",
+                u32::MAX
+            ))
+        })?;
+    }
+    Ok(out)
+}
+
+/// A kernel argument of a captured launch.
+#[derive(Debug, Clone, Copy)]
+pub enum GraphArg<'a> {
+    /// A buffer fixed for the life of the graph.
+    Buffer(&'a Buffer),
+    /// A graph input: the buffer the replay binds.
+    Input(Input),
+    /// A variable, passed as an `int32`.
+    Var(Var),
+    I32(i32),
+    U32(u32),
+    I64(i64),
+    U64(u64),
+    F32(f32),
+    F64(f64),
+}
+
+/// A declared variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VarSpec {
+    pub name: String,
+    pub min: i32,
+    pub max: i32,
+}
+
+#[derive(Debug, Clone)]
+enum RecordedArg {
+    Buffer(Buffer),
+    Input(usize),
+    Var(usize),
+    Scalar(Arg<()>),
+}
+
+#[derive(Debug, Clone)]
+struct RecordedLaunch {
+    program: Program,
+    args: Vec<RecordedArg>,
+    global: DimExprs,
+    local: DimExprs,
+}
+
+#[derive(Debug, Clone)]
+enum Recorded {
+    Launch(RecordedLaunch),
+    Copy,
+}
+
+/// Records launches (and, for the backends that support them, copies) into a [`Graph`].
+#[derive(Debug, Default, Clone)]
+pub struct GraphBuilder {
+    vars: Vec<VarSpec>,
+    /// Example buffer of each input (its size and device are the input's).
+    inputs: Vec<Buffer>,
+    items: Vec<Recorded>,
+    segment_dwords: Option<u32>,
+}
+
+impl GraphBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Declares a variable with inclusive bounds.
+    pub fn var(&mut self, name: &str, min: i32, max: i32) -> Result<Var> {
+        if min > max {
+            return Err(Error::InvalidArgument(format!(
+                "variable {name}: bounds {min}..={max} are empty"
+            )));
+        }
+        self.vars.push(VarSpec {
+            name: name.to_string(),
+            min,
+            max,
+        });
+        Ok(Var(self.vars.len() - 1))
+    }
+
+    /// Declares an input shaped like `example` (its size and device); the graph is built with
+    /// `example` bound.
+    pub fn input(&mut self, example: &Buffer) -> Input {
+        self.inputs.push(example.clone());
+        Input(self.inputs.len() - 1)
+    }
+
+    /// Splits the command stream into indirect buffers of at most `dwords` (tests).
+    pub fn segment_dwords(&mut self, dwords: u32) -> &mut Self {
+        self.segment_dwords = Some(dwords);
+        self
+    }
+
+    /// Records a launch of `program` with `args` over `global` workgroups of `local`
+    /// work-items. Handles must come from this builder; arguments are checked against the
+    /// kernel when the graph is built.
+    pub fn launch(
+        &mut self,
+        program: &Program,
+        args: &[GraphArg<'_>],
+        global: DimExprs,
+        local: DimExprs,
+    ) -> Result<()> {
+        let mut recorded = Vec::with_capacity(args.len());
+        for (i, a) in args.iter().enumerate() {
+            recorded.push(match *a {
+                GraphArg::Buffer(b) => RecordedArg::Buffer(b.clone()),
+                GraphArg::Input(x) if x.0 < self.inputs.len() => RecordedArg::Input(x.0),
+                GraphArg::Var(v) if v.0 < self.vars.len() => RecordedArg::Var(v.0),
+                GraphArg::Input(_) | GraphArg::Var(_) => {
+                    return Err(Error::InvalidArgument(format!(
+                        "argument {i} of {}: an input or variable of another graph",
+                        program.name()
+                    )))
+                }
+                GraphArg::I32(v) => RecordedArg::Scalar(Arg::I32(v)),
+                GraphArg::U32(v) => RecordedArg::Scalar(Arg::U32(v)),
+                GraphArg::I64(v) => RecordedArg::Scalar(Arg::I64(v)),
+                GraphArg::U64(v) => RecordedArg::Scalar(Arg::U64(v)),
+                GraphArg::F32(v) => RecordedArg::Scalar(Arg::F32(v)),
+                GraphArg::F64(v) => RecordedArg::Scalar(Arg::F64(v)),
+            });
+        }
+        for e in global.iter().chain(&local) {
+            if e.max_var().is_some_and(|v| v >= self.vars.len()) {
+                return Err(Error::InvalidArgument(format!(
+                    "launch of {}: dimension {e:?} uses a variable of another graph",
+                    program.name()
+                )));
+            }
+        }
+        self.items.push(Recorded::Launch(RecordedLaunch {
+            program: program.clone(),
+            args: recorded,
+            global,
+            local,
+        }));
+        Ok(())
+    }
+
+    /// Records a device-to-device copy. Not graphed yet by any backend: [`Self::build`] then
+    /// fails with [`Error::Unsupported`] and the caller runs the work eagerly.
+    pub fn copy(&mut self, _src: &Buffer, _dst: &Buffer, _size: usize) -> Result<()> {
+        self.items.push(Recorded::Copy);
+        Ok(())
+    }
+
+    /// Number of recorded launches and copies.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Builds the command stream once; the result replays it.
+    pub fn build(&self) -> Result<Graph> {
+        let mut launches = Vec::with_capacity(self.items.len());
+        for item in &self.items {
+            match item {
+                Recorded::Launch(l) => launches.push(l),
+                Recorded::Copy => {
+                    return Err(Error::Unsupported(
+                        "copies in graphs (run them eagerly)".into(),
+                    ))
+                }
+            }
+        }
+        let Some(first) = launches.first() else {
+            return Err(Error::InvalidArgument("the graph records nothing".into()));
+        };
+        let device = first.program.device().clone();
+        if launches.iter().any(|l| !l.program.device().same(&device))
+            || self.inputs.iter().any(|b| !b.device().same(&device))
+        {
+            return Err(Error::Unsupported(
+                "graphs spanning several devices (run them eagerly)".into(),
+            ));
+        }
+        for l in &launches {
+            for a in &l.args {
+                if let RecordedArg::Buffer(b) = a {
+                    if !b.device().same(&device) {
+                        return Err(Error::InvalidArgument(format!(
+                            "{}: a buffer argument on {}, the kernel runs on {}",
+                            l.program.name(),
+                            b.device().name(),
+                            device.name()
+                        )));
+                    }
+                }
+            }
+        }
+        let initial_vars: Vec<i32> = self.vars.iter().map(|v| v.min).collect();
+        let symbolic: Vec<usize> = launches
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.global.iter().chain(&l.local).any(DimExpr::is_symbolic))
+            .map(|(i, _)| i)
+            .collect();
+        let inner = match &*device.backend {
+            Backend::Amd(d) => {
+                let mut specs = Vec::with_capacity(launches.len());
+                for (i, l) in launches.iter().enumerate() {
+                    let ProgramInner::Amd(p) = &l.program.shared.inner;
+                    let is_symbolic = symbolic.binary_search(&i).is_ok();
+                    let (global, local) = if is_symbolic {
+                        ([1; 3], [1; 3])
+                    } else {
+                        (eval_dims(&l.global, &[])?, eval_dims(&l.local, &[])?)
+                    };
+                    specs.push(GraphLaunch {
+                        program: p,
+                        args: l
+                            .args
+                            .iter()
+                            .map(|a| match a {
+                                RecordedArg::Buffer(b) => AmdArg::Fixed(Arg::Buffer(address(b))),
+                                RecordedArg::Input(n) => AmdArg::Input(*n),
+                                RecordedArg::Var(n) => AmdArg::Var(*n),
+                                RecordedArg::Scalar(s) => AmdArg::Fixed(scalar(*s)),
+                            })
+                            .collect(),
+                        global,
+                        local,
+                        symbolic_dims: is_symbolic,
+                    });
+                }
+                let inputs: Vec<u64> = self.inputs.iter().map(address).collect();
+                let mut options = GraphOptions::default();
+                if let Some(s) = self.segment_dwords {
+                    options.segment_dwords = s;
+                }
+                GraphInner::Amd(AmdGraph::build(
+                    d,
+                    &specs,
+                    &inputs,
+                    &initial_vars,
+                    &options,
+                )?)
+            }
+        };
+        let symbolic_dims = symbolic
+            .iter()
+            .map(|&i| (launches[i].global.clone(), launches[i].local.clone()))
+            .collect();
+        Ok(Graph {
+            device,
+            inner,
+            vars: self.vars.clone(),
+            inputs: self
+                .inputs
+                .iter()
+                .map(|b| (b.size(), b.device().clone()))
+                .collect(),
+            symbolic_dims,
+            launches: launches.len(),
+            retained: self.items.clone(),
+            state: Mutex::new(ReplayState {
+                bound: self.inputs.clone(),
+                addresses: self.inputs.iter().map(address).collect(),
+                vars: None,
+                dims: Vec::new(),
+            }),
+        })
+    }
+}
+
+fn address(b: &Buffer) -> u64 {
+    match &b.shared.inner {
+        BufferInner::Amd(a) => a.gpu_address(),
+    }
+}
+
+fn scalar(s: Arg<()>) -> Arg<u64> {
+    match s {
+        Arg::Buffer(()) => Arg::U64(0),
+        Arg::I32(v) => Arg::I32(v),
+        Arg::U32(v) => Arg::U32(v),
+        Arg::I64(v) => Arg::I64(v),
+        Arg::U64(v) => Arg::U64(v),
+        Arg::F32(v) => Arg::F32(v),
+        Arg::F64(v) => Arg::F64(v),
+    }
+}
+
+enum GraphInner {
+    Amd(AmdGraph),
+}
+
+struct ReplayState {
+    /// Buffers bound by the last replay (kept alive while it may run).
+    bound: Vec<Buffer>,
+    addresses: Vec<u64>,
+    /// Variable values the dimensions were last evaluated with.
+    vars: Option<Vec<i32>>,
+    dims: Vec<([u32; 3], [u32; 3])>,
+}
+
+/// A built graph: replay it with [`Graph::replay`].
+pub struct Graph {
+    device: Device,
+    inner: GraphInner,
+    vars: Vec<VarSpec>,
+    /// (size, device) of each input.
+    inputs: Vec<(usize, Device)>,
+    /// Dimension expressions of the launches that have variables in them.
+    symbolic_dims: Vec<(DimExprs, DimExprs)>,
+    launches: usize,
+    /// The recorded items: keeps the buffers and programs alive.
+    retained: Vec<Recorded>,
+    state: Mutex<ReplayState>,
+}
+
+impl std::fmt::Debug for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Graph({} launches, {} inputs, {} vars on {})",
+            self.launches,
+            self.inputs.len(),
+            self.vars.len(),
+            self.device.name()
+        )
+    }
+}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        // Its command stream and arguments may still be read by a queued replay.
+        let _ = self.device.synchronize();
+    }
+}
+
+impl Graph {
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    pub fn vars(&self) -> &[VarSpec] {
+        &self.vars
+    }
+
+    pub fn launch_count(&self) -> usize {
+        self.launches
+    }
+
+    /// Number of recorded items the graph keeps alive.
+    pub fn item_count(&self) -> usize {
+        self.retained.len()
+    }
+
+    /// Indirect-buffer segments of the command stream (a diagnostic).
+    pub fn segment_count(&self) -> usize {
+        match &self.inner {
+            GraphInner::Amd(g) => g.segment_count(),
+        }
+    }
+
+    /// Argument words a change of `input` rewrites (a diagnostic).
+    pub fn input_patch_count(&self, input: Input) -> usize {
+        match &self.inner {
+            GraphInner::Amd(g) => g.input_patch_count(input.0),
+        }
+    }
+
+    fn check(&self, inputs: &[&Buffer], vars: &[i32]) -> Result<()> {
+        if inputs.len() != self.inputs.len() {
+            return Err(Error::InvalidArgument(format!(
+                "graph takes {} inputs, got {}",
+                self.inputs.len(),
+                inputs.len()
+            )));
+        }
+        for (i, (b, (size, device))) in inputs.iter().zip(&self.inputs).enumerate() {
+            if !b.device().same(device) {
+                return Err(Error::InvalidArgument(format!(
+                    "input {i} is on {}, the graph was built for {}",
+                    b.device().name(),
+                    device.name()
+                )));
+            }
+            if b.size() != *size {
+                return Err(Error::InvalidArgument(format!(
+                    "input {i} is {} bytes, the graph was built for {size}",
+                    b.size()
+                )));
+            }
+        }
+        if vars.len() != self.vars.len() {
+            return Err(Error::InvalidArgument(format!(
+                "graph takes {} variables ({}), got {}",
+                self.vars.len(),
+                self.vars
+                    .iter()
+                    .map(|v| v.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                vars.len()
+            )));
+        }
+        for (v, spec) in vars.iter().zip(&self.vars) {
+            if !(spec.min..=spec.max).contains(v) {
+                return Err(Error::InvalidArgument(format!(
+                    "variable {} = {v} is outside its bounds {}..={}",
+                    spec.name, spec.min, spec.max
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Replays the graph with `inputs` (one buffer per input, in order) and `vars` (one value
+    /// per variable, in order). Returns once the work is queued. On an error nothing changed
+    /// and the graph stays usable.
+    pub fn replay(&self, inputs: &[&Buffer], vars: &[i32]) -> Result<()> {
+        self.check(inputs, vars)?;
+        let mut state = crate::lock(&self.state);
+        let dims_stale = state.vars.as_deref() != Some(vars);
+        if dims_stale && !self.symbolic_dims.is_empty() {
+            let mut dims = Vec::with_capacity(self.symbolic_dims.len());
+            for (global, local) in &self.symbolic_dims {
+                let (g, l) = (eval_dims(global, vars)?, eval_dims(local, vars)?);
+                hcq_amd::device::validate_dims(g, l)?;
+                dims.push((g, l));
+            }
+            state.dims = dims;
+        }
+        let mut rebound = false;
+        for (i, b) in inputs.iter().enumerate() {
+            let a = address(b);
+            if state.addresses[i] != a {
+                state.addresses[i] = a;
+                rebound = true;
+            }
+        }
+        let result = match (&*self.device.backend, &self.inner) {
+            (Backend::Amd(d), GraphInner::Amd(g)) => g.replay(
+                d,
+                &ReplayValues {
+                    inputs: &state.addresses,
+                    vars,
+                    dims: (dims_stale && !self.symbolic_dims.is_empty()).then_some(&state.dims[..]),
+                },
+            ),
+        };
+        match result {
+            Ok(()) => {
+                if dims_stale {
+                    state.vars = Some(vars.to_vec());
+                }
+                if rebound {
+                    state.bound = inputs.iter().map(|&b| b.clone()).collect();
+                }
+                Ok(())
+            }
+            Err(e) => {
+                // The backend kept its previous values: forget ours so that the next replay
+                // compares from scratch.
+                let state = &mut *state;
+                state.vars = None;
+                for (a, b) in state.addresses.iter_mut().zip(&state.bound) {
+                    *a = address(b);
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Where a [`Jit`] is in its life.
+#[derive(Debug)]
+enum JitPhase {
+    /// Calls run eagerly; the second call captures.
+    Eager {
+        calls: usize,
+    },
+    Replaying(Box<Graph>),
+    /// The backend cannot graph the work: every call runs eagerly.
+    EagerForever(String),
+}
+
+/// A buffer argument of a JIT launch: one of the call's inputs or outputs, or a buffer the
+/// closure owns (kept by the graph once captured).
+#[derive(Debug, Clone, Copy)]
+pub enum JitArg<'a> {
+    /// `inputs[n]` of the current call.
+    Input(usize),
+    /// `outputs[n]` of the current call.
+    Output(usize),
+    /// A buffer of the closure's own (scratch); fixed once captured.
+    Buffer(&'a Buffer),
+    /// Variable `n` of the call, as an `int32`.
+    Var(usize),
+    I32(i32),
+    U32(u32),
+    F32(f32),
+}
+
+/// What a [`Jit`] closure launches through. The closure sees variables only as symbols
+/// ([`JitRecorder::var`]), never their values, so nothing computed from a value can be baked
+/// into a capture.
+pub struct JitRecorder<'c> {
+    inputs: &'c [&'c Buffer],
+    outputs: &'c [&'c Buffer],
+    vars: &'c [i32],
+    var_handles: &'c [Var],
+    capture: Option<(&'c mut GraphBuilder, &'c [Input])>,
+}
+
+impl JitRecorder<'_> {
+    /// Variable `n` as a dimension expression.
+    pub fn var(&self, n: usize) -> DimExpr {
+        DimExpr::Var(Var(n))
+    }
+
+    /// Launches `program` now and, while capturing, records it.
+    pub fn launch(
+        &mut self,
+        program: &Program,
+        args: &[JitArg<'_>],
+        global: DimExprs,
+        local: DimExprs,
+    ) -> Result<()> {
+        let missing = |what: &str, n: usize| {
+            Error::InvalidArgument(format!("JIT launch of {}: no {what} {n}", program.name()))
+        };
+        let mut eager = Vec::with_capacity(args.len());
+        for a in args {
+            eager.push(match *a {
+                JitArg::Input(n) => {
+                    Arg::Buffer(*self.inputs.get(n).ok_or_else(|| missing("input", n))?)
+                }
+                JitArg::Output(n) => {
+                    Arg::Buffer(*self.outputs.get(n).ok_or_else(|| missing("output", n))?)
+                }
+                JitArg::Buffer(b) => Arg::Buffer(b),
+                JitArg::Var(n) => {
+                    Arg::I32(*self.vars.get(n).ok_or_else(|| missing("variable", n))?)
+                }
+                JitArg::I32(v) => Arg::I32(v),
+                JitArg::U32(v) => Arg::U32(v),
+                JitArg::F32(v) => Arg::F32(v),
+            });
+        }
+        let (g, l) = (
+            eval_dims(&global, self.vars)?,
+            eval_dims(&local, self.vars)?,
+        );
+        program.launch(&eager, g, l)?;
+        if let Some((builder, slots)) = self.capture.as_mut() {
+            let n_inputs = self.inputs.len();
+            let graph_args: Vec<GraphArg<'_>> = args
+                .iter()
+                .map(|a| match *a {
+                    JitArg::Input(n) => GraphArg::Input(slots[n]),
+                    JitArg::Output(n) => GraphArg::Input(slots[n_inputs + n]),
+                    JitArg::Buffer(b) => GraphArg::Buffer(b),
+                    JitArg::Var(n) => GraphArg::Var(self.var_handles[n]),
+                    JitArg::I32(v) => GraphArg::I32(v),
+                    JitArg::U32(v) => GraphArg::U32(v),
+                    JitArg::F32(v) => GraphArg::F32(v),
+                })
+                .collect();
+            builder.launch(program, &graph_args, global, local)?;
+        }
+        Ok(())
+    }
+}
+
+/// Captures the launches of a closure and replays them.
+///
+/// The first call runs the closure eagerly; the second runs it eagerly while capturing a
+/// [`Graph`]; later calls replay the graph. Every call passes its inputs, its **outputs** and
+/// its variable values explicitly, so results never alias across calls (unlike a JIT that
+/// returns buffers it owns, tinygrad #7020, #2417), and each replay binds the values of that
+/// call (tinygrad #5360). When the backend cannot graph the work, the JIT stays eager.
+pub struct Jit<F> {
+    body: F,
+    vars: Vec<VarSpec>,
+    phase: JitPhase,
+}
+
+impl<F> std::fmt::Debug for Jit<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Jit({:?})", self.phase)
+    }
+}
+
+impl<F> Jit<F>
+where
+    F: FnMut(&mut JitRecorder<'_>) -> Result<()>,
+{
+    /// A JIT over `body` with variables `(name, min, max)`.
+    pub fn new(vars: &[(&str, i32, i32)], body: F) -> Result<Self> {
+        let mut specs = Vec::new();
+        for &(name, min, max) in vars {
+            if min > max {
+                return Err(Error::InvalidArgument(format!(
+                    "variable {name}: bounds {min}..={max} are empty"
+                )));
+            }
+            specs.push(VarSpec {
+                name: name.to_string(),
+                min,
+                max,
+            });
+        }
+        Ok(Jit {
+            body,
+            vars: specs,
+            phase: JitPhase::Eager { calls: 0 },
+        })
+    }
+
+    /// Whether calls replay a captured graph.
+    pub fn is_captured(&self) -> bool {
+        matches!(self.phase, JitPhase::Replaying(_))
+    }
+
+    /// Why the JIT runs eagerly for good, if it does.
+    pub fn fallback_reason(&self) -> Option<&str> {
+        match &self.phase {
+            JitPhase::EagerForever(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// Runs the work on `inputs` into `outputs` with variable values `vars`.
+    pub fn call(&mut self, inputs: &[&Buffer], outputs: &[&Buffer], vars: &[i32]) -> Result<()> {
+        if vars.len() != self.vars.len() {
+            return Err(Error::InvalidArgument(format!(
+                "JIT takes {} variables, got {}",
+                self.vars.len(),
+                vars.len()
+            )));
+        }
+        for (v, spec) in vars.iter().zip(&self.vars) {
+            if !(spec.min..=spec.max).contains(v) {
+                return Err(Error::InvalidArgument(format!(
+                    "variable {} = {v} is outside its bounds {}..={}",
+                    spec.name, spec.min, spec.max
+                )));
+            }
+        }
+        let calls = match &self.phase {
+            JitPhase::Replaying(graph) => {
+                let all: Vec<&Buffer> = inputs.iter().chain(outputs).copied().collect();
+                return graph.replay(&all, vars);
+            }
+            JitPhase::EagerForever(_) => usize::MAX,
+            JitPhase::Eager { calls } => *calls,
+        };
+        if calls != 1 {
+            (self.body)(&mut JitRecorder {
+                inputs,
+                outputs,
+                vars,
+                var_handles: &[],
+                capture: None,
+            })?;
+            if calls == 0 {
+                self.phase = JitPhase::Eager { calls: 1 };
+            }
+            return Ok(());
+        }
+        // Second call: run eagerly and capture.
+        let mut builder = GraphBuilder::new();
+        let mut handles = Vec::new();
+        for v in &self.vars {
+            handles.push(builder.var(&v.name, v.min, v.max)?);
+        }
+        let slots: Vec<Input> = inputs
+            .iter()
+            .chain(outputs)
+            .map(|b| builder.input(b))
+            .collect();
+        (self.body)(&mut JitRecorder {
+            inputs,
+            outputs,
+            vars,
+            var_handles: &handles,
+            capture: Some((&mut builder, &slots)),
+        })?;
+        if builder.is_empty() {
+            self.phase = JitPhase::EagerForever("the closure launches nothing".into());
+            return Ok(());
+        }
+        self.phase = match builder.build() {
+            Ok(graph) => JitPhase::Replaying(Box::new(graph)),
+            Err(Error::Unsupported(why)) => JitPhase::EagerForever(why),
+            Err(e) => return Err(e),
+        };
+        Ok(())
+    }
+}
