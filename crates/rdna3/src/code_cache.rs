@@ -188,10 +188,21 @@ fn decode_at(mem: &dyn Memory, pc: u64, generation: u64) -> Result<CachedInst, F
     }
 }
 
+/// Most instruction slots a [`LocalCodeCache`] keeps in its dense window (4 MiB of code);
+/// PCs outside the window go through a hash map.
+const MAX_WINDOW_SLOTS: usize = 1 << 20;
+
 /// A per-thread front for a [`CodeCache`]: PC → entry without taking the shared lock.
+///
+/// Entries live in a dense array indexed by `(pc - base) / 4` over the code seen so far (a
+/// code object is contiguous), so the hot path is one bounds check, one index and one
+/// generation compare; PCs far from the window fall back to a hash map.
 pub struct LocalCodeCache<'a> {
     shared: &'a CodeCache,
-    local: PcMap<Arc<CachedInst>>,
+    /// PC of `window[0]`.
+    base: u64,
+    window: Vec<Option<Arc<CachedInst>>>,
+    overflow: PcMap<Arc<CachedInst>>,
 }
 
 impl<'a> LocalCodeCache<'a> {
@@ -199,20 +210,91 @@ impl<'a> LocalCodeCache<'a> {
     pub fn new(shared: &'a CodeCache) -> Self {
         Self {
             shared,
-            local: PcMap::default(),
+            base: 0,
+            window: Vec::new(),
+            overflow: PcMap::default(),
         }
     }
 
-    /// The instruction at `pc`.
-    pub fn fetch(&mut self, mem: &dyn Memory, pc: u64) -> Result<Arc<CachedInst>, FaultKind> {
-        let generation = self.shared.generation();
-        if let Some(entry) = self.local.get(&pc) {
-            if entry.checked_generation.load(Ordering::Acquire) == generation {
-                return Ok(Arc::clone(entry));
-            }
+    /// Window slot of `pc`, if `pc` is dword aligned and inside the window.
+    #[inline]
+    fn slot(&self, pc: u64) -> Option<usize> {
+        let offset = pc.wrapping_sub(self.base);
+        if offset % 4 != 0 {
+            return None;
         }
+        let index = usize::try_from(offset / 4).ok()?;
+        (index < self.window.len()).then_some(index)
+    }
+
+    /// The instruction at `pc`.
+    #[inline]
+    pub fn fetch(&mut self, mem: &dyn Memory, pc: u64) -> Result<&CachedInst, FaultKind> {
+        let generation = self.shared.generation();
+        let slot = self.slot(pc);
+        let hit = self
+            .lookup(slot, pc)
+            .is_some_and(|entry| entry.checked_generation.load(Ordering::Acquire) == generation);
+        if !hit {
+            return self.fetch_slow(mem, pc);
+        }
+        // `hit` means the lookup succeeds; the error is unreachable.
+        self.lookup(slot, pc).ok_or(FaultKind::VmFault {
+            addr: pc,
+            write: false,
+        })
+    }
+
+    #[inline]
+    fn lookup(&self, slot: Option<usize>, pc: u64) -> Option<&CachedInst> {
+        match slot {
+            Some(index) => self.window.get(index).and_then(|entry| entry.as_deref()),
+            None => self.overflow.get(&pc).map(|entry| &**entry),
+        }
+    }
+
+    #[cold]
+    fn fetch_slow(&mut self, mem: &dyn Memory, pc: u64) -> Result<&CachedInst, FaultKind> {
         let entry = self.shared.fetch(mem, pc)?;
-        self.local.insert(pc, Arc::clone(&entry));
-        Ok(entry)
+        if let Some(index) = self.place(pc) {
+            return Ok(&**self.window[index].insert(entry));
+        }
+        match self.overflow.entry(pc) {
+            std::collections::hash_map::Entry::Occupied(mut occupied) => {
+                occupied.insert(entry);
+                Ok(&**occupied.into_mut())
+            }
+            std::collections::hash_map::Entry::Vacant(vacant) => Ok(&**vacant.insert(entry)),
+        }
+    }
+
+    /// Grows the window to cover `pc` if that keeps it within [`MAX_WINDOW_SLOTS`]; returns
+    /// the slot of `pc`.
+    fn place(&mut self, pc: u64) -> Option<usize> {
+        if pc % 4 != 0 {
+            return None;
+        }
+        if self.window.is_empty() {
+            self.base = pc;
+        }
+        if let Some(index) = self.slot(pc) {
+            return Some(index);
+        }
+        let end = self.base.checked_add(self.window.len() as u64 * 4)?;
+        let new_base = self.base.min(pc);
+        let new_end = end.max(pc.checked_add(4)?);
+        let slots = usize::try_from((new_end - new_base) / 4).ok()?;
+        if slots > MAX_WINDOW_SLOTS {
+            return None;
+        }
+        // Grow by at least doubling so a wave walking forward does not re-layout every time.
+        let front = usize::try_from((self.base - new_base) / 4).ok()?;
+        let mut window = Vec::with_capacity(slots.max(self.window.len() * 2).min(MAX_WINDOW_SLOTS));
+        window.resize_with(front, || None);
+        window.append(&mut self.window);
+        window.resize_with(slots, || None);
+        self.window = window;
+        self.base = new_base;
+        self.slot(pc)
     }
 }

@@ -164,6 +164,7 @@ pub fn run_dispatch<M: Memory>(
         let mut local_code = LocalCodeCache::new(code);
         let mut stats = DispatchStats::default();
         let mut lds = vec![0u8; rsrc2.lds_bytes];
+        let mut pool: Vec<Wave> = Vec::new();
         // Chunks of consecutive workgroups amortise the shared counter.
         const CHUNK: u64 = 4;
         'outer: while !abort.load(Ordering::Relaxed) {
@@ -190,6 +191,7 @@ pub fn run_dispatch<M: Memory>(
                     workgroup,
                     first_slot,
                     &mut lds,
+                    &mut pool,
                 ) {
                     Ok(group_stats) => {
                         stats.workgroups += 1;
@@ -233,14 +235,15 @@ pub fn run_dispatch<M: Memory>(
 
 /// Builds the launch state of wave `wave_index` of a workgroup.
 fn launch_wave(
+    wave: &mut Wave,
     d: &Dispatch,
     rsrc2: &Rsrc2,
     workgroup: [u32; 3],
     wave_index: u32,
     waves: u32,
     first_slot: u64,
-) -> Wave {
-    let mut wave = Wave::new(d.code_entry);
+) {
+    wave.reset(d.code_entry);
     let user = (rsrc2.user_sgprs as usize).min(d.user_data.len());
     wave.sgpr[..user].copy_from_slice(&d.user_data[..user]);
     let mut next = rsrc2.user_sgprs as usize;
@@ -269,6 +272,7 @@ fn launch_wave(
     let [bx, by, bz] = d.block;
     let total = bx * by * bz;
     let mut exec = 0u32;
+    wave.note_vgpr_use(1);
     for lane in 0..WAVE_SIZE as u32 {
         let flat = wave_index * WAVE_SIZE as u32 + lane;
         if flat >= total {
@@ -289,7 +293,6 @@ fn launch_wave(
         wave.vgpr[0][lane as usize] = (x & 0x3ff) | ((y & 0x3ff) << 10) | ((z & 0x3ff) << 20);
     }
     wave.sgpr[usize::from(EXEC_LO)] = exec;
-    wave
 }
 
 struct GroupStats {
@@ -299,6 +302,7 @@ struct GroupStats {
 
 /// Runs all waves of one workgroup: each wave runs until it ends or reaches a barrier; when
 /// every live wave waits at the barrier, all are released.
+#[allow(clippy::too_many_arguments)]
 fn run_workgroup(
     mem: &dyn Memory,
     code: &mut LocalCodeCache<'_>,
@@ -307,12 +311,19 @@ fn run_workgroup(
     workgroup: [u32; 3],
     first_slot: u64,
     lds: &mut [u8],
+    pool: &mut Vec<Wave>,
 ) -> Result<GroupStats, Fault> {
     let items = d.block[0] * d.block[1] * d.block[2];
     let wave_count = items.div_ceil(WAVE_SIZE as u32);
-    let mut waves: Vec<Wave> = (0..wave_count)
-        .map(|w| launch_wave(d, rsrc2, workgroup, w, wave_count, first_slot))
-        .collect();
+    // Wave state is reused across the worker's workgroups (a reset clears only the registers
+    // the previous wave touched).
+    while pool.len() < wave_count as usize {
+        pool.push(Wave::new(d.code_entry));
+    }
+    let waves = &mut pool[..wave_count as usize];
+    for (w, wave) in waves.iter_mut().enumerate() {
+        launch_wave(wave, d, rsrc2, workgroup, w as u32, wave_count, first_slot);
+    }
     let mut done = vec![false; waves.len()];
     let mut steps = vec![0u64; waves.len()];
     let mut instructions = 0u64;
@@ -380,14 +391,15 @@ fn run_until_blocked(
         }
         let entry = code.fetch(ctx.mem, pc).map_err(|kind| (kind, pc, None))?;
         *steps += 1;
+        let size = entry.size_bytes();
         let flow = wave
-            .execute(ctx, &entry.inst, entry.size_bytes())
+            .execute(ctx, &entry.inst, size)
             .map_err(|kind| (kind, pc, Some(entry.inst.to_string())))?;
         match flow {
-            Flow::Next => wave.pc = pc.wrapping_add(entry.size_bytes()),
+            Flow::Next => wave.pc = pc.wrapping_add(size),
             Flow::Jump(target) => wave.pc = target,
             Flow::Barrier => {
-                wave.pc = pc.wrapping_add(entry.size_bytes());
+                wave.pc = pc.wrapping_add(size);
                 return Ok(WaveStop::Barrier);
             }
             Flow::End => return Ok(WaveStop::Ended),

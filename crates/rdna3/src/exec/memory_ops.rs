@@ -28,6 +28,27 @@ fn lds_range(lds: &[u8], addr: u64, len: usize) -> Result<std::ops::Range<usize>
     }
 }
 
+/// Reads the dword at LDS byte address `addr` (bounds-checked like [`lds_range`]).
+#[inline(always)]
+fn lds_read_u32(lds: &[u8], addr: u64) -> Result<u32, FaultKind> {
+    let range = lds_range(lds, addr, 4)?;
+    lds.get(range)
+        .and_then(|bytes| <[u8; 4]>::try_from(bytes).ok())
+        .map(u32::from_le_bytes)
+        .ok_or(FaultKind::LdsOutOfRange { addr })
+}
+
+/// Writes the dword at LDS byte address `addr` (bounds-checked like [`lds_range`]).
+#[inline(always)]
+fn lds_write_u32(lds: &mut [u8], addr: u64, value: u32) -> Result<(), FaultKind> {
+    let range = lds_range(lds, addr, 4)?;
+    let bytes = lds
+        .get_mut(range)
+        .ok_or(FaultKind::LdsOutOfRange { addr })?;
+    bytes.copy_from_slice(&value.to_le_bytes());
+    Ok(())
+}
+
 fn read_target(ctx: &ExecContext<'_>, target: Target, out: &mut [u8]) -> Result<(), FaultKind> {
     match target {
         Target::Global(addr) => read_bytes(ctx.mem, addr, out),
@@ -273,6 +294,10 @@ impl Wave {
             MemAccess::Load { bytes, signed, d16 } => {
                 let dwords = (bytes as usize).div_ceil(4);
                 let range = self.vgpr_range(i.vdst, dwords)?;
+                if let Some((addrs, lo, base)) = self.wave_span(ctx, i, saddr, exec, bytes)? {
+                    self.load_span(&addrs, lo, base, exec, range.start, bytes, signed, d16);
+                    return Ok(Flow::Next);
+                }
                 for lane in 0..WAVE_SIZE {
                     if exec >> lane & 1 == 0 {
                         continue;
@@ -286,6 +311,10 @@ impl Wave {
             MemAccess::Store { bytes, high_half } => {
                 let dwords = (bytes as usize).div_ceil(4);
                 let range = self.vgpr_range(i.data, dwords)?;
+                if let Some((addrs, lo, base)) = self.wave_span(ctx, i, saddr, exec, bytes)? {
+                    self.store_span(&addrs, lo, base, exec, range.start, bytes, high_half);
+                    return Ok(Flow::Next);
+                }
                 for lane in 0..WAVE_SIZE {
                     if exec >> lane & 1 == 0 {
                         continue;
@@ -352,6 +381,145 @@ impl Wave {
             }
         }
         Ok(Flow::Next)
+    }
+
+    /// The global addresses of a FLAT/GLOBAL access and one host pointer covering all of
+    /// them, when every active lane goes to global memory and the whole span
+    /// `[min address, max address + bytes)` lies in one mapped range (the common case:
+    /// one translation instead of one per lane). `None` sends the access down the per-lane
+    /// path, which reports faults exactly as before. An error is the one the first active
+    /// lane would have reported (a bad address register).
+    #[allow(clippy::type_complexity)]
+    fn wave_span(
+        &self,
+        ctx: &ExecContext<'_>,
+        i: &Flat,
+        saddr: u64,
+        exec: u32,
+        bytes: u8,
+    ) -> Result<Option<([u64; WAVE_SIZE], u64, *mut u8)>, FaultKind> {
+        if exec == 0 || i.segment == FlatSegment::Scratch {
+            return Ok(None);
+        }
+        let offset = i.offset as i64 as u64;
+        let mut addrs = [0u64; WAVE_SIZE];
+        if i.segment == FlatSegment::Global && i.saddr != Operand::Null {
+            let low = &self.vgpr[self.vgpr_range(i.addr, 1)?.start];
+            for (addr, &v) in addrs.iter_mut().zip(low) {
+                *addr = saddr.wrapping_add(u64::from(v)).wrapping_add(offset);
+            }
+        } else {
+            let first = self.vgpr_range(i.addr, 2)?.start;
+            let (low, high) = (&self.vgpr[first], &self.vgpr[first + 1]);
+            for ((addr, &l), &h) in addrs.iter_mut().zip(low).zip(high) {
+                *addr = (u64::from(l) | (u64::from(h) << 32)).wrapping_add(offset);
+            }
+        }
+        let mut lo = u64::MAX;
+        let mut hi = 0u64;
+        for (lane, &addr) in addrs.iter().enumerate() {
+            if exec >> lane & 1 != 0 {
+                lo = lo.min(addr);
+                hi = hi.max(addr);
+            }
+        }
+        if i.segment == FlatSegment::Flat {
+            // Any lane in an aperture (LDS / private) takes the per-lane path.
+            let in_aperture = |base: u64| {
+                addrs.iter().enumerate().any(|(lane, &addr)| {
+                    exec >> lane & 1 != 0 && (base..base + APERTURE_SIZE).contains(&addr)
+                })
+            };
+            if in_aperture(SHARED_APERTURE_BASE) || in_aperture(PRIVATE_APERTURE_BASE) {
+                return Ok(None);
+            }
+        }
+        let Some(end) = hi.checked_add(u64::from(bytes)) else {
+            return Ok(None);
+        };
+        Ok(ctx
+            .mem
+            .translate(lo, end - lo)
+            .map(|base| (addrs, lo, base)))
+    }
+
+    /// Loads every active lane's `bytes` from a span found by [`Wave::wave_span`].
+    #[allow(clippy::too_many_arguments)]
+    fn load_span(
+        &mut self,
+        addrs: &[u64; WAVE_SIZE],
+        lo: u64,
+        base: *mut u8,
+        exec: u32,
+        first: usize,
+        bytes: u8,
+        signed: bool,
+        d16: D16,
+    ) {
+        for (lane, &addr) in addrs.iter().enumerate() {
+            if exec >> lane & 1 == 0 {
+                continue;
+            }
+            // SAFETY: `wave_span` translated `[lo, max addr + bytes)` to mapped host memory
+            // at `base` that stays mapped for the dispatch; `lo <= addr` and
+            // `addr + bytes <= max addr + bytes`, so `bytes` bytes at `base + (addr - lo)`
+            // are inside it. Reads are unaligned-safe; other waves may write the same GPU
+            // memory concurrently (as on hardware) and byte data has no invalid values.
+            let source = unsafe { base.add((addr - lo) as usize) };
+            if bytes == 4 {
+                // SAFETY: as above, 4 readable bytes at `source`.
+                let word = unsafe { source.cast::<[u8; 4]>().read_unaligned() };
+                self.vgpr[first][lane] = u32::from_le_bytes(word);
+                continue;
+            }
+            let mut buffer = [0u8; 16];
+            let len = usize::from(bytes).min(buffer.len());
+            // SAFETY: as above, `len <= bytes` readable bytes at `source`, copied into a
+            // distinct local buffer.
+            unsafe { std::ptr::copy_nonoverlapping(source, buffer.as_mut_ptr(), len) };
+            self.write_loaded(first, lane, &buffer, bytes, signed, d16);
+        }
+    }
+
+    /// Stores every active lane's `bytes` to a span found by [`Wave::wave_span`], in lane
+    /// order (a later lane wins on overlap, as in the per-lane path).
+    #[allow(clippy::too_many_arguments)]
+    fn store_span(
+        &self,
+        addrs: &[u64; WAVE_SIZE],
+        lo: u64,
+        base: *mut u8,
+        exec: u32,
+        first: usize,
+        bytes: u8,
+        high_half: bool,
+    ) {
+        let dwords = usize::from(bytes).div_ceil(4);
+        for (lane, &addr) in addrs.iter().enumerate() {
+            if exec >> lane & 1 == 0 {
+                continue;
+            }
+            // SAFETY: as in `load_span`: `bytes` writable mapped bytes at
+            // `base + (addr - lo)`, inside the span `wave_span` translated.
+            let target = unsafe { base.add((addr - lo) as usize) };
+            if bytes == 4 && !high_half {
+                let word = self.vgpr[first][lane].to_le_bytes();
+                // SAFETY: as above, 4 writable bytes at `target`.
+                unsafe { target.cast::<[u8; 4]>().write_unaligned(word) };
+                continue;
+            }
+            let mut buffer = [0u8; 16];
+            for k in 0..dwords.min(4) {
+                buffer[k * 4..k * 4 + 4].copy_from_slice(&self.vgpr[first + k][lane].to_le_bytes());
+            }
+            if high_half {
+                buffer.copy_within(2..4, 0);
+            }
+            let len = usize::from(bytes).min(buffer.len());
+            // SAFETY: as above, `len <= bytes` writable bytes at `target`, distinct from the
+            // local buffer.
+            unsafe { std::ptr::copy_nonoverlapping(buffer.as_ptr(), target, len) };
+        }
     }
 
     /// Places loaded bytes into the destination VGPR(s) of one lane.
@@ -471,6 +639,15 @@ impl Wave {
             let dst = self
                 .vgpr_range(i.vdst, usize::from(bytes).div_ceil(4))?
                 .start;
+            if bytes == 4 {
+                for lane in 0..WAVE_SIZE {
+                    if exec >> lane & 1 != 0 {
+                        let addr = lane_addr(self, lane).wrapping_add(offset);
+                        self.vgpr[dst][lane] = lds_read_u32(ctx.lds, addr)?;
+                    }
+                }
+                return Ok(Flow::Next);
+            }
             for lane in 0..WAVE_SIZE {
                 if exec >> lane & 1 != 0 {
                     let target = Target::Lds(lane_addr(self, lane).wrapping_add(offset));
@@ -495,6 +672,15 @@ impl Wave {
         if let Some((bytes, high_half)) = store {
             let dwords = (bytes as usize).div_ceil(4);
             let data = self.vgpr_range(i.data0, dwords)?.start;
+            if bytes == 4 && !high_half {
+                for lane in 0..WAVE_SIZE {
+                    if exec >> lane & 1 != 0 {
+                        let addr = lane_addr(self, lane).wrapping_add(offset);
+                        lds_write_u32(ctx.lds, addr, self.vgpr[data][lane])?;
+                    }
+                }
+                return Ok(Flow::Next);
+            }
             for lane in 0..WAVE_SIZE {
                 if exec >> lane & 1 != 0 {
                     let mut buffer = [0u8; 16];
@@ -550,7 +736,16 @@ impl Wave {
                     continue;
                 }
                 for (half, element_offset) in offsets.iter().enumerate() {
-                    let target = Target::Lds(lane_base.wrapping_add(*element_offset));
+                    let addr = lane_base.wrapping_add(*element_offset);
+                    if size == 4 {
+                        if is_load {
+                            self.vgpr[dst + half][lane] = lds_read_u32(ctx.lds, addr)?;
+                        } else {
+                            lds_write_u32(ctx.lds, addr, self.vgpr[sources[half]][lane])?;
+                        }
+                        continue;
+                    }
+                    let target = Target::Lds(addr);
                     let mut buffer = [0u8; 8];
                     if is_load {
                         read_target(ctx, target, &mut buffer[..size as usize])?;

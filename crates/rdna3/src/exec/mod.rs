@@ -1,10 +1,13 @@
 //! The wave32 interpreter: wave state and the per-instruction dispatch (one `match` over
 //! [`Inst`]). Each instruction runs over all 32 lanes at once, masked by EXEC.
 
+mod fast;
 mod float;
 mod memory_ops;
 mod salu;
 mod valu;
+
+use std::cell::Cell;
 
 use crate::decode::Inst;
 use crate::fault::FaultKind;
@@ -61,6 +64,10 @@ pub struct Wave {
     pub pc: u64,
     /// Private memory of the wave.
     pub private: PrivateSegment,
+    /// One past the highest VGPR row handed out by [`Wave::vgpr_range`] (and the fast VALU
+    /// paths): every row the interpreter may have written is below it, so [`Wave::reset`]
+    /// only has to clear those rows.
+    vgpr_used: Cell<usize>,
 }
 
 /// What an instruction can reach besides its wave's registers.
@@ -94,6 +101,27 @@ impl Wave {
             scc: false,
             pc,
             private: PrivateSegment::default(),
+            vgpr_used: Cell::new(VGPR_COUNT),
+        }
+    }
+
+    /// Returns the wave to the state of [`Wave::new`]`(pc)`, keeping its allocation. Only the
+    /// VGPR rows the interpreter may have touched since the last reset are cleared.
+    pub fn reset(&mut self, pc: u64) {
+        let used = self.vgpr_used.get().min(self.vgpr.len());
+        self.vgpr[..used].fill([0; WAVE_SIZE]);
+        self.vgpr_used.set(0);
+        self.sgpr = [0; SCALAR_SLOTS];
+        self.scc = false;
+        self.pc = pc;
+        self.private = PrivateSegment::default();
+    }
+
+    /// Records that VGPR rows below `end` may be accessed (see [`Wave::reset`]).
+    #[inline(always)]
+    pub(crate) fn note_vgpr_use(&self, end: usize) {
+        if end > self.vgpr_used.get() {
+            self.vgpr_used.set(end);
         }
     }
 
@@ -215,6 +243,7 @@ impl Wave {
                 operand.display_wide(count as u32)
             )));
         }
+        self.note_vgpr_use(first + count);
         Ok(first..first + count)
     }
 

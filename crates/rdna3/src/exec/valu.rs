@@ -130,7 +130,7 @@ fn carry_op(
     (out, carry)
 }
 
-fn bfe_u32(x: u32, offset: u32, width: u32) -> u32 {
+pub(super) fn bfe_u32(x: u32, offset: u32, width: u32) -> u32 {
     let (offset, width) = (offset & 31, width & 31);
     if width == 0 {
         return 0;
@@ -432,6 +432,9 @@ impl Wave {
     }
 
     pub(super) fn valu(&mut self, v: &ValuInst) -> Result<Flow, FaultKind> {
+        if let Some(flow) = self.valu_fast(v) {
+            return Ok(flow);
+        }
         let (output, lane_mask) = self.valu_compute(v)?;
         self.valu_commit(v, output, lane_mask)?;
         Ok(Flow::Next)
