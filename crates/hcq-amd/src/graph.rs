@@ -1,5 +1,7 @@
-//! Graphs on one AMD GPU: a captured list of kernel launches turned into one PM4 command
-//! stream, built once in GPU memory and replayed with a single `INDIRECT_BUFFER` packet.
+//! Graphs on one AMD GPU: a captured list of kernel launches and copies turned into one PM4
+//! command stream and one SDMA command stream, built once in GPU memory and replayed with a
+//! single `INDIRECT_BUFFER` packet on the compute ring (and a single SDMA `INDIRECT` on the copy
+//! ring when there are copies).
 //!
 //! # What is built once
 //!
@@ -28,6 +30,17 @@
 //! (so work queued afterwards runs after the graph). Host cost: independent of the number of
 //! launches.
 //!
+//! # Copies
+//!
+//! Copies ([`Work::Copy`]) go to the copy stream (`COPY_LINEAR` packets in uncached GTT, with
+//! a patch list per input for the address words). Each item declares what it reads and writes
+//! ([`Region`]); an item conflicting with an earlier item of the other stream waits (a
+//! `WAIT_REG_MEM` or `POLL_REGMEM`) until that item's position is in the other stream's
+//! private signal, which the item signals after it (`RELEASE_MEM` or `FENCE`). The compute ring
+//! joins the copy stream's end before signalling the timeline; the copy ring's submission waits
+//! for the timeline's previous value. The private signals restart from zero on every replay,
+//! so a replay of a graph with copies first waits for the previous one.
+//!
 //! Replays are not traced (`HCQ_TRACE`): the graph shows as one gap in the compute track.
 //!
 //! The owner must not drop an [`AmdGraph`] while a replay may still run (hcq's `Graph`
@@ -38,6 +51,7 @@ use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
 use crate::program::{AmdProgram, ArgKind};
 use hcq_amd_sys::kd::KernelDescriptor;
 use hcq_amd_sys::pm4::{DispatchPatch, IndirectBuffer, Pm4Builder, IB_MAX_DWORDS};
+use hcq_amd_sys::sdma::{split, Packet, SdmaBuilder};
 use hcq_core::{Arg, Error, Result};
 use std::sync::Mutex;
 
@@ -63,6 +77,107 @@ pub struct GraphLaunch<'a> {
     pub local: [u32; 3],
     /// Whether replays give this launch's dimensions (in [`ReplayValues::dims`]).
     pub symbolic_dims: bool,
+}
+
+/// One end of a graph copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyEnd {
+    /// The same device address for every replay.
+    Fixed(u64),
+    /// The address of graph input `n`, rewritten when a replay binds another buffer.
+    Input(usize),
+}
+
+/// A device-to-device copy of `size` bytes on the graph's device, run by its SDMA engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GraphCopy {
+    pub dst: CopyEnd,
+    pub src: CopyEnd,
+    pub size: u64,
+}
+
+/// Memory an item reads or writes, for ordering the compute and copy streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Region {
+    /// Bytes `start..end` of device memory, the same for every replay.
+    Fixed { start: u64, end: u64 },
+    /// Graph input `n` (the owner guarantees that inputs never alias each other or a fixed
+    /// region).
+    Input(usize),
+}
+
+impl Region {
+    fn overlaps(&self, o: &Region) -> bool {
+        match (*self, *o) {
+            (Region::Fixed { start, end }, Region::Fixed { start: s, end: e }) => {
+                start < e && s < end
+            }
+            (Region::Input(a), Region::Input(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// What a graph item does.
+#[derive(Debug, Clone)]
+pub enum Work<'a> {
+    Launch(GraphLaunch<'a>),
+    Copy(GraphCopy),
+}
+
+/// One item to capture, with the memory it reads and writes (a region in both sets may be
+/// listed under `writes` only).
+#[derive(Debug, Clone)]
+pub struct GraphItem<'a> {
+    pub work: Work<'a>,
+    pub reads: Vec<Region>,
+    pub writes: Vec<Region>,
+}
+
+impl GraphItem<'_> {
+    /// Whether the two items must run in recorded order (read-after-write, write-after-read
+    /// or write-after-write on overlapping memory).
+    fn conflicts(&self, o: &GraphItem<'_>) -> bool {
+        let any = |a: &[Region], b: &[Region]| a.iter().any(|x| b.iter().any(|y| x.overlaps(y)));
+        any(&self.writes, &o.writes) || any(&self.writes, &o.reads) || any(&self.reads, &o.writes)
+    }
+}
+
+/// Byte offsets of the two 32-bit words of the graph's private signals in its sync memory:
+/// the compute stream's progress and the copy stream's progress.
+const COMPUTE_SYNC: u64 = 0;
+const COPY_SYNC: u64 = 8;
+
+/// The copy (SDMA) stream of a graph with copies.
+struct CopyStream {
+    stream: GpuMemory,
+    dwords: usize,
+    /// Per input, (dword index of the 64-bit address in the stream, byte offset added).
+    patches: Vec<Vec<(usize, u64)>>,
+    /// The value the copy stream's last signal writes (what the compute ring waits for).
+    last: u32,
+    /// Graph-private progress signals, reset by the host before each replay.
+    sync: GpuMemory,
+}
+
+impl CopyStream {
+    /// Writes `address` plus each patch's offset into the copy stream. Callers hold the
+    /// graph's lock and have waited for the previous replay.
+    fn patch(&self, patches: &[(usize, u64)], address: u64) {
+        for &(at, offset) in patches {
+            debug_assert!(at + 2 <= self.dwords);
+            let a = address.wrapping_add(offset);
+            // SAFETY: `at` and `at + 1` index the address words of a `COPY_LINEAR` packet
+            // inside the stream mapping, which holds `dwords` dwords for the life of the
+            // graph; the GPU is not reading it (the replay waited for the previous one) and the
+            // graph's lock makes this the only writer.
+            unsafe {
+                let p = (self.stream.as_ptr() as *mut u32).add(at);
+                p.write_volatile(a as u32);
+                p.add(1).write_volatile((a >> 32) as u32);
+            }
+        }
+    }
 }
 
 /// Build settings; [`Default`] is what hcq uses.
@@ -140,6 +255,8 @@ pub struct AmdGraph {
     dim_patches: Vec<DimPatch>,
     applied: Mutex<Applied>,
     segments: usize,
+    /// The copy stream, when the graph has copies.
+    copies: Option<CopyStream>,
 }
 
 impl std::fmt::Debug for AmdGraph {
@@ -207,12 +324,13 @@ fn hidden_dims(prg: &AmdProgram, segment: u64) -> Vec<(u64, usize, HiddenDim)> {
 
 impl AmdGraph {
     /// Builds the graph: validates every launch (program device, dimensions, arguments
-    /// against the kernel metadata), writes the argument segments and the command stream.
-    /// `inputs` and `vars` are the values written at build (the first replay compares with
-    /// them).
+    /// against the kernel metadata), writes the argument segments, the compute stream and,
+    /// when there are copies, the copy stream, with waits on the graph's private signals
+    /// wherever an item conflicts with an earlier one of the other stream. `inputs` and `vars`
+    /// are the values written at build (the first replay compares with them).
     pub fn build(
         dev: &AmdDevice,
-        launches: &[GraphLaunch<'_>],
+        items: &[GraphItem<'_>],
         inputs: &[u64],
         vars: &[i32],
         options: &GraphOptions,
@@ -223,15 +341,76 @@ impl AmdGraph {
                 options.segment_dwords
             )));
         }
-        if launches.is_empty() {
-            return Err(Error::InvalidArgument("a graph needs a launch".into()));
+        if items.is_empty() {
+            return Err(Error::InvalidArgument(
+                "a graph needs a launch or a copy".into(),
+            ));
         }
+        // Each item's stream (copy or not) and 1-based position in it; the position is the
+        // value the stream's signal holds once the item is done.
+        let mut position = Vec::with_capacity(items.len());
+        let mut stream_items: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
+        for (i, it) in items.iter().enumerate() {
+            let copy = matches!(it.work, Work::Copy(_));
+            stream_items[copy as usize].push(i);
+            position.push((copy, stream_items[copy as usize].len() as u32));
+        }
+        // Hazards across the streams become waits for the latest conflicting item of the
+        // other stream (streams run in order, so that covers the earlier ones); a wait
+        // already implied by an earlier one of the same stream is left out.
+        let mut waits = vec![0u32; items.len()];
+        let mut signals = vec![false; items.len()];
+        let mut waited = [0u32; 2];
+        for (i, it) in items.iter().enumerate() {
+            let (copy, _) = position[i];
+            let other = &stream_items[!copy as usize];
+            let before = other.partition_point(|&j| j < i);
+            if let Some(&j) = other[..before]
+                .iter()
+                .rev()
+                .find(|&&j| it.conflicts(&items[j]))
+            {
+                let value = position[j].1;
+                if value > waited[copy as usize] {
+                    waited[copy as usize] = value;
+                    waits[i] = value;
+                    signals[j] = true;
+                }
+            }
+        }
+        // The compute ring joins the copy stream's end.
+        if let Some(&last) = stream_items[1].last() {
+            signals[last] = true;
+        }
+        let launches: Vec<(usize, &GraphLaunch<'_>)> = items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, it)| match &it.work {
+                Work::Launch(l) => Some((i, l)),
+                Work::Copy(_) => None,
+            })
+            .collect();
+        let sync = if stream_items[1].is_empty() {
+            None
+        } else {
+            let m = dev.alloc_mem(
+                64,
+                MemoryKind::Gtt,
+                AllocFlags {
+                    uncached: true,
+                    public: false,
+                },
+            )?;
+            m.write(0, &[0; 16]);
+            Some(m)
+        };
+        let sync_va = sync.as_ref().map_or(0, |m| m.va);
         // Pass 1: argument segments, validated, in a host image.
         let mut image: Vec<u8> = Vec::new();
         let mut placed = Vec::with_capacity(launches.len());
         let mut input_patches = vec![Vec::new(); inputs.len()];
         let mut var_patches = vec![Vec::new(); vars.len()];
-        for (i, l) in launches.iter().enumerate() {
+        for (i, &(_, l)) in launches.iter().enumerate() {
             let prg = l.program;
             if prg.device_gpu_id != dev.node.gpu_id {
                 return Err(Error::InvalidArgument(format!(
@@ -282,7 +461,7 @@ impl AmdGraph {
         let mut segment_start = 0usize;
         let mut dim_patches = Vec::new();
         let limit = options.segment_dwords as usize;
-        for (l, &(at, with_aql)) in launches.iter().zip(&placed) {
+        for (&(item, l), &(at, with_aql)) in launches.iter().zip(&placed) {
             let prg = l.program;
             let kernargs_addr = kernargs.va + at;
             let aql_at = at + (prg.kernarg_size as u64).next_multiple_of(64);
@@ -294,8 +473,18 @@ impl AmdGraph {
                 0
             };
             let setup = dispatch_setup(prg, &mut st, kernargs_addr, dispatch_ptr);
+            let emit = |b: &mut Pm4Builder| {
+                if waits[item] > 0 {
+                    b.wait(sync_va + COPY_SYNC, waits[item].into());
+                }
+                let patch = b.exec(&setup, l.global, l.local);
+                if signals[item] {
+                    b.signal(sync_va + COMPUTE_SYNC, position[item].1.into(), 0, 0);
+                }
+                patch
+            };
             let before = b.words.len();
-            let mut patch = b.exec(&setup, l.global, l.local);
+            let mut patch = emit(&mut b);
             if b.words.len() - segment_start + IndirectBuffer::DWORDS > limit {
                 if before == segment_start {
                     return Err(Error::InvalidArgument(format!(
@@ -308,7 +497,7 @@ impl AmdGraph {
                 chains.push(b.words.len());
                 b.chain_indirect_buffer(0, 0);
                 segment_start = b.words.len();
-                patch = b.exec(&setup, l.global, l.local);
+                patch = emit(&mut b);
             }
             if l.symbolic_dims {
                 dim_patches.push(DimPatch {
@@ -352,7 +541,14 @@ impl AmdGraph {
             as u32;
         kernargs.write(0, &image);
         stream.write(0, bytemuck_words(&words));
+        let copies = match sync {
+            None => None,
+            Some(sync) => Some(Self::build_copies(
+                dev, items, inputs, &waits, &signals, &position, sync,
+            )?),
+        };
         Ok(AmdGraph {
+            copies,
             gpu_id: dev.node.gpu_id,
             kernargs,
             stream,
@@ -369,6 +565,81 @@ impl AmdGraph {
             }),
             segments: chains.len() + 1,
         })
+    }
+
+    /// Writes the copy stream: each copy behind its wait for the compute stream, followed by
+    /// a fence of its position when something waits for it.
+    fn build_copies(
+        dev: &AmdDevice,
+        items: &[GraphItem<'_>],
+        inputs: &[u64],
+        waits: &[u32],
+        signals: &[bool],
+        position: &[(bool, u32)],
+        sync: GpuMemory,
+    ) -> Result<CopyStream> {
+        let mut b = SdmaBuilder::new();
+        let mut patches = vec![Vec::new(); inputs.len()];
+        let mut last = 0;
+        for (i, it) in items.iter().enumerate() {
+            let Work::Copy(c) = &it.work else {
+                continue;
+            };
+            let resolve = |end: CopyEnd| match end {
+                CopyEnd::Fixed(a) => Ok(a),
+                CopyEnd::Input(n) => inputs.get(n).copied().ok_or_else(|| {
+                    Error::InvalidArgument(format!("copy {}: no graph input {n}", position[i].1))
+                }),
+            };
+            let (dst, src) = (resolve(c.dst)?, resolve(c.src)?);
+            if waits[i] > 0 {
+                b.wait(sync.va + COMPUTE_SYNC, waits[i].into());
+            }
+            let start = b.words.len();
+            b.copy(dst, src, c.size);
+            let mut k = start;
+            for packet in split(&b.words[start..]) {
+                if let Ok(Packet::CopyLinear(p)) = Packet::decode(packet) {
+                    // SRC_ADDR at dwords 3..5, DST_ADDR at 5..7.
+                    if let CopyEnd::Input(n) = c.src {
+                        patches[n].push((k + 3, p.src - src));
+                    }
+                    if let CopyEnd::Input(n) = c.dst {
+                        patches[n].push((k + 5, p.dst - dst));
+                    }
+                }
+                k += packet.len();
+            }
+            if signals[i] {
+                last = position[i].1;
+                b.signal(sync.va + COPY_SYNC, last.into(), 0, 0);
+            }
+        }
+        let dwords = b.words.len();
+        let stream = dev.alloc_mem(
+            (dwords as u64 * 4).max(64),
+            MemoryKind::Gtt,
+            AllocFlags {
+                uncached: true,
+                public: false,
+            },
+        )?;
+        stream.write(0, bytemuck_words(&b.words));
+        Ok(CopyStream {
+            stream,
+            dwords,
+            patches,
+            last,
+            sync,
+        })
+    }
+
+    /// Number of graph copies' address words rewritten when input `n` changes.
+    pub fn copy_patch_count(&self, n: usize) -> usize {
+        self.copies
+            .as_ref()
+            .and_then(|c| c.patches.get(n))
+            .map_or(0, Vec::len)
     }
 
     /// Number of graph inputs.
@@ -464,7 +735,8 @@ impl AmdGraph {
         let vars_changed = applied.vars != values.vars;
         let mut st = lock(&dev.state);
         dev.wrap_timeline_if_due(&mut st)?;
-        if inputs_changed || vars_changed || dims_changed {
+        if inputs_changed || vars_changed || dims_changed || self.copies.is_some() {
+            // A graph with copies always waits: its private signals restart from zero.
             if let Some((swaps, value)) = applied.last_submission {
                 // After a timeline swap everything before it has finished.
                 if swaps == st.timeline_swaps {
@@ -476,6 +748,9 @@ impl AmdGraph {
                     if new != *old {
                         for &at in &self.input_patches[n] {
                             self.write_kernarg(at, &new.to_le_bytes());
+                        }
+                        if let Some(c) = &self.copies {
+                            c.patch(&c.patches[n], new);
                         }
                         *old = new;
                     }
@@ -508,10 +783,24 @@ impl AmdGraph {
         }
         let value = st.timeline_value;
         let st = &mut *st;
+        if let Some(c) = &self.copies {
+            c.sync.write(0, &[0; 16]);
+            let s = &mut st.sdma_builder;
+            s.clear();
+            s.wait(st.timeline.value_addr(), value - 1);
+            s.indirect(c.stream.va, c.dwords as u32);
+            st.sdma
+                .submit_packets(st.sdma_builder.packets(), dev.timeout)?;
+        }
         let b = &mut st.builder;
         b.clear();
         b.wait(st.timeline.value_addr(), value - 1);
-        b.indirect_buffer(self.stream.va, self.first_segment_dwords);
+        if self.stream_dwords > 0 {
+            b.indirect_buffer(self.stream.va, self.first_segment_dwords);
+        }
+        if let Some(c) = &self.copies {
+            b.wait(c.sync.va + COPY_SYNC, c.last.into());
+        }
         b.signal(
             st.timeline.value_addr(),
             value,

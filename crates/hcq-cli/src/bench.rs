@@ -51,14 +51,27 @@ pub struct Figure {
 
 impl Figure {
     fn print(&self, json: bool) {
+        // Shortest round-trip decimals, so a ratio of small numbers keeps its precision; JSON
+        // has no NaN or infinity, so those become null.
+        let num = |x: f64| {
+            if x.is_finite() {
+                format!("{x}")
+            } else {
+                "null".to_string()
+            }
+        };
         if json {
             println!(
-                "{{\"name\":\"{}\",\"value\":{:.3},\"unit\":\"{}\",\"baseline\":{:.3},\"ratio\":{:.3}}}",
-                self.name, self.value, self.unit, self.baseline, self.ratio
+                "{{\"name\":\"{}\",\"value\":{},\"unit\":\"{}\",\"baseline\":{},\"ratio\":{}}}",
+                self.name,
+                num(self.value),
+                self.unit,
+                num(self.baseline),
+                num(self.ratio)
             );
         } else {
             println!(
-                "{:<24} {:>10.1} {}   baseline {:>8.1} {}   ratio {:.2}x",
+                "{:<24} {:>10.1} {}   baseline {:>8.1} {}   ratio {:.3}x",
                 self.name, self.value, self.unit, self.baseline, self.unit, self.ratio
             );
         }
@@ -349,18 +362,23 @@ fn verify(what: &str, emulated: &[f32], native: &[f32]) -> Result<(), String> {
     }
 }
 
-/// Timings of one emulated computation, in milliseconds.
+/// Timings of one emulated computation, in milliseconds, and the wave-instructions it took.
 struct EmuTime {
     /// Host wall time around launch and wait.
     wall: f64,
     /// GPU time reported by the device.
     gpu: f64,
+    /// Wave-instructions the emulator executed (0 on a real device, which does not count).
+    instructions: u64,
 }
 
 impl EmuTime {
-    fn figures(&self, name: String, native_ms: f64) -> [Figure; 2] {
+    /// Wall time, GPU time and, when counted, wave-instructions per second. The last one's
+    /// baseline is the same instruction count over the native time: its ratio is the share of
+    /// native speed the emulator reaches.
+    fn figures(&self, name: String, native_ms: f64) -> Vec<Figure> {
         let baseline = native_ms.max(1e-6);
-        [
+        let mut out = vec![
             Figure {
                 name: name.clone(),
                 value: self.wall,
@@ -375,7 +393,19 @@ impl EmuTime {
                 baseline: native_ms,
                 ratio: self.gpu / baseline,
             },
-        ]
+        ];
+        if self.instructions > 0 {
+            let per_second = |ms: f64| self.instructions as f64 / (ms.max(1e-6) / 1e3) / 1e6;
+            let (value, native) = (per_second(self.wall), per_second(native_ms));
+            out.push(Figure {
+                name: format!("{name}_winst"),
+                value,
+                unit: "Mwinst/s",
+                baseline: native,
+                ratio: value / native.max(1e-12),
+            });
+        }
+        out
     }
 }
 
@@ -388,12 +418,15 @@ fn timed(
     local: [u32; 3],
 ) -> Result<EmuTime, String> {
     let e = |e: hcq::Error| e.to_string();
+    let counted = |d: &hcq::Device| hcq::emulator_counters(d).map_or(0, |c| c.instructions);
+    let before = counted(dev);
     let start = Instant::now();
     let gpu = prg.launch_timed(args, global, local).map_err(e)?;
     dev.synchronize().map_err(e)?;
     Ok(EmuTime {
         wall: start.elapsed().as_secs_f64() * 1e3,
         gpu: gpu.as_secs_f64() * 1e3,
+        instructions: counted(dev) - before,
     })
 }
 
@@ -499,6 +532,7 @@ fn emu(device: Option<&str>, n: usize, matmul: usize) -> Result<Vec<Figure>, Str
         let mut total = EmuTime {
             wall: 0.0,
             gpu: 0.0,
+            instructions: 0,
         };
         // Each pass reads the previous pass's output (the input first).
         let mut input = bx;
@@ -515,6 +549,7 @@ fn emu(device: Option<&str>, n: usize, matmul: usize) -> Result<Vec<Figure>, Str
             let time = timed(&dev, &prg, &args, global, [256, 1, 1])?;
             total.wall += time.wall;
             total.gpu += time.gpu;
+            total.instructions += time.instructions;
             input = output;
             len = groups;
             if len == 1 {

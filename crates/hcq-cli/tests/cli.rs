@@ -297,15 +297,23 @@ fn bench_emu_verifies_and_times_each_kernel_against_native() {
         [
             "emu_saxpy_4k",
             "emu_saxpy_4k_gpu",
+            "emu_saxpy_4k_winst",
             "emu_matmul_32",
             "emu_matmul_32_gpu",
+            "emu_matmul_32_winst",
             "emu_reduce_4k",
             "emu_reduce_4k_gpu",
+            "emu_reduce_4k_winst",
         ],
         "{s}"
     );
     for v in &figures {
-        assert_eq!(v["unit"], "ms", "{v}");
+        let unit = if v["name"].as_str().unwrap().ends_with("_winst") {
+            "Mwinst/s"
+        } else {
+            "ms"
+        };
+        assert_eq!(v["unit"], unit, "{v}");
         let (value, baseline, ratio) = (
             v["value"].as_f64().unwrap(),
             v["baseline"].as_f64().unwrap(),

@@ -415,8 +415,15 @@ impl Cp {
         );
         drop(snap);
         fence(Ordering::SeqCst);
-        if let Err((class, what)) = result {
-            self.fault(class, format!("{what} (DISPATCH_DIRECT at {at})"));
+        match result {
+            Ok(done) => {
+                let st = &self.gpu.stats;
+                st.dispatches.fetch_add(1, Ordering::Relaxed);
+                st.waves.fetch_add(done.waves, Ordering::Relaxed);
+                st.instructions
+                    .fetch_add(done.instructions, Ordering::Relaxed);
+            }
+            Err((class, what)) => self.fault(class, format!("{what} (DISPATCH_DIRECT at {at})")),
         }
     }
 

@@ -99,7 +99,7 @@ pub(crate) fn run(
     p: &DispatchParams,
     max_steps: u64,
     cancel: Arc<AtomicBool>,
-) -> Result<(), (FaultClass, String)> {
+) -> Result<rdna3::DispatchStats, (FaultClass, String)> {
     let d = rdna3::Dispatch {
         code_entry: p.code_entry,
         rsrc1: p.rsrc1,
@@ -118,7 +118,7 @@ pub(crate) fn run(
     let outcome =
         std::panic::catch_unwind(AssertUnwindSafe(|| rdna3::run_dispatch(mem, cache, &d)));
     match outcome {
-        Ok(Ok(_)) => Ok(()),
+        Ok(Ok(stats)) => Ok(stats),
         Err(panic) => {
             let msg = panic
                 .downcast_ref::<&str>()

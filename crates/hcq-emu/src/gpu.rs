@@ -1,6 +1,7 @@
 //! One emulated GPU: its page table, instruction cache, VRAM accounting and fault log.
 
 use std::collections::VecDeque;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use hcq_amd_sys::seam::Fd;
@@ -36,7 +37,17 @@ pub(crate) struct Gpu {
     pub events: Arc<Events>,
     pub watch: Arc<MemWatch>,
     pub max_steps: u64,
+    /// What the shader engines have executed, for benchmarks.
+    pub stats: ShaderStats,
     reports: Mutex<VecDeque<String>>,
+}
+
+/// Counters of completed dispatches on one GPU.
+#[derive(Debug, Default)]
+pub struct ShaderStats {
+    pub dispatches: AtomicU64,
+    pub waves: AtomicU64,
+    pub instructions: AtomicU64,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -68,6 +79,7 @@ impl Gpu {
             events,
             watch,
             max_steps,
+            stats: ShaderStats::default(),
             reports: Mutex::new(VecDeque::new()),
         }
     }

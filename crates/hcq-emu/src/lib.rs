@@ -109,6 +109,14 @@ pub fn kernel() -> &'static EmuKernel {
     KERNEL.get_or_init(|| EmuKernel::new(EmuConfig::from_env()))
 }
 
+/// Totals of the dispatches a GPU has completed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShaderCounts {
+    pub dispatches: u64,
+    pub waves: u64,
+    pub instructions: u64,
+}
+
 /// An emulated KFD kernel driver and its GPUs. Dropping it stops every queue.
 pub struct EmuKernel {
     config: EmuConfig,
@@ -177,6 +185,18 @@ impl EmuKernel {
     /// The configuration this kernel was built with.
     pub fn config(&self) -> &EmuConfig {
         &self.config
+    }
+
+    /// What GPU number `index` (topology order) has executed so far: dispatches, waves and
+    /// wave-instructions. For benchmarks; the driver never sees it.
+    pub fn shader_stats(&self, index: usize) -> Option<ShaderCounts> {
+        let g = self.gpus.get(index)?;
+        let load = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+        Some(ShaderCounts {
+            dispatches: load(&g.stats.dispatches),
+            waves: load(&g.stats.waves),
+            instructions: load(&g.stats.instructions),
+        })
     }
 
     /// `gpu_id`s of the emulated GPUs, in topology order (nodes 1..=n).

@@ -12,7 +12,8 @@
 //! (polled with a 20 µs → 1 ms backoff and wake-ups from other engines' writes, until the
 //! condition holds or the queue is destroyed: the interval and retry-count fields do not bound
 //! it), `TIMESTAMP` (get global: the 100 MHz GPU clock), `CONST_FILL`, `ATOMIC` (64-bit add),
-//! and `GCR`, HDP flush and `NOP`, which have nothing to do in a functional model beyond
+//! `INDIRECT` (one level: the buffer's packets run in order, an `INDIRECT` inside one is a
+//! fault; the whole buffer must be mapped), and `GCR`, HDP flush and `NOP`, which have nothing to do in a functional model beyond
 //! ordering. A fault (unmapped memory, unknown or truncated packet) is reported and raises the
 //! exception events; the engine then goes on with the next packet.
 
@@ -21,7 +22,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hcq_amd_sys::sdma::{
-    gcr_control, Atomic, ConstFill, CopyLinear, Header, Packet, PollRegmem, ATOMIC_ADD64, OP_NOP,
+    gcr_control, Atomic, ConstFill, CopyLinear, Header, Indirect, Packet, PollRegmem, ATOMIC_ADD64,
+    OP_NOP,
 };
 
 use crate::clock::gpu_ticks;
@@ -183,12 +185,13 @@ impl Sdma {
         }
         drop(snap);
         if header.op != OP_NOP {
-            self.execute(&words, &format!("ring byte {pos}"));
+            self.execute(&words, &format!("ring byte {pos}"), false);
         }
         next
     }
 
-    fn execute(&mut self, words: &[u32], at: &str) {
+    /// Executes one packet; `in_ib` when it comes from an indirect buffer.
+    fn execute(&mut self, words: &[u32], at: &str, in_ib: bool) {
         let packet = match Packet::decode(words) {
             Ok(p) => p,
             Err(e) => {
@@ -205,6 +208,14 @@ impl Sdma {
                 fence(Ordering::SeqCst);
             }
             Packet::CopyLinear(c) => self.copy(&c, at),
+            Packet::Indirect(ib) if in_ib => self.fault(
+                FaultClass::Hw,
+                format!(
+                    "INDIRECT to {:#x} inside an indirect buffer (one level only) at {at}",
+                    ib.address
+                ),
+            ),
+            Packet::Indirect(ib) => self.indirect(&ib, at),
             Packet::Fence(f) => {
                 let addr = f.address & !3;
                 self.store(at, "FENCE", addr, |snap| snap.store_u32(addr, f.data));
@@ -226,6 +237,66 @@ impl Sdma {
                 FaultClass::Hw,
                 format!("unsupported SDMA packet op {op} sub_op {sub_op} at {at}"),
             ),
+        }
+    }
+
+    /// Runs the packets of an indirect buffer. Its words are fetched up front (the whole buffer
+    /// must be mapped); a packet of unknown size or running past the end stops it with a fault.
+    fn indirect(&mut self, ib: &Indirect, at: &str) {
+        let bytes = u64::from(ib.size_dwords) * 4;
+        let snap = self.gpu.page_table.snapshot();
+        let Some(src) = snap.translate(ib.address, bytes.max(4)) else {
+            let va = snap.fault_address(ib.address);
+            drop(snap);
+            self.fault(
+                FaultClass::Vm { va },
+                format!(
+                    "VM fault: INDIRECT of {} dwords at {:#x}: unmapped address {va:#x} at {at}",
+                    ib.size_dwords, ib.address
+                ),
+            );
+            return;
+        };
+        let mut words = vec![0u32; ib.size_dwords as usize];
+        // SAFETY: `translate` guarantees `bytes` mapped bytes at `src`, kept mapped while
+        // `snap` holds the BO; the destination is a distinct Rust-owned buffer of that size.
+        // The copy is bytewise, so `src` needs no alignment.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src, words.as_mut_ptr().cast::<u8>(), bytes as usize)
+        };
+        drop(snap);
+        let mut k = 0usize;
+        while k < words.len() {
+            if self.queue.stopped() {
+                return;
+            }
+            let where_ = format!("IB {:#x} dword {k} ({at})", ib.address);
+            let header = Header::parse(words[k]);
+            let Some(len) = header.packet_len() else {
+                self.fault(
+                    FaultClass::Hw,
+                    format!(
+                        "unknown SDMA packet (header {:#010x}) at {where_}; rest of the IB skipped",
+                        words[k]
+                    ),
+                );
+                return;
+            };
+            if k + len > words.len() {
+                self.fault(
+                    FaultClass::Hw,
+                    format!(
+                        "truncated SDMA packet (op {}) at {where_}: needs {len} dwords, {} left",
+                        header.op,
+                        words.len() - k
+                    ),
+                );
+                return;
+            }
+            if header.op != OP_NOP {
+                self.execute(&words[k..k + len], &where_, true);
+            }
+            k += len;
         }
     }
 

@@ -130,6 +130,10 @@ fn kernels_run_and_a_faulting_kernel_does_not_stop_the_queue() {
     q.submit(&b.words);
     wait_signal(&dev, &sig, 1, &ev);
     assert_eq!(k.take_fault_report(dev.gpu_id), None);
+    // 16 workgroups of 64 work-items: 32 waves.
+    let stats = k.shader_stats(0).expect("GPU 0");
+    assert_eq!((stats.dispatches, stats.waves), (1, 32));
+    assert!(stats.instructions >= 32 * 10, "{stats:?}");
     for i in 0..n {
         let x = (i as u32).wrapping_mul(7919) ^ 0x5a5a;
         assert_eq!(
@@ -198,6 +202,8 @@ fn kernels_run_and_a_faulting_kernel_does_not_stop_the_queue() {
         "{report}"
     );
     assert_eq!(output.read_u32(4), 77);
+    // The faulting dispatch is not counted as completed.
+    assert_eq!(k.shader_stats(0).expect("GPU 0").dispatches, 3);
     q.destroy();
 }
 

@@ -1,4 +1,5 @@
-//! Graphs: a captured sequence of kernel launches replayed with one submission, and [`Jit`],
+//! Graphs: a captured sequence of kernel launches and device-to-device copies replayed with one
+//! submission per queue, and [`Jit`],
 //! which captures a closure's launches and replays them.
 //!
 //! ```no_run
@@ -38,14 +39,26 @@
 //!   (the GPU reads the words it rewrites); a replay that changes nothing does not wait.
 //! - **Lifetime**: the graph holds clones of the buffers and programs it was built with and of
 //!   the inputs of its last replay; dropping it waits for its device.
+//! - **Copies** ([`GraphBuilder::copy`]) between fixed buffers or inputs run on the device's
+//!   copy engine from a command stream built once, submitted with one SDMA `INDIRECT` per
+//!   replay, concurrently with the compute stream. Items are ordered by the buffers they touch
+//!   (a kernel is assumed to read and write every buffer it is given, a copy reads its source
+//!   and writes its destination): a read-after-write, write-after-read or write-after-write
+//!   across the two streams becomes a wait on a graph-private signal; independent items do not
+//!   wait on each other. Hence, in a graph with copies, a replay's inputs must not overlap each
+//!   other or a fixed buffer of the graph ([`Error::InvalidArgument`]), and every replay first
+//!   waits for the graph's previous one (its signals restart from zero).
 //! - **Host cost** of a replay does not grow with the number of launches: it is the compare of
 //!   inputs and variables, the rewrite of the argument words bound to what changed, and three
-//!   packets on the compute ring.
-//! - **Fallback**: a graph the backend cannot build (copies, launches on several devices, for
-//!   now) fails with [`Error::Unsupported`]; run the work eagerly instead ([`Jit`] does).
+//!   packets on the compute ring (plus a wait, and two packets on the copy ring, with copies).
+//! - **Fallback**: a graph the backend cannot build (launches or copies on several devices,
+//!   for now) fails with [`Error::Unsupported`]; run the work eagerly instead ([`Jit`] does).
 
 use crate::{Backend, Buffer, BufferInner, Device, Program, ProgramInner};
-use hcq_amd::graph::{AmdGraph, GraphArg as AmdArg, GraphLaunch, GraphOptions, ReplayValues};
+use hcq_amd::graph::{
+    AmdGraph, CopyEnd, GraphArg as AmdArg, GraphCopy, GraphItem, GraphLaunch, GraphOptions, Region,
+    ReplayValues, Work,
+};
 use hcq_core::{Arg, Error, Result};
 use std::sync::Mutex;
 
@@ -238,10 +251,39 @@ struct RecordedLaunch {
     local: DimExprs,
 }
 
+/// One end of a graph copy: a fixed buffer or a graph input.
+#[derive(Debug, Clone, Copy)]
+pub enum GraphBuf<'a> {
+    Buffer(&'a Buffer),
+    Input(Input),
+}
+
+impl<'a> From<&'a Buffer> for GraphBuf<'a> {
+    fn from(b: &'a Buffer) -> Self {
+        GraphBuf::Buffer(b)
+    }
+}
+
+impl From<Input> for GraphBuf<'_> {
+    fn from(x: Input) -> Self {
+        GraphBuf::Input(x)
+    }
+}
+
+#[derive(Debug, Clone)]
+enum RecordedEnd {
+    Buffer(Buffer),
+    Input(usize),
+}
+
 #[derive(Debug, Clone)]
 enum Recorded {
     Launch(RecordedLaunch),
-    Copy,
+    Copy {
+        src: RecordedEnd,
+        dst: RecordedEnd,
+        size: usize,
+    },
 }
 
 /// Records launches (and, for the backends that support them, copies) into a [`Graph`].
@@ -334,10 +376,31 @@ impl GraphBuilder {
         Ok(())
     }
 
-    /// Records a device-to-device copy. Not graphed yet by any backend: [`Self::build`] then
-    /// fails with [`Error::Unsupported`] and the caller runs the work eagerly.
-    pub fn copy(&mut self, _src: &Buffer, _dst: &Buffer, _size: usize) -> Result<()> {
-        self.items.push(Recorded::Copy);
+    /// Records a device-to-device copy of the first `size` bytes of `src` into `dst` (fixed
+    /// buffers or inputs of this builder, on the graph's device).
+    pub fn copy<'a>(
+        &mut self,
+        src: impl Into<GraphBuf<'a>>,
+        dst: impl Into<GraphBuf<'a>>,
+        size: usize,
+    ) -> Result<()> {
+        let end = |b: GraphBuf<'_>| match b {
+            GraphBuf::Buffer(b) => Ok((RecordedEnd::Buffer(b.clone()), b.size())),
+            GraphBuf::Input(x) => match self.inputs.get(x.0) {
+                Some(e) => Ok((RecordedEnd::Input(x.0), e.size())),
+                None => Err(Error::InvalidArgument(
+                    "copy: an input of another graph".into(),
+                )),
+            },
+        };
+        let (src, src_size) = end(src.into())?;
+        let (dst, dst_size) = end(dst.into())?;
+        if size == 0 || size > src_size || size > dst_size {
+            return Err(Error::InvalidArgument(format!(
+                "copy of {size} bytes from a {src_size}-byte buffer to a {dst_size}-byte one"
+            )));
+        }
+        self.items.push(Recorded::Copy { src, dst, size });
         Ok(())
     }
 
@@ -352,23 +415,36 @@ impl GraphBuilder {
 
     /// Builds the command stream once; the result replays it.
     pub fn build(&self) -> Result<Graph> {
-        let mut launches = Vec::with_capacity(self.items.len());
-        for item in &self.items {
-            match item {
-                Recorded::Launch(l) => launches.push(l),
-                Recorded::Copy => {
-                    return Err(Error::Unsupported(
-                        "copies in graphs (run them eagerly)".into(),
-                    ))
-                }
-            }
-        }
-        let Some(first) = launches.first() else {
-            return Err(Error::InvalidArgument("the graph records nothing".into()));
+        let launches: Vec<&RecordedLaunch> = self
+            .items
+            .iter()
+            .filter_map(|item| match item {
+                Recorded::Launch(l) => Some(l),
+                Recorded::Copy { .. } => None,
+            })
+            .collect();
+        let copy_buffers = || {
+            self.items.iter().flat_map(|item| match item {
+                Recorded::Copy { src, dst, .. } => [src, dst]
+                    .into_iter()
+                    .filter_map(|e| match e {
+                        RecordedEnd::Buffer(b) => Some(b),
+                        RecordedEnd::Input(_) => None,
+                    })
+                    .collect(),
+                Recorded::Launch(_) => Vec::new(),
+            })
         };
-        let device = first.program.device().clone();
+        let device = match (launches.first(), copy_buffers().next(), self.inputs.first()) {
+            (Some(l), _, _) => l.program.device().clone(),
+            (None, Some(b), _) | (None, None, Some(b)) => b.device().clone(),
+            (None, None, None) => {
+                return Err(Error::InvalidArgument("the graph records nothing".into()))
+            }
+        };
         if launches.iter().any(|l| !l.program.device().same(&device))
             || self.inputs.iter().any(|b| !b.device().same(&device))
+            || copy_buffers().any(|b| !b.device().same(&device))
         {
             return Err(Error::Unsupported(
                 "graphs spanning several devices (run them eagerly)".into(),
@@ -397,8 +473,48 @@ impl GraphBuilder {
             .collect();
         let inner = match &*device.backend {
             Backend::Amd(d) => {
-                let mut specs = Vec::with_capacity(launches.len());
-                for (i, l) in launches.iter().enumerate() {
+                let input_region = |n: usize| Region::Input(n);
+                let fixed_region = |b: &Buffer| Region::Fixed {
+                    start: address(b),
+                    end: address(b) + b.size() as u64,
+                };
+                let mut specs = Vec::with_capacity(self.items.len());
+                let mut launch_index = 0;
+                for item in &self.items {
+                    let l = match item {
+                        Recorded::Launch(l) => l,
+                        Recorded::Copy { src, dst, size } => {
+                            let end = |e: &RecordedEnd| match e {
+                                RecordedEnd::Buffer(b) => {
+                                    (CopyEnd::Fixed(address(b)), fixed_region(b))
+                                }
+                                RecordedEnd::Input(n) => (CopyEnd::Input(*n), input_region(*n)),
+                            };
+                            let ((s, sr), (d, dr)) = (end(src), end(dst));
+                            specs.push(GraphItem {
+                                work: Work::Copy(GraphCopy {
+                                    dst: d,
+                                    src: s,
+                                    size: *size as u64,
+                                }),
+                                reads: vec![sr],
+                                writes: vec![dr],
+                            });
+                            continue;
+                        }
+                    };
+                    let i = launch_index;
+                    launch_index += 1;
+                    // Kernels may read and write every buffer they are given.
+                    let writes = l
+                        .args
+                        .iter()
+                        .filter_map(|a| match a {
+                            RecordedArg::Buffer(b) => Some(fixed_region(b)),
+                            RecordedArg::Input(n) => Some(input_region(*n)),
+                            _ => None,
+                        })
+                        .collect();
                     let ProgramInner::Amd(p) = &l.program.shared.inner;
                     let is_symbolic = symbolic.binary_search(&i).is_ok();
                     let (global, local) = if is_symbolic {
@@ -406,21 +522,27 @@ impl GraphBuilder {
                     } else {
                         (eval_dims(&l.global, &[])?, eval_dims(&l.local, &[])?)
                     };
-                    specs.push(GraphLaunch {
-                        program: p,
-                        args: l
-                            .args
-                            .iter()
-                            .map(|a| match a {
-                                RecordedArg::Buffer(b) => AmdArg::Fixed(Arg::Buffer(address(b))),
-                                RecordedArg::Input(n) => AmdArg::Input(*n),
-                                RecordedArg::Var(n) => AmdArg::Var(*n),
-                                RecordedArg::Scalar(s) => AmdArg::Fixed(scalar(*s)),
-                            })
-                            .collect(),
-                        global,
-                        local,
-                        symbolic_dims: is_symbolic,
+                    specs.push(GraphItem {
+                        work: Work::Launch(GraphLaunch {
+                            program: p,
+                            args: l
+                                .args
+                                .iter()
+                                .map(|a| match a {
+                                    RecordedArg::Buffer(b) => {
+                                        AmdArg::Fixed(Arg::Buffer(address(b)))
+                                    }
+                                    RecordedArg::Input(n) => AmdArg::Input(*n),
+                                    RecordedArg::Var(n) => AmdArg::Var(*n),
+                                    RecordedArg::Scalar(s) => AmdArg::Fixed(scalar(*s)),
+                                })
+                                .collect(),
+                            global,
+                            local,
+                            symbolic_dims: is_symbolic,
+                        }),
+                        reads: Vec::new(),
+                        writes,
                     });
                 }
                 let inputs: Vec<u64> = self.inputs.iter().map(address).collect();
@@ -452,6 +574,33 @@ impl GraphBuilder {
                 .collect(),
             symbolic_dims,
             launches: launches.len(),
+            copy_regions: if self.items.len() > launches.len() {
+                Some(
+                    self.items
+                        .iter()
+                        .flat_map(|item| match item {
+                            Recorded::Launch(l) => l
+                                .args
+                                .iter()
+                                .filter_map(|a| match a {
+                                    RecordedArg::Buffer(b) => Some(b),
+                                    _ => None,
+                                })
+                                .collect::<Vec<_>>(),
+                            Recorded::Copy { src, dst, .. } => [src, dst]
+                                .into_iter()
+                                .filter_map(|e| match e {
+                                    RecordedEnd::Buffer(b) => Some(b),
+                                    RecordedEnd::Input(_) => None,
+                                })
+                                .collect(),
+                        })
+                        .map(|b| (address(b), address(b) + b.size() as u64))
+                        .collect(),
+                )
+            } else {
+                None
+            },
             retained: self.items.clone(),
             state: Mutex::new(ReplayState {
                 bound: self.inputs.clone(),
@@ -504,6 +653,9 @@ pub struct Graph {
     /// Dimension expressions of the launches that have variables in them.
     symbolic_dims: Vec<(DimExprs, DimExprs)>,
     launches: usize,
+    /// With copies, the fixed buffers' address ranges (inputs must not overlap them or each
+    /// other: the ordering of the streams assumes so).
+    copy_regions: Option<Vec<(u64, u64)>>,
     /// The recorded items: keeps the buffers and programs alive.
     retained: Vec<Recorded>,
     state: Mutex<ReplayState>,
@@ -582,6 +734,21 @@ impl Graph {
                     "input {i} is {} bytes, the graph was built for {size}",
                     b.size()
                 )));
+            }
+        }
+        if let Some(fixed) = &self.copy_regions {
+            for (i, b) in inputs.iter().enumerate() {
+                let (start, end) = (address(b), address(b) + b.size() as u64);
+                let overlaps = |&(s, e): &(u64, u64)| start < e && s < end;
+                let other_input = inputs[..i]
+                    .iter()
+                    .any(|o| overlaps(&(address(o), address(o) + o.size() as u64)));
+                if other_input || fixed.iter().any(overlaps) {
+                    return Err(Error::InvalidArgument(format!(
+                        "input {i} overlaps another input or a buffer of the graph (a graph \
+                         with copies orders its work by buffer)"
+                    )));
+                }
             }
         }
         if vars.len() != self.vars.len() {

@@ -37,11 +37,13 @@ mod graph;
 mod registry;
 
 pub use graph::{
-    DimExpr, DimExprs, Graph, GraphArg, GraphBuilder, Input, Jit, JitArg, JitRecorder, Var, VarSpec,
+    DimExpr, DimExprs, Graph, GraphArg, GraphBuf, GraphBuilder, Input, Jit, JitArg, JitRecorder,
+    Var, VarSpec,
 };
 
 pub use hcq_core::{DeviceInfo, Error, Result};
-pub use registry::{list_devices, DeviceListing};
+pub use hcq_emu::ShaderCounts;
+pub use registry::{emulator_counters, list_devices, DeviceListing};
 
 use hcq_amd::{AmdBuffer, AmdDevice, AmdProgram};
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -116,3 +116,13 @@ pub fn list_devices() -> Vec<DeviceListing> {
     }
     out
 }
+
+/// What an emulated device's shader engines have executed so far (dispatches, waves,
+/// wave-instructions), for benchmarks; `None` for real devices.
+pub fn emulator_counters(device: &Device) -> Option<hcq_emu::ShaderCounts> {
+    let (kind, index) = parse(device.name()).ok()?;
+    if kind != EMULATED {
+        return None;
+    }
+    hcq_emu::kernel().shader_stats(index)
+}

@@ -388,10 +388,10 @@ fn bad_graphs_are_rejected_at_build() {
     assert!(g.build().is_err());
     assert!(GraphBuilder::new().var("e", 2, 1).is_err());
     assert!(GraphBuilder::new().build().is_err());
-    // Copies are not graphed yet: the builder says so, the caller runs them eagerly.
+    // Copies are checked against the buffers when recorded.
     let mut g = GraphBuilder::new();
-    g.copy(&out, &out, 4).unwrap();
-    assert!(matches!(g.build(), Err(hcq::Error::Unsupported(_))));
+    assert!(g.copy(&out, &out, out.size() + 1).is_err());
+    assert!(g.copy(&out, &out, 0).is_err());
 }
 
 #[test]
