@@ -23,6 +23,9 @@ pub const MAX_QUEUES_PER_GPU: usize = 128;
 struct Bell {
     wptr: u64,
     rung: bool,
+    /// The command processor is blocked waiting for a ring: only then does a doorbell need
+    /// the wake-up system call.
+    sleeping: bool,
 }
 
 /// What a command processor shares with the rest of the kernel.
@@ -39,8 +42,11 @@ impl QueueShared {
         let mut b = lock(&self.bell);
         b.wptr = wptr;
         b.rung = true;
+        let sleeping = b.sleeping;
         drop(b);
-        self.cv.notify_all();
+        if sleeping {
+            self.cv.notify_all();
+        }
     }
 
     /// Asks the command processor to stop.
@@ -70,7 +76,9 @@ impl QueueShared {
                 b.rung = false;
                 return Some(b.wptr);
             }
+            b.sleeping = true;
             b = wait(&self.cv, b);
+            b.sleeping = false;
         }
     }
 }

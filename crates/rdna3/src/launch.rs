@@ -43,6 +43,13 @@ pub struct Dispatch {
 /// Instructions a wave runs between looks at [`Dispatch::cancel`].
 pub const CANCEL_CHECK_INTERVAL: u64 = 4096;
 
+/// Host cores to spread workgroups over. Asked once: on Linux the answer comes from reading
+/// cgroup files, which would cost more than a small dispatch.
+fn host_cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// Counters of a completed dispatch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DispatchStats {
@@ -135,8 +142,7 @@ pub fn run_dispatch<M: Memory>(
     }
     let groups = u64::from(d.grid[0]) * u64::from(d.grid[1]) * u64::from(d.grid[2]);
     let waves_per_group = items_per_group.div_ceil(WAVE_SIZE as u64);
-    let mut threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
+    let mut threads = host_cores()
         .min(usize::try_from(groups).unwrap_or(usize::MAX))
         .max(1);
     if rsrc2.scratch_enable {
