@@ -29,6 +29,8 @@ pub struct GpuMemory {
     pub handle: u64,
     pub kind: MemoryKind,
     mapped_gpus: Mutex<Vec<u32>>,
+    /// The pages belong to someone else (registered host memory): never unmapped here.
+    borrowed: bool,
 }
 
 // SAFETY: `GpuMemory` only stores the address of its mapping; all access through it goes through
@@ -149,6 +151,7 @@ impl GpuMemory {
             handle: args.handle,
             kind,
             mapped_gpus: Mutex::new(Vec::new()),
+            borrowed: false,
         };
         if kind != MemoryKind::UserPtr {
             // SAFETY: maps the buffer object over our own reservation at `va`.
@@ -173,6 +176,36 @@ impl GpuMemory {
                 });
             }
         }
+        mem.map_to(gpu_id)?;
+        Ok(mem)
+    }
+
+    /// Registers pages the caller owns (`addr` and `size` page-aligned) with `gpu_id`, so its
+    /// engines can read and write them in place. Dropping the result unregisters them and
+    /// leaves the pages alone.
+    ///
+    /// # Safety
+    /// The pages must stay mapped until the result is dropped, and nothing the GPU does with
+    /// them may race with Rust references to the same memory.
+    pub unsafe fn register_host(
+        kfd: &Arc<Kfd>,
+        gpu_id: u32,
+        addr: u64,
+        size: u64,
+    ) -> Result<GpuMemory> {
+        let flags = abi::ALLOC_MEM_FLAGS_USERPTR
+            | abi::ALLOC_MEM_FLAGS_WRITABLE
+            | abi::ALLOC_MEM_FLAGS_NO_SUBSTITUTE;
+        let args = kfd.alloc_memory(addr, size, gpu_id, flags, addr)?;
+        let mem = GpuMemory {
+            kfd: kfd.clone(),
+            va: addr,
+            size,
+            handle: args.handle,
+            kind: MemoryKind::UserPtr,
+            mapped_gpus: Mutex::new(Vec::new()),
+            borrowed: true,
+        };
         mem.map_to(gpu_id)?;
         Ok(mem)
     }
@@ -245,12 +278,14 @@ impl Drop for GpuMemory {
         if !gpus.is_empty() {
             let _ = self.kfd.unmap_memory(self.handle, &gpus);
         }
-        // SAFETY: the mapping at `va` belongs to this object and nothing refers to it any more.
-        let _ = unsafe {
-            self.kfd
-                .kernel
-                .munmap(self.va as *mut c_void, self.size as usize)
-        };
+        if !self.borrowed {
+            // SAFETY: the mapping at `va` belongs to this object and nothing refers to it any more.
+            let _ = unsafe {
+                self.kfd
+                    .kernel
+                    .munmap(self.va as *mut c_void, self.size as usize)
+            };
+        }
         let _ = self.kfd.free_memory(self.handle);
     }
 }

@@ -3,12 +3,16 @@
 //! timeline, so copies and kernels execute in submission order.
 
 use crate::device::{lock, AmdBuffer, AmdDevice, DeviceState, Staging};
-use crate::memory::{AllocFlags, MemoryKind};
+use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
 use hcq_amd_sys::sdma::MAX_COPY_SIZE;
 use hcq_core::Result;
 
 /// Staging buffers per device, each one `MAX_COPY_SIZE` bytes of host memory the GPU reaches.
 pub const STAGING_SLOTS: usize = 16;
+
+/// Copies in at least this large skip staging: the caller's pages are registered with the GPU
+/// and the copy engine reads them in place, one pass over memory instead of two.
+pub const DIRECT_COPY_MIN: usize = 16 << 20;
 
 impl AmdDevice {
     fn staging<'a>(&self, st: &'a mut DeviceState) -> Result<&'a mut Staging> {
@@ -75,6 +79,9 @@ impl AmdDevice {
         Self::check_range(buf, offset, src.len())?;
         let mut guard = lock(&self.state);
         let st = &mut *guard;
+        if src.len() >= DIRECT_COPY_MIN {
+            return self.copy_in_direct(st, buf, offset, src);
+        }
         self.staging(st)?;
         for (i, chunk) in src.chunks(MAX_COPY_SIZE as usize).enumerate() {
             let staging = st.staging.as_mut().expect("created above");
@@ -90,6 +97,41 @@ impl AmdDevice {
             st.staging.as_mut().expect("created above").done[slot] = value;
         }
         Ok(())
+    }
+
+    /// A large copy-in straight from the caller's pages: they are registered with the GPU for
+    /// the duration of the copy, which is waited for before returning (the slice is borrowed).
+    fn copy_in_direct(
+        &self,
+        st: &mut DeviceState,
+        buf: &AmdBuffer,
+        offset: u64,
+        src: &[u8],
+    ) -> Result<()> {
+        let page = crate::memory::PAGE_SIZE;
+        let start = src.as_ptr() as u64 & !(page - 1);
+        let end = (src.as_ptr() as u64 + src.len() as u64).next_multiple_of(page);
+        // SAFETY: the pages hold `src`, which is borrowed until this function returns, and the
+        // registration is dropped only after the copy that reads them has completed; the GPU
+        // only reads them.
+        let pages = unsafe {
+            GpuMemory::register_host(&self.driver.kfd, self.node.gpu_id, start, end - start)
+        }?;
+        let from = src.as_ptr() as u64;
+        let value = self.queue_copy(
+            st,
+            buf.gpu_address() + offset,
+            from,
+            src.len() as u64,
+            "copy in",
+        )?;
+        let done = self.wait_value_locked(st, value);
+        if done.is_err() {
+            // The engine may still be reading: keep the registration (leak it) rather than
+            // unregister pages in use. It only ever reads them.
+            std::mem::forget(pages);
+        }
+        done
     }
 
     /// Copies `dst.len()` bytes out of `buf` at `offset`, after the work already queued.

@@ -43,7 +43,12 @@ fn round_trips_of_every_interesting_size() {
 #[test]
 fn unaligned_host_slices_and_device_offsets() {
     let dev = device();
-    let n = 4 * MIB + 77;
+    unaligned_round_trips(&dev, 4 * MIB + 77);
+    // Large enough for the direct path, which registers the caller's pages with the GPU.
+    unaligned_round_trips(&dev, 17 * MIB + 5);
+}
+
+fn unaligned_round_trips(dev: &Device, n: usize) {
     let backing = pattern(n + 16, 99);
     let buf = dev.alloc(n + 64).unwrap();
     for (host_off, dev_off) in [(1usize, 3usize), (7, 0), (0, 5), (3, 33)] {
