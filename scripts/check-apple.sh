@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Type-checks hcq-metal for Apple Silicon macOS (`aarch64-apple-darwin`) on Linux.
+# Type-checks hcq-metal and the hcq facade (whose Metal backend it is on macOS) for Apple
+# Silicon macOS (`aarch64-apple-darwin`) on Linux.
 #
 # No machine of this project runs macOS, and rustup here cannot add targets, so this uses Debian's
 # `rustc-web` toolchain (unpacked with `dpkg -x`, never installed) with `-Zbuild-std`: the std of
@@ -79,4 +80,4 @@ cd "$repo"
 # RUSTC_BOOTSTRAP lets the stable toolchain accept -Zbuild-std. The check reads Cargo.lock
 # (--locked) so that it uses exactly the versions the workspace pins.
 RUSTC="$wrapper" RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR="$cache_root/target" \
-    cargo check --locked -p hcq-metal --target "$target" -Zbuild-std=std,panic_abort "$@"
+    cargo check --locked -p hcq-metal -p hcq --target "$target" -Zbuild-std=std,panic_abort "$@"

@@ -54,7 +54,10 @@
 //! - **Fallback**: a graph the backend cannot build (launches or copies on several devices,
 //!   for now) fails with [`Error::Unsupported`]; run the work eagerly instead ([`Jit`] does).
 
-use crate::{Backend, Buffer, BufferInner, Device, Program, ProgramInner};
+#[cfg(target_os = "linux")]
+use crate::ProgramInner;
+use crate::{Backend, Buffer, BufferInner, Device, Program};
+#[cfg(target_os = "linux")]
 use hcq_amd::graph::{
     AmdGraph, CopyEnd, GraphArg as AmdArg, GraphCopy, GraphItem, GraphLaunch, GraphOptions, Region,
     ReplayValues, Work,
@@ -235,6 +238,8 @@ pub struct VarSpec {
     pub max: i32,
 }
 
+// Read only by the AMD graph builder; Metal graphs are not built yet.
+#[cfg_attr(target_os = "macos", allow(dead_code))]
 #[derive(Debug, Clone)]
 enum RecordedArg {
     Buffer(Buffer),
@@ -270,12 +275,16 @@ impl From<Input> for GraphBuf<'_> {
     }
 }
 
+// Read only by the AMD graph builder; Metal graphs are not built yet.
+#[cfg_attr(target_os = "macos", allow(dead_code))]
 #[derive(Debug, Clone)]
 enum RecordedEnd {
     Buffer(Buffer),
     Input(usize),
 }
 
+// Read only by the AMD graph builder; Metal graphs are not built yet.
+#[cfg_attr(target_os = "macos", allow(dead_code))]
 #[derive(Debug, Clone)]
 enum Recorded {
     Launch(RecordedLaunch),
@@ -464,6 +473,7 @@ impl GraphBuilder {
                 }
             }
         }
+        #[cfg(target_os = "linux")]
         let initial_vars: Vec<i32> = self.vars.iter().map(|v| v.min).collect();
         let symbolic: Vec<usize> = launches
             .iter()
@@ -472,6 +482,7 @@ impl GraphBuilder {
             .map(|(i, _)| i)
             .collect();
         let inner = match &*device.backend {
+            #[cfg(target_os = "linux")]
             Backend::Amd(d) => {
                 let input_region = |n: usize| Region::Input(n);
                 let fixed_region = |b: &Buffer| Region::Fixed {
@@ -558,6 +569,8 @@ impl GraphBuilder {
                     &options,
                 )?)
             }
+            #[cfg(target_os = "macos")]
+            Backend::Metal(_) => GraphInner::Metal(metal_graphs_unsupported()?),
         };
         let symbolic_dims = symbolic
             .iter()
@@ -614,10 +627,25 @@ impl GraphBuilder {
 
 fn address(b: &Buffer) -> u64 {
     match &b.shared.inner {
+        #[cfg(target_os = "linux")]
         BufferInner::Amd(a) => a.gpu_address(),
+        // No Metal graph is ever built (see `metal_graphs_unsupported`), so no range or binding
+        // is compared with this; the buffer's id keeps it a distinct value per buffer.
+        #[cfg(target_os = "macos")]
+        BufferInner::Metal(m) => m.id(),
     }
 }
 
+/// Graphs on Metal: `hcq_metal::MetalGraph` exists, but is not wired to [`GraphBuilder`] yet, so
+/// building fails with [`Error::Unsupported`] and the [`Jit`] runs the work eagerly.
+#[cfg(target_os = "macos")]
+fn metal_graphs_unsupported() -> Result<std::convert::Infallible> {
+    Err(Error::Unsupported(
+        "graphs on Metal are not wired to hcq::GraphBuilder yet".into(),
+    ))
+}
+
+#[cfg(target_os = "linux")]
 fn scalar(s: Arg<()>) -> Arg<u64> {
     match s {
         Arg::Buffer(()) => Arg::U64(0),
@@ -630,8 +658,19 @@ fn scalar(s: Arg<()>) -> Arg<u64> {
     }
 }
 
+/// The value of a use of a Metal graph, of which none exists (a function rather than an empty
+/// `match` so that the code after it is not unreachable to the compiler).
+#[cfg(target_os = "macos")]
+fn never_built<T>(never: &std::convert::Infallible) -> T {
+    match *never {}
+}
+
 enum GraphInner {
+    #[cfg(target_os = "linux")]
     Amd(AmdGraph),
+    /// Never built (uninhabited): see `metal_graphs_unsupported`.
+    #[cfg(target_os = "macos")]
+    Metal(std::convert::Infallible),
 }
 
 struct ReplayState {
@@ -702,14 +741,21 @@ impl Graph {
     /// Indirect-buffer segments of the command stream (a diagnostic).
     pub fn segment_count(&self) -> usize {
         match &self.inner {
+            #[cfg(target_os = "linux")]
             GraphInner::Amd(g) => g.segment_count(),
+            #[cfg(target_os = "macos")]
+            GraphInner::Metal(never) => never_built(never),
         }
     }
 
     /// Argument words a change of `input` rewrites (a diagnostic).
+    #[cfg_attr(target_os = "macos", allow(unused_variables))]
     pub fn input_patch_count(&self, input: Input) -> usize {
         match &self.inner {
+            #[cfg(target_os = "linux")]
             GraphInner::Amd(g) => g.input_patch_count(input.0),
+            #[cfg(target_os = "macos")]
+            GraphInner::Metal(never) => never_built(never),
         }
     }
 
@@ -785,6 +831,7 @@ impl Graph {
             let mut dims = Vec::with_capacity(self.symbolic_dims.len());
             for (global, local) in &self.symbolic_dims {
                 let (g, l) = (eval_dims(global, vars)?, eval_dims(local, vars)?);
+                #[cfg(target_os = "linux")]
                 hcq_amd::device::validate_dims(g, l)?;
                 dims.push((g, l));
             }
@@ -799,6 +846,7 @@ impl Graph {
             }
         }
         let result = match (&*self.device.backend, &self.inner) {
+            #[cfg(target_os = "linux")]
             (Backend::Amd(d), GraphInner::Amd(g)) => g.replay(
                 d,
                 &ReplayValues {
@@ -807,6 +855,8 @@ impl Graph {
                     dims: (dims_stale && !self.symbolic_dims.is_empty()).then_some(&state.dims[..]),
                 },
             ),
+            #[cfg(target_os = "macos")]
+            (_, GraphInner::Metal(never)) => never_built(never),
         };
         match result {
             Ok(()) => {

@@ -17,9 +17,12 @@
 //! ```
 //!
 //! ## Devices
-//! - `amd:N`: the N-th AMD GPU of `/dev/kfd` (no ROCm needed).
-//! - `amd-emu:N`: the N-th emulated gfx1100 GPU (`HCQ_EMU_GPUS` of them, default 1), which runs
-//!   the real machine code in an interpreter below the same driver.
+//! - `amd:N` (Linux): the N-th AMD GPU of `/dev/kfd` (no ROCm needed).
+//! - `amd-emu:N` (Linux): the N-th emulated gfx1100 GPU (`HCQ_EMU_GPUS` of them, default 1),
+//!   which runs the real machine code in an interpreter below the same driver.
+//! - `metal:N` (macOS): the N-th Metal device of `MTLCopyAllDevices()`; kernels are Metal
+//!   Shading Language. It has never run on a Mac, and graphs are not built on it yet (the
+//!   [`Jit`] runs its work eagerly there).
 //!
 //! ## Contracts
 //! - Work on one device executes in submission order. Copies wait for the work queued before
@@ -42,10 +45,16 @@ pub use graph::{
 };
 
 pub use hcq_core::{DeviceInfo, Error, Result};
+#[cfg(target_os = "linux")]
 pub use hcq_emu::ShaderCounts;
-pub use registry::{emulator_counters, list_devices, DeviceListing};
+#[cfg(target_os = "linux")]
+pub use registry::emulator_counters;
+pub use registry::{list_devices, DeviceListing};
 
+#[cfg(target_os = "linux")]
 use hcq_amd::{AmdBuffer, AmdDevice, AmdProgram};
+#[cfg(target_os = "macos")]
+use hcq_metal::{MetalBuffer, MetalProgram, ObjcMetal, SystemMetalDevice};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -54,12 +63,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// Compiles HIP source for an AMD target (`gfx1100`, ...) without opening a device.
+#[cfg(target_os = "linux")]
 pub fn compile_hip(source: &str, arch: &str) -> Result<Vec<u8>> {
     hcq_amd::compiler::HipCompiler::new(arch, hcq_core::CompileCache::from_env()).compile(source)
 }
 
 /// Records a Chrome trace (open it in Perfetto) of every kernel and copy into `path`; the file
 /// is rewritten at every synchronisation. `HCQ_TRACE=path` does the same from the start.
+#[cfg(target_os = "linux")]
 pub fn trace_to(path: impl Into<std::path::PathBuf>) {
     hcq_amd::trace::start(path);
 }
@@ -68,7 +79,46 @@ pub fn trace_to(path: impl Into<std::path::PathBuf>) {
 pub type Arg<'a> = hcq_core::Arg<&'a Buffer>;
 
 enum Backend {
+    #[cfg(target_os = "linux")]
     Amd(AmdDevice),
+    #[cfg(target_os = "macos")]
+    Metal(MetalBackend),
+}
+
+/// The Metal device behind a [`Device`]. To Rust, objc2's Metal objects are neither `Send` nor
+/// `Sync` (it cannot know which protocol objects are thread-safe); this wrapper states it for
+/// the objects a `MetalDevice` holds, so that a `Device` is shareable on macOS as on Linux.
+#[cfg(target_os = "macos")]
+struct MetalBackend(SystemMetalDevice);
+
+#[cfg(target_os = "macos")]
+impl std::ops::Deref for MetalBackend {
+    type Target = SystemMetalDevice;
+
+    fn deref(&self) -> &SystemMetalDevice {
+        &self.0
+    }
+}
+
+// SAFETY: a `MetalDevice<ObjcMetal>` holds plain Rust data (its name, ids, the compile cache),
+// the unit `ObjcMetal`, an `MTLDevice` and an `MTLCommandQueue`, which Apple documents as
+// thread-safe, and the committed `MTLCommandBuffer`s in its `Mutex<DeviceState>`: hcq-metal's
+// device.rs touches those only with that lock held (`submit_locked`, `wait_*_locked`), so one
+// thread at a time, and retaining/releasing an Objective-C object is atomic. This relies on that
+// locking in hcq-metal; a change there must revisit this.
+#[cfg(target_os = "macos")]
+unsafe impl Send for MetalBackend {}
+// SAFETY: as for `Send` above: through `&MetalBackend`, the thread-safe `MTLDevice` and
+// `MTLCommandQueue` are used directly and the command buffers only under the device's lock.
+#[cfg(target_os = "macos")]
+unsafe impl Sync for MetalBackend {}
+
+/// The Metal buffer behind a buffer argument (every buffer of a Metal device is one).
+#[cfg(target_os = "macos")]
+fn metal_buffer<'b>(b: &'b &Buffer) -> Result<&'b MetalBuffer<ObjcMetal>> {
+    match &b.shared.inner {
+        BufferInner::Metal(mb) => Ok(mb),
+    }
 }
 
 /// An opened GPU. Cloning is cheap; clones share the device.
@@ -84,33 +134,43 @@ impl std::fmt::Debug for Device {
 }
 
 impl Device {
-    /// Opens a device by name (`amd:0`, `amd-emu:1`). Opening the same name twice gives the same
+    /// Opens a device by name (`amd:0`, `amd-emu:1`, `metal:0`). Opening the same name twice gives the same
     /// device.
     pub fn open(name: &str) -> Result<Device> {
         registry::open(name)
     }
 
-    /// The device `HCQ_DEVICE` names; else the first real AMD GPU; else `amd-emu:0`.
+    /// The device `HCQ_DEVICE` names; else, on Linux, the first real AMD GPU, else `amd-emu:0`;
+    /// on macOS, `metal:0`.
     pub fn default_device() -> Result<Device> {
         Device::open(&registry::default_name())
     }
 
     pub fn name(&self) -> &str {
         match &*self.backend {
+            #[cfg(target_os = "linux")]
             Backend::Amd(d) => &d.name,
+            #[cfg(target_os = "macos")]
+            Backend::Metal(d) => &d.name,
         }
     }
 
     pub fn info(&self) -> DeviceInfo {
         match &*self.backend {
+            #[cfg(target_os = "linux")]
             Backend::Amd(d) => d.info(),
+            #[cfg(target_os = "macos")]
+            Backend::Metal(d) => d.info(),
         }
     }
 
     /// Allocates `size` bytes of device memory.
     pub fn alloc(&self, size: usize) -> Result<Buffer> {
         let inner = match &*self.backend {
+            #[cfg(target_os = "linux")]
             Backend::Amd(d) => BufferInner::Amd(d.alloc(size as u64)?),
+            #[cfg(target_os = "macos")]
+            Backend::Metal(d) => BufferInner::Metal(d.alloc(size)?),
         };
         Ok(Buffer {
             shared: Arc::new(BufferShared {
@@ -121,18 +181,24 @@ impl Device {
         })
     }
 
-    /// Compiles kernel source for this device (HIP C++ for AMD) into a code object, through the
+    /// Compiles kernel source for this device (HIP C++ for AMD, MSL for Metal) into a code object, through the
     /// on-disk compile cache.
     pub fn compile(&self, source: &str) -> Result<Vec<u8>> {
         match &*self.backend {
+            #[cfg(target_os = "linux")]
             Backend::Amd(d) => d.compile(source),
+            #[cfg(target_os = "macos")]
+            Backend::Metal(d) => d.compile(source),
         }
     }
 
     /// Loads kernel `name` from a code object.
     pub fn program(&self, code_object: &[u8], name: &str) -> Result<Program> {
         let inner = match &*self.backend {
+            #[cfg(target_os = "linux")]
             Backend::Amd(d) => ProgramInner::Amd(d.load_program(code_object, name)?),
+            #[cfg(target_os = "macos")]
+            Backend::Metal(d) => ProgramInner::Metal(d.load_program(code_object, name)?),
         };
         Ok(Program {
             shared: Arc::new(ProgramShared {
@@ -148,28 +214,42 @@ impl Device {
     /// reporting `OutOfMemory`.
     pub fn free_cached(&self) -> Result<u64> {
         match &*self.backend {
+            #[cfg(target_os = "linux")]
             Backend::Amd(d) => d.free_cached(),
+            // Metal buffers go back to the system when dropped: nothing is cached.
+            #[cfg(target_os = "macos")]
+            Backend::Metal(_) => Ok(0),
         }
     }
 
     /// Waits for all queued work.
     pub fn synchronize(&self) -> Result<()> {
         match &*self.backend {
+            #[cfg(target_os = "linux")]
             Backend::Amd(d) => d.synchronize(),
+            #[cfg(target_os = "macos")]
+            Backend::Metal(d) => d.synchronize(),
         }
     }
 
     /// Dwords the last submission wrote to the command ring (a diagnostic for benchmarks).
     pub fn last_submission_dwords(&self) -> u64 {
         match &*self.backend {
+            #[cfg(target_os = "linux")]
             Backend::Amd(d) => d.last_submission_dwords(),
+            // Metal has no command ring of ours.
+            #[cfg(target_os = "macos")]
+            Backend::Metal(_) => 0,
         }
     }
 
     /// Capacity of the command ring in dwords (a diagnostic for benchmarks).
     pub fn ring_capacity_dwords(&self) -> u64 {
         match &*self.backend {
+            #[cfg(target_os = "linux")]
             Backend::Amd(d) => d.ring_capacity_dwords(),
+            #[cfg(target_os = "macos")]
+            Backend::Metal(_) => 0,
         }
     }
 
@@ -179,7 +259,10 @@ impl Device {
 }
 
 enum BufferInner {
+    #[cfg(target_os = "linux")]
     Amd(AmdBuffer),
+    #[cfg(target_os = "macos")]
+    Metal(MetalBuffer<ObjcMetal>),
 }
 
 /// Device memory. Cloning is cheap: clones share the memory, which is freed when the last one
@@ -218,14 +301,20 @@ impl Buffer {
     /// Copies host bytes into the buffer at `offset`.
     pub fn copy_in(&self, offset: usize, src: &[u8]) -> Result<()> {
         match (&*self.shared.device.backend, &self.shared.inner) {
+            #[cfg(target_os = "linux")]
             (Backend::Amd(d), BufferInner::Amd(b)) => d.copy_in(b, offset as u64, src),
+            #[cfg(target_os = "macos")]
+            (Backend::Metal(d), BufferInner::Metal(b)) => d.copy_in(b, offset, src),
         }
     }
 
     /// Copies bytes out of the buffer at `offset` into `dst`.
     pub fn copy_out(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
         match (&*self.shared.device.backend, &self.shared.inner) {
+            #[cfg(target_os = "linux")]
             (Backend::Amd(d), BufferInner::Amd(b)) => d.copy_out(dst, b, offset as u64),
+            #[cfg(target_os = "macos")]
+            (Backend::Metal(d), BufferInner::Metal(b)) => d.copy_out(dst, b, offset),
         }
     }
 
@@ -245,9 +334,26 @@ impl Buffer {
             &*dst.shared.device.backend,
             &dst.shared.inner,
         ) {
+            #[cfg(target_os = "linux")]
             (Backend::Amd(s), BufferInner::Amd(sb), Backend::Amd(d), BufferInner::Amd(db)) => {
                 s.transfer(d, db, dst_offset as u64, sb, src_offset as u64, size as u64)
             }
+            // A blit on the device that holds both buffers.
+            #[cfg(target_os = "macos")]
+            (
+                Backend::Metal(s),
+                BufferInner::Metal(sb),
+                Backend::Metal(_),
+                BufferInner::Metal(db),
+            ) if self.shared.device.same(&dst.shared.device) => {
+                s.copy(db, dst_offset, sb, src_offset, size)
+            }
+            #[cfg(target_os = "macos")]
+            (Backend::Metal(_), _, Backend::Metal(_), _) => Err(Error::Unsupported(format!(
+                "copies between Metal devices ({} to {})",
+                self.shared.device.name(),
+                dst.shared.device.name()
+            ))),
         }
     }
 
@@ -272,7 +378,10 @@ impl Buffer {
 }
 
 enum ProgramInner {
+    #[cfg(target_os = "linux")]
     Amd(AmdProgram),
+    #[cfg(target_os = "macos")]
+    Metal(MetalProgram<ObjcMetal>),
 }
 
 /// A kernel loaded on a device. Cloning is cheap: clones share the loaded code, which is freed
@@ -340,11 +449,16 @@ impl Program {
     ) -> Result<Option<Duration>> {
         self.check_args(args)?;
         match (&*self.shared.device.backend, &self.shared.inner) {
+            #[cfg(target_os = "linux")]
             (Backend::Amd(d), ProgramInner::Amd(p)) => {
                 let address_of = |b: &&Buffer| match &b.shared.inner {
                     BufferInner::Amd(ab) => Ok(ab.gpu_address()),
                 };
                 d.launch(p, args, address_of, global, local, wait)
+            }
+            #[cfg(target_os = "macos")]
+            (Backend::Metal(d), ProgramInner::Metal(p)) => {
+                d.launch(p, args, metal_buffer, global, local, wait)
             }
         }
     }

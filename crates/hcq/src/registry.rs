@@ -1,7 +1,9 @@
 //! Device names, the drivers behind them, and the default device.
 
 use crate::{Backend, Device};
+#[cfg(target_os = "linux")]
 use hcq_amd::{AmdDevice, AmdDriver};
+#[cfg(target_os = "linux")]
 use hcq_amd_sys::seam::{HostKernel, Kernel};
 use hcq_core::{Error, Result};
 use std::collections::HashMap;
@@ -9,9 +11,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 const REAL: &str = "amd";
 const EMULATED: &str = "amd-emu";
+const METAL: &str = "metal";
 
+#[cfg(target_os = "linux")]
 type DriverSlot = OnceLock<std::result::Result<Arc<AmdDriver>, String>>;
 
+#[cfg(target_os = "linux")]
 fn real_driver() -> Result<Arc<AmdDriver>> {
     static DRIVER: DriverSlot = OnceLock::new();
     DRIVER
@@ -26,6 +31,7 @@ fn real_driver() -> Result<Arc<AmdDriver>> {
         .map_err(Error::NoDevice)
 }
 
+#[cfg(target_os = "linux")]
 fn emulated_driver() -> Result<Arc<AmdDriver>> {
     static DRIVER: DriverSlot = OnceLock::new();
     DRIVER
@@ -41,13 +47,24 @@ fn parse(name: &str) -> Result<(&str, usize)> {
     let (kind, index) = name.split_once(':').unwrap_or((name, "0"));
     let index: usize = index.parse().map_err(|_| {
         Error::NoDevice(format!(
-            "{name:?}: expected NAME:INDEX, e.g. amd:0 or amd-emu:0"
+            "{name:?}: expected NAME:INDEX, e.g. amd:0, amd-emu:0 or metal:0"
         ))
     })?;
     match kind {
+        #[cfg(target_os = "linux")]
         REAL | EMULATED => Ok((kind, index)),
+        #[cfg(not(target_os = "linux"))]
+        REAL | EMULATED => Err(Error::NoDevice(format!(
+            "{name:?}: AMD devices need Linux (KFD); this build has none"
+        ))),
+        #[cfg(target_os = "macos")]
+        METAL => Ok((kind, index)),
+        #[cfg(not(target_os = "macos"))]
+        METAL => Err(Error::NoDevice(format!(
+            "{name:?}: Metal devices need macOS; this build has none"
+        ))),
         _ => Err(Error::NoDevice(format!(
-            "{name:?}: unknown device kind {kind:?} (known: amd, amd-emu)"
+            "{name:?}: unknown device kind {kind:?} (known: amd, amd-emu, metal)"
         ))),
     }
 }
@@ -67,27 +84,52 @@ pub(crate) fn open(name: &str) -> Result<Device> {
             backend: backend.clone(),
         });
     }
+    let backend = Arc::new(open_backend(kind, index)?);
+    open.insert(canonical, backend.clone());
+    Ok(Device { backend })
+}
+
+/// Opens device `index` of `kind` (a kind [`parse`] accepted on this platform).
+#[cfg(target_os = "linux")]
+fn open_backend(kind: &str, index: usize) -> Result<Backend> {
     let driver = if kind == REAL {
         real_driver()?
     } else {
         emulated_driver()?
     };
-    let backend = Arc::new(Backend::Amd(AmdDevice::open(&driver, index)?));
-    open.insert(canonical, backend.clone());
-    Ok(Device { backend })
+    Ok(Backend::Amd(AmdDevice::open(&driver, index)?))
 }
 
-/// `HCQ_DEVICE`, else the first real AMD GPU, else `amd-emu:0`.
+/// Opens device `index` of `kind` (a kind [`parse`] accepted on this platform).
+#[cfg(target_os = "macos")]
+fn open_backend(kind: &str, index: usize) -> Result<Backend> {
+    debug_assert_eq!(kind, METAL);
+    Ok(Backend::Metal(crate::MetalBackend(
+        hcq_metal::open_system_device(index)?,
+    )))
+}
+
+/// `HCQ_DEVICE`, else on Linux the first real AMD GPU, else `amd-emu:0`; on macOS `metal:0`.
 pub(crate) fn default_name() -> String {
     if let Ok(name) = std::env::var("HCQ_DEVICE") {
         if !name.trim().is_empty() {
             return name.trim().to_string();
         }
     }
+    platform_default_name()
+}
+
+#[cfg(target_os = "linux")]
+fn platform_default_name() -> String {
     match real_driver() {
         Ok(d) if !d.gpus.is_empty() => format!("{REAL}:0"),
         _ => format!("{EMULATED}:0"),
     }
+}
+
+#[cfg(target_os = "macos")]
+fn platform_default_name() -> String {
+    format!("{METAL}:0")
 }
 
 /// One line of a device listing.
@@ -101,6 +143,7 @@ pub struct DeviceListing {
 }
 
 /// Every device hcq can open, real ones first, without opening them.
+#[cfg(target_os = "linux")]
 pub fn list_devices() -> Vec<DeviceListing> {
     let mut out = Vec::new();
     for (driver, emulated) in [(real_driver(), false), (emulated_driver(), true)] {
@@ -117,8 +160,26 @@ pub fn list_devices() -> Vec<DeviceListing> {
     out
 }
 
+/// Every Metal device of this Mac, without opening them.
+#[cfg(target_os = "macos")]
+pub fn list_devices() -> Vec<DeviceListing> {
+    use hcq_metal::MetalApi;
+    let api = hcq_metal::ObjcMetal;
+    api.copy_all_devices()
+        .iter()
+        .enumerate()
+        .map(|(i, d)| DeviceListing {
+            name: format!("{METAL}:{i}"),
+            arch: hcq_metal::device::ARCH.to_string(),
+            memory: api.recommended_max_working_set_size(d),
+            emulated: false,
+        })
+        .collect()
+}
+
 /// What an emulated device's shader engines have executed so far (dispatches, waves,
 /// wave-instructions), for benchmarks; `None` for real devices.
+#[cfg(target_os = "linux")]
 pub fn emulator_counters(device: &Device) -> Option<hcq_emu::ShaderCounts> {
     let (kind, index) = parse(device.name()).ok()?;
     if kind != EMULATED {
