@@ -51,18 +51,27 @@
 //! - **Host cost** of a replay does not grow with the number of launches: it is the compare of
 //!   inputs and variables, the rewrite of the argument words bound to what changed, and three
 //!   packets on the compute ring (plus a wait, and two packets on the copy ring, with copies).
-//! - **Fallback**: a graph the backend cannot build (launches or copies on several devices,
-//!   for now) fails with [`Error::Unsupported`]; run the work eagerly instead ([`Jit`] does).
+//! - **Fallback**: a graph the backend cannot build (launches or copies on several devices;
+//!   on Metal, also copies, scalar arguments other than [`GraphArg::Var`], and a buffer or
+//!   input after a variable in a launch's arguments) fails with [`Error::Unsupported`]; run the
+//!   work eagerly instead ([`Jit`] does).
+//! - **Metal** (macOS): the launches are encoded once into an indirect command buffer
+//!   (`hcq_metal::MetalGraph`); a launch's buffers and inputs bind `[[buffer(0..b)]]` and its
+//!   variables the next slots, in argument order.
 
-#[cfg(target_os = "linux")]
-use crate::ProgramInner;
-use crate::{Backend, Buffer, BufferInner, Device, Program};
+use crate::{Backend, Buffer, BufferInner, Device, Program, ProgramInner};
 #[cfg(target_os = "linux")]
 use hcq_amd::graph::{
     AmdGraph, CopyEnd, GraphArg as AmdArg, GraphCopy, GraphItem, GraphLaunch, GraphOptions, Region,
     ReplayValues, Work,
 };
 use hcq_core::{Arg, Error, Result};
+#[cfg(target_os = "macos")]
+use hcq_metal::graph::{
+    BufferRef, DimExpr as MetalDim, ExecItem, GraphSpec, MetalGraph, VarSpec as MetalVarSpec,
+};
+#[cfg(target_os = "macos")]
+use hcq_metal::{MetalBuffer, MetalProgram, ObjcMetal, SystemMetalDevice};
 use std::sync::Mutex;
 
 /// A symbolic integer variable of a graph (an index in declaration order).
@@ -238,7 +247,7 @@ pub struct VarSpec {
     pub max: i32,
 }
 
-// Read only by the AMD graph builder; Metal graphs are not built yet.
+// Partly read only by the AMD graph builder: Metal graphs reject scalars and copies.
 #[cfg_attr(target_os = "macos", allow(dead_code))]
 #[derive(Debug, Clone)]
 enum RecordedArg {
@@ -275,7 +284,7 @@ impl From<Input> for GraphBuf<'_> {
     }
 }
 
-// Read only by the AMD graph builder; Metal graphs are not built yet.
+// Partly read only by the AMD graph builder: Metal graphs reject scalars and copies.
 #[cfg_attr(target_os = "macos", allow(dead_code))]
 #[derive(Debug, Clone)]
 enum RecordedEnd {
@@ -283,7 +292,7 @@ enum RecordedEnd {
     Input(usize),
 }
 
-// Read only by the AMD graph builder; Metal graphs are not built yet.
+// Partly read only by the AMD graph builder: Metal graphs reject scalars and copies.
 #[cfg_attr(target_os = "macos", allow(dead_code))]
 #[derive(Debug, Clone)]
 enum Recorded {
@@ -570,7 +579,7 @@ impl GraphBuilder {
                 )?)
             }
             #[cfg(target_os = "macos")]
-            Backend::Metal(_) => GraphInner::Metal(metal_graphs_unsupported()?),
+            Backend::Metal(d) => GraphInner::Metal(Mutex::new(self.build_metal(d, &launches)?)),
         };
         let symbolic_dims = symbolic
             .iter()
@@ -629,20 +638,155 @@ fn address(b: &Buffer) -> u64 {
     match &b.shared.inner {
         #[cfg(target_os = "linux")]
         BufferInner::Amd(a) => a.gpu_address(),
-        // No Metal graph is ever built (see `metal_graphs_unsupported`), so no range or binding
-        // is compared with this; the buffer's id keeps it a distinct value per buffer.
+        // A Metal graph has no copies, so no address range is compared with this: only
+        // whether an input changed, which the buffer's id (distinct per buffer) tells.
         #[cfg(target_os = "macos")]
         BufferInner::Metal(m) => m.id(),
     }
 }
 
-/// Graphs on Metal: `hcq_metal::MetalGraph` exists, but is not wired to [`GraphBuilder`] yet, so
-/// building fails with [`Error::Unsupported`] and the [`Jit`] runs the work eagerly.
 #[cfg(target_os = "macos")]
-fn metal_graphs_unsupported() -> Result<std::convert::Infallible> {
-    Err(Error::Unsupported(
-        "graphs on Metal are not wired to hcq::GraphBuilder yet".into(),
-    ))
+fn metal_buf(b: &Buffer) -> &MetalBuffer<ObjcMetal> {
+    match &b.shared.inner {
+        BufferInner::Metal(m) => m,
+    }
+}
+
+#[cfg(target_os = "macos")]
+impl GraphBuilder {
+    /// The Metal graph of `launches` (every recorded item: copies are unsupported on Metal).
+    fn build_metal(
+        &self,
+        dev: &SystemMetalDevice,
+        launches: &[&RecordedLaunch],
+    ) -> Result<MetalGraph<ObjcMetal>> {
+        let unsupported = |why: String| Err(Error::Unsupported(format!("Metal graphs: {why}")));
+        if launches.len() != self.items.len() {
+            return unsupported("copies are not supported (run them eagerly)".into());
+        }
+        let mut programs: Vec<&MetalProgram<ObjcMetal>> = Vec::new();
+        let mut buffers: Vec<&MetalBuffer<ObjcMetal>> = Vec::new();
+        let mut items = Vec::with_capacity(launches.len());
+        for l in launches {
+            let ProgramInner::Metal(p) = &l.program.shared.inner;
+            let program = match programs.iter().position(|&q| std::ptr::eq(q, p)) {
+                Some(i) => i,
+                None => {
+                    programs.push(p);
+                    programs.len() - 1
+                }
+            };
+            let mut refs = Vec::new();
+            let mut vars = Vec::new();
+            for (i, a) in l.args.iter().enumerate() {
+                match a {
+                    RecordedArg::Buffer(_) | RecordedArg::Input(_) if !vars.is_empty() => {
+                        return unsupported(format!(
+                            "argument {i} of {} is a buffer after a variable (Metal binds                              buffers, then variables)",
+                            l.program.name()
+                        ));
+                    }
+                    RecordedArg::Buffer(b) => {
+                        let m = metal_buf(b);
+                        let f = match buffers.iter().position(|q| q.id() == m.id()) {
+                            Some(f) => f,
+                            None => {
+                                buffers.push(m);
+                                buffers.len() - 1
+                            }
+                        };
+                        refs.push(BufferRef::Fixed(f));
+                    }
+                    RecordedArg::Input(n) => refs.push(BufferRef::Input(*n)),
+                    RecordedArg::Var(v) => vars.push(*v),
+                    RecordedArg::Scalar(_) => {
+                        return unsupported(format!(
+                            "argument {i} of {} is a scalar other than a variable",
+                            l.program.name()
+                        ));
+                    }
+                }
+            }
+            let symbolic = l.global.iter().chain(&l.local).any(DimExpr::is_symbolic);
+            if !symbolic {
+                // As on AMD: a constant dimension out of range is the caller's error.
+                eval_dims(&l.global, &[])?;
+                eval_dims(&l.local, &[])?;
+            }
+            let dims = |d: &DimExprs| -> Result<[MetalDim; 3]> {
+                let [x, y, z] = d;
+                Ok([metal_dim(x)?, metal_dim(y)?, metal_dim(z)?])
+            };
+            items.push(ExecItem {
+                program,
+                buffers: refs,
+                vars,
+                global: dims(&l.global)?,
+                local: dims(&l.local)?,
+            });
+        }
+        // The first encoding needs dimensions valid for some values within the bounds; every
+        // replay re-evaluates the symbolic ones.
+        let mins: Vec<i32> = self.vars.iter().map(|v| v.min).collect();
+        let maxs: Vec<i32> = self.vars.iter().map(|v| v.max).collect();
+        let valid = |vals: &[i32]| {
+            launches
+                .iter()
+                .all(|l| eval_dims(&l.global, vals).is_ok() && eval_dims(&l.local, vals).is_ok())
+        };
+        let Some(initial) = [mins, maxs].into_iter().find(|v| valid(v)) else {
+            return unsupported(
+                "no launch dimensions valid at the variables' bounds to encode first".into(),
+            );
+        };
+        let spec = GraphSpec {
+            items,
+            vars: self
+                .vars
+                .iter()
+                .map(|v| MetalVarSpec {
+                    name: v.name.clone(),
+                    min: v.min,
+                    max: v.max,
+                })
+                .collect(),
+            num_inputs: self.inputs.len(),
+        };
+        let inputs: Vec<&MetalBuffer<ObjcMetal>> = self.inputs.iter().map(metal_buf).collect();
+        MetalGraph::new(dev, spec, &programs, &buffers, &inputs, &initial)
+    }
+}
+
+/// `e` as hcq-metal's expression, whose constants are `u32`.
+#[cfg(target_os = "macos")]
+fn metal_dim(e: &DimExpr) -> Result<MetalDim> {
+    let pair = |a: &DimExpr, b: &DimExpr| {
+        Ok::<_, Error>((Box::new(metal_dim(a)?), Box::new(metal_dim(b)?)))
+    };
+    Ok(match e {
+        DimExpr::Const(c) => MetalDim::Const(u32::try_from(*c).map_err(|_| {
+            Error::Unsupported(format!(
+                "Metal graphs: launch dimension constant {c} is not a u32"
+            ))
+        })?),
+        DimExpr::Var(v) => MetalDim::Var(v.0),
+        DimExpr::Add(a, b) => {
+            let (a, b) = pair(a, b)?;
+            MetalDim::Add(a, b)
+        }
+        DimExpr::Mul(a, b) => {
+            let (a, b) = pair(a, b)?;
+            MetalDim::Mul(a, b)
+        }
+        DimExpr::Div(a, b) => {
+            let (a, b) = pair(a, b)?;
+            MetalDim::Div(a, b)
+        }
+        DimExpr::CeilDiv(a, b) => {
+            let (a, b) = pair(a, b)?;
+            MetalDim::CeilDiv(a, b)
+        }
+    })
 }
 
 #[cfg(target_os = "linux")]
@@ -658,19 +802,12 @@ fn scalar(s: Arg<()>) -> Arg<u64> {
     }
 }
 
-/// The value of a use of a Metal graph, of which none exists (a function rather than an empty
-/// `match` so that the code after it is not unreachable to the compiler).
-#[cfg(target_os = "macos")]
-fn never_built<T>(never: &std::convert::Infallible) -> T {
-    match *never {}
-}
-
 enum GraphInner {
     #[cfg(target_os = "linux")]
     Amd(AmdGraph),
-    /// Never built (uninhabited): see `metal_graphs_unsupported`.
+    /// `MetalGraph::replay` takes `&mut self`; the lock also keeps `Graph` `Sync`.
     #[cfg(target_os = "macos")]
-    Metal(std::convert::Infallible),
+    Metal(Mutex<MetalGraph<ObjcMetal>>),
 }
 
 struct ReplayState {
@@ -738,24 +875,29 @@ impl Graph {
         self.retained.len()
     }
 
-    /// Indirect-buffer segments of the command stream (a diagnostic).
+    /// Indirect-buffer segments of the command stream (a diagnostic; on Metal, the one
+    /// indirect command buffer).
     pub fn segment_count(&self) -> usize {
         match &self.inner {
             #[cfg(target_os = "linux")]
             GraphInner::Amd(g) => g.segment_count(),
             #[cfg(target_os = "macos")]
-            GraphInner::Metal(never) => never_built(never),
+            GraphInner::Metal(_) => 1,
         }
     }
 
-    /// Argument words a change of `input` rewrites (a diagnostic).
-    #[cfg_attr(target_os = "macos", allow(unused_variables))]
+    /// Argument words a change of `input` rewrites (a diagnostic; on Metal, the binding slots).
     pub fn input_patch_count(&self, input: Input) -> usize {
         match &self.inner {
             #[cfg(target_os = "linux")]
             GraphInner::Amd(g) => g.input_patch_count(input.0),
             #[cfg(target_os = "macos")]
-            GraphInner::Metal(never) => never_built(never),
+            GraphInner::Metal(g) => crate::lock(g)
+                .plan()
+                .input_slots
+                .iter()
+                .filter(|&&(_, _, n)| n == input.0)
+                .count(),
         }
     }
 
@@ -855,8 +997,13 @@ impl Graph {
                     dims: (dims_stale && !self.symbolic_dims.is_empty()).then_some(&state.dims[..]),
                 },
             ),
+            // Checks the launch limits of the new dimensions before it patches anything.
             #[cfg(target_os = "macos")]
-            (_, GraphInner::Metal(never)) => never_built(never),
+            (Backend::Metal(d), GraphInner::Metal(g)) => {
+                let bufs: Vec<&MetalBuffer<ObjcMetal>> =
+                    inputs.iter().map(|&b| metal_buf(b)).collect();
+                crate::lock(g).replay(d, &bufs, vars, false).map(drop)
+            }
         };
         match result {
             Ok(()) => {
