@@ -8,6 +8,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 /// A finished trace event.
@@ -34,10 +35,14 @@ struct Trace {
     events: Vec<Event>,
 }
 
+/// Whether a trace is recording, readable without the lock: every launch asks.
+static ENABLED: AtomicBool = AtomicBool::new(false);
+
 fn global() -> &'static Mutex<Option<Trace>> {
     static TRACE: OnceLock<Mutex<Option<Trace>>> = OnceLock::new();
     TRACE.get_or_init(|| {
         let from_env = std::env::var_os("HCQ_TRACE").filter(|p| !p.is_empty());
+        ENABLED.store(from_env.is_some(), Ordering::Release);
         Mutex::new(from_env.map(|p| Trace {
             path: PathBuf::from(p),
             events: Vec::new(),
@@ -55,11 +60,14 @@ pub fn start(path: impl Into<PathBuf>) {
         path: path.into(),
         events: Vec::new(),
     });
+    ENABLED.store(true, Ordering::Release);
 }
 
 /// Whether a trace is being recorded.
 pub fn enabled() -> bool {
-    lock().is_some()
+    // The first call reads HCQ_TRACE; after that this is one atomic load.
+    global();
+    ENABLED.load(Ordering::Acquire)
 }
 
 /// Host time in microseconds on the clock KFD pairs with the GPU clock (`CLOCK_MONOTONIC_RAW`).
