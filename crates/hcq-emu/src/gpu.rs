@@ -59,6 +59,16 @@ impl std::fmt::Debug for Gpu {
 }
 
 impl Gpu {
+    /// Stores an engine's read pointer where the driver reads it and wakes engines polling
+    /// memory; false when that address is not mapped for this GPU.
+    pub fn publish_read_pointer(&self, addr: u64, value: u64) -> bool {
+        let ok = self.page_table.snapshot().store_u64(addr, value).is_some();
+        if ok {
+            self.watch.notify();
+        }
+        ok
+    }
+
     pub fn new(
         index: usize,
         gpu_id: u32,

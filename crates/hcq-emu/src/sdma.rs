@@ -71,16 +71,10 @@ impl Sdma {
     }
 
     fn publish_rptr(&mut self) {
-        let ok = self
+        let published = self
             .gpu
-            .page_table
-            .snapshot()
-            .store_u64(self.ring.rptr_addr, self.rptr)
-            .is_some();
-        if ok {
-            self.gpu.watch.notify();
-        } else if !self.rptr_fault_reported {
-            self.rptr_fault_reported = true;
+            .publish_read_pointer(self.ring.rptr_addr, self.rptr);
+        if !published && !std::mem::replace(&mut self.rptr_fault_reported, true) {
             let va = self.ring.rptr_addr;
             self.fault(
                 FaultClass::Vm { va },
