@@ -1,59 +1,72 @@
-//! Graphs on one AMD GPU: a captured list of kernel launches and copies turned into one PM4
-//! command stream and one SDMA command stream, built once in GPU memory and replayed with a
-//! single `INDIRECT_BUFFER` packet on the compute ring (and a single SDMA `INDIRECT` on the copy
-//! ring when there are copies).
+//! Graphs on AMD GPUs: a captured list of kernel launches and copies, on one GPU or several,
+//! turned into command streams built once in GPU memory and replayed with one
+//! `INDIRECT_BUFFER` packet per compute ring (and one SDMA `INDIRECT` per copy ring with
+//! copies).
+//!
+//! # Streams
+//!
+//! Each GPU of the graph has up to two streams: its compute stream (the PM4 of its launches)
+//! and its copy stream (the SDMA packets of the copies its engine runs). Items keep their
+//! recorded order within a stream. Each item declares what it reads and writes ([`Region`]);
+//! an item that conflicts with an earlier item of another stream (read-after-write,
+//! write-after-read, write-after-write) first waits until that stream's private progress
+//! signal reaches the earlier item's position, which the earlier item signals after it
+//! (`RELEASE_MEM` or `FENCE`). Independent items do not wait for each other.
 //!
 //! # What is built once
 //!
 //! - **Kernel arguments**: every launch gets its own argument segment (and AQL dispatch packet
-//!   when the kernel reads one) in memory the graph owns, written at build time with
-//!   [`AmdProgram::write_kernargs`], which validates the arguments against the kernel's
-//!   metadata. Replays never allocate arguments.
-//! - **The command stream**: the PM4 of every launch ([`Pm4Builder::exec`]) in uncached GTT.
-//!   Streams longer than one indirect buffer can name (or than
-//!   [`GraphOptions::segment_dwords`]) are split into segments joined by chained
-//!   `INDIRECT_BUFFER` packets.
-//! - **Patch lists**, per graph input (the argument words holding its address), per variable
-//!   (the argument words holding its value) and per launch whose dimensions change between
-//!   replays (its `DISPATCH_DIRECT` and workgroup-size words, its hidden block-count and
-//!   group-size arguments and its AQL packet).
+//!   when the kernel reads one) in memory the graph owns on the launch's GPU, written at build
+//!   time with [`AmdProgram::write_kernargs`], which validates the arguments against the
+//!   kernel's metadata. Replays never allocate arguments.
+//! - **The command streams** in uncached GTT. Compute streams longer than one indirect buffer
+//!   can name (or than [`GraphOptions::segment_dwords`]) are split into segments joined by
+//!   chained `INDIRECT_BUFFER` packets.
+//! - **Patch lists**: per graph input, the CPU addresses of the words holding its address
+//!   (argument words and copy-packet address words); per variable, the argument words holding
+//!   its value; per launch whose dimensions change between replays, its `DISPATCH_DIRECT` and
+//!   workgroup-size words, its hidden block-count and group-size arguments and its AQL packet.
+//! - **Sync memory** (graphs with more than one stream): a kickoff word and one progress word
+//!   per stream, in GTT mapped on every GPU of the graph.
 //!
 //! # What a replay does
 //!
 //! It compares the given input addresses and variable values with the ones last applied and
-//! rewrites only the words of those that changed (launches with fixed dimensions and unchanged
-//! arguments cost nothing). Before rewriting anything it waits for the graph's previous replay
-//! to finish, since the GPU reads those words; a replay that changes nothing does not wait.
-//! Then it writes three packets to the device's compute ring: a wait for the device timeline's
-//! previous value (so the graph runs after all work queued before it, eager launches and
-//! copies alike), the `INDIRECT_BUFFER` of the stream, and a signal of the timeline's next value
-//! (so work queued afterwards runs after the graph). Host cost: independent of the number of
-//! launches.
+//! rewrites only the words of those that changed. Before rewriting anything it waits for the
+//! graph's previous replay to finish, since the GPU reads those words; a replay that changes
+//! nothing does not wait, and neither does a replay of a graph with copies or several GPUs.
+//! It then writes a few packets to each ring of the graph, with every device of the graph
+//! locked (in `gpu_id` order, as transfers lock them):
 //!
-//! # Copies
+//! - A single-stream graph: a wait for the device timeline's previous value, the
+//!   `INDIRECT_BUFFER`, a signal of the timeline's next value.
+//! - Otherwise the first GPU's compute ring (the lead) waits for the previous timeline value
+//!   of every device of the graph, so the graph runs after all work queued before it on any
+//!   of them; it zeroes the progress words and writes the replay's number into the kickoff
+//!   word. Every other ring waits for that number before its indirect buffer, so no stream
+//!   starts before the reset. Every compute ring then waits for the end of every other stream
+//!   of the graph and signals its device's timeline: work queued afterwards on any of the
+//!   devices runs after the whole graph, and `synchronize` on any of them waits for it.
 //!
-//! Copies ([`Work::Copy`]) go to the copy stream (`COPY_LINEAR` packets in uncached GTT, with
-//! a patch list per input for the address words). Each item declares what it reads and writes
-//! ([`Region`]); an item conflicting with an earlier item of the other stream waits (a
-//! `WAIT_REG_MEM` or `POLL_REGMEM`) until that item's position is in the other stream's
-//! private signal, which the item signals after it (`RELEASE_MEM` or `FENCE`). The compute ring
-//! joins the copy stream's end before signalling the timeline; the copy ring's submission waits
-//! for the timeline's previous value. The private signals restart from zero on every replay,
-//! so a replay of a graph with copies first waits for the previous one.
+//! Host cost: independent of the number of launches. Because the lead waits for every
+//! device's timeline, which each device signals only after the whole previous replay, the
+//! progress words are never reset under a running replay: replays pipeline.
 //!
 //! Replays are not traced (`HCQ_TRACE`): the graph shows as one gap in the compute track.
 //!
 //! The owner must not drop an [`AmdGraph`] while a replay may still run (hcq's `Graph`
-//! synchronises its device first).
+//! synchronises its devices first).
 
-use crate::device::{aql_dispatch_packet, dispatch_setup, lock, validate_dims, AmdDevice};
+use crate::device::{
+    aql_dispatch_packet, dispatch_setup, lock, validate_dims, AmdDevice, DeviceState,
+};
 use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
 use crate::program::{AmdProgram, ArgKind};
 use hcq_amd_sys::kd::KernelDescriptor;
 use hcq_amd_sys::pm4::{DispatchPatch, IndirectBuffer, Pm4Builder, IB_MAX_DWORDS};
 use hcq_amd_sys::sdma::{split, Packet, SdmaBuilder};
 use hcq_core::{Arg, Error, Result};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 /// A kernel argument of a graph launch.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -88,15 +101,19 @@ pub enum CopyEnd {
     Input(usize),
 }
 
-/// A device-to-device copy of `size` bytes on the graph's device, run by its SDMA engine.
+/// A copy of `size` bytes run by the SDMA engine of GPU `engine` (a `gpu_id` of the graph's
+/// devices). Both ends must be mapped on that GPU: its own memory, or another GPU's memory the
+/// owner mapped there ([`GpuMemory::map_to`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GraphCopy {
     pub dst: CopyEnd,
     pub src: CopyEnd,
     pub size: u64,
+    pub engine: u32,
 }
 
-/// Memory an item reads or writes, for ordering the compute and copy streams.
+/// Memory an item reads or writes, for ordering the graph's streams. Addresses are unique
+/// across the GPUs of one process (every allocation reserves its range in the process).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Region {
     /// Bytes `start..end` of device memory, the same for every replay.
@@ -143,41 +160,57 @@ impl GraphItem<'_> {
     }
 }
 
-/// Byte offsets of the two 32-bit words of the graph's private signals in its sync memory:
-/// the compute stream's progress and the copy stream's progress.
-const COMPUTE_SYNC: u64 = 0;
-const COPY_SYNC: u64 = 8;
+/// Byte offset in the sync memory of the kickoff word (the number of the replay under way).
+const KICKOFF: u64 = 0;
 
-/// The copy (SDMA) stream of a graph with copies.
+/// Byte offset in the sync memory of stream `s`'s progress word.
+fn progress(s: usize) -> u64 {
+    8 * (1 + s as u64)
+}
+
+/// Stream `s` is the compute stream (even) or copy stream (odd) of part `s / 2`.
+fn stream_of(part: usize, copy: bool) -> usize {
+    2 * part + copy as usize
+}
+
+/// The kickoff number restarts from 1 before it passes this (waits compare 32 bits).
+const KICKOFF_LIMIT: u32 = 1 << 31;
+
+const UNCACHED_GTT: AllocFlags = AllocFlags {
+    uncached: true,
+    public: false,
+};
+
+/// The compute stream of one GPU of the graph.
+struct ComputeStream {
+    /// Owns the argument segments the patch lists point into.
+    _kernargs: GpuMemory,
+    stream: GpuMemory,
+    dwords: usize,
+    /// Dwords of the first segment (what the ring's `INDIRECT_BUFFER` names).
+    first_segment_dwords: u32,
+    segments: usize,
+}
+
+/// The copy stream of one GPU of the graph.
 struct CopyStream {
     stream: GpuMemory,
     dwords: usize,
-    /// Per input, (dword index of the 64-bit address in the stream, byte offset added).
-    patches: Vec<Vec<(usize, u64)>>,
-    /// The value the copy stream's last signal writes (what the compute ring waits for).
-    last: u32,
-    /// Graph-private progress signals, reset by the host before each replay.
-    sync: GpuMemory,
 }
 
-impl CopyStream {
-    /// Writes `address` plus each patch's offset into the copy stream. Callers hold the
-    /// graph's lock and have waited for the previous replay.
-    fn patch(&self, patches: &[(usize, u64)], address: u64) {
-        for &(at, offset) in patches {
-            debug_assert!(at + 2 <= self.dwords);
-            let a = address.wrapping_add(offset);
-            // SAFETY: `at` and `at + 1` index the address words of a `COPY_LINEAR` packet
-            // inside the stream mapping, which holds `dwords` dwords for the life of the
-            // graph; the GPU is not reading it (the replay waited for the previous one) and the
-            // graph's lock makes this the only writer.
-            unsafe {
-                let p = (self.stream.as_ptr() as *mut u32).add(at);
-                p.write_volatile(a as u32);
-                p.add(1).write_volatile((a >> 32) as u32);
-            }
-        }
-    }
+/// What the graph runs on one of its GPUs.
+struct Part {
+    gpu_id: u32,
+    compute: Option<ComputeStream>,
+    copy: Option<CopyStream>,
+}
+
+/// A 64-bit address word the host rewrites when an input changes: its CPU address, and the
+/// byte offset added to the input's address (copies split into several packets).
+#[derive(Debug, Clone, Copy)]
+struct AddressPatch {
+    at: usize,
+    offset: u64,
 }
 
 /// Build settings; [`Default`] is what hcq uses.
@@ -222,11 +255,14 @@ enum HiddenDim {
 /// Everything a replay rewrites for one launch whose dimensions change.
 #[derive(Debug, Clone)]
 struct DimPatch {
+    /// The part whose compute stream holds the dispatch.
+    part: usize,
     dispatch: DispatchPatch,
-    /// (byte offset in the graph's kernarg memory, size in bytes, what it holds).
-    hidden: Vec<(u64, usize, HiddenDim)>,
-    /// Byte offset of the AQL dispatch packet and of the argument segment it points to.
-    aql: Option<(u64, u64)>,
+    /// (CPU address in the part's kernarg memory, size in bytes, what it holds).
+    hidden: Vec<(usize, usize, HiddenDim)>,
+    /// CPU address of the AQL dispatch packet, and GPU address of the argument segment it
+    /// points to.
+    aql: Option<(usize, u64)>,
     descriptor: KernelDescriptor,
 }
 
@@ -236,36 +272,38 @@ struct Applied {
     inputs: Vec<u64>,
     vars: Vec<i32>,
     dims: Option<Vec<LaunchDims>>,
-    /// (timeline swaps, timeline value) of the last replay.
-    last_submission: Option<(u64, u64)>,
+    /// Per part, (timeline swaps, timeline value) of the last replay.
+    last_submission: Vec<Option<(u64, u64)>>,
+    /// Number of the last replay, in the kickoff word (graphs with sync memory).
+    kickoff: u32,
 }
 
-/// A captured list of launches on one AMD GPU, replayable with one submission.
+/// A captured list of launches and copies on one or more AMD GPUs of one driver, replayable
+/// with one submission per ring.
 pub struct AmdGraph {
-    gpu_id: u32,
-    kernargs: GpuMemory,
-    stream: GpuMemory,
-    stream_dwords: usize,
-    /// Dwords of the first segment (what the ring's `INDIRECT_BUFFER` names).
-    first_segment_dwords: u32,
-    /// Per input, the byte offsets in `kernargs` of the 8-byte words holding its address.
-    input_patches: Vec<Vec<u64>>,
-    /// Per variable, the byte offsets in `kernargs` of the 4-byte words holding its value.
-    var_patches: Vec<Vec<u64>>,
+    /// In the order of the devices given to [`AmdGraph::build`]; the first is the lead.
+    parts: Vec<Part>,
+    /// Part indices in `gpu_id` order (the order devices are locked in).
+    lock_order: Vec<usize>,
+    /// Kickoff and progress words, when the graph has more than one stream.
+    sync: Option<GpuMemory>,
+    /// Per stream, the progress its last item signals (0: the stream is empty).
+    stream_ends: Vec<u32>,
+    input_patches: Vec<Vec<AddressPatch>>,
+    /// Per variable, the CPU addresses of the 4-byte argument words holding its value.
+    var_patches: Vec<Vec<usize>>,
     dim_patches: Vec<DimPatch>,
     applied: Mutex<Applied>,
-    segments: usize,
-    /// The copy stream, when the graph has copies.
-    copies: Option<CopyStream>,
 }
 
 impl std::fmt::Debug for AmdGraph {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "AmdGraph({} dwords in {} segment(s), {} inputs, {} vars)",
-            self.stream_dwords,
-            self.segments,
+            "AmdGraph({} GPU(s), {} dwords in {} segment(s), {} inputs, {} vars)",
+            self.parts.len(),
+            self.stream_dwords(),
+            self.segment_count(),
             self.input_patches.len(),
             self.var_patches.len()
         )
@@ -299,7 +337,9 @@ fn explicit_arg_offsets(prg: &AmdProgram, args: &[GraphArg]) -> Vec<u64> {
         .collect()
 }
 
-fn hidden_dims(prg: &AmdProgram, segment: u64) -> Vec<(u64, usize, HiddenDim)> {
+/// The hidden arguments of `prg` that depend on the launch dimensions, for a segment whose
+/// CPU address is `segment`.
+fn hidden_dims(prg: &AmdProgram, segment: usize) -> Vec<(usize, usize, HiddenDim)> {
     let axis = |k: &str| match k.as_bytes().last() {
         Some(b'x') => 0,
         Some(b'y') => 1,
@@ -317,19 +357,140 @@ fn hidden_dims(prg: &AmdProgram, segment: u64) -> Vec<(u64, usize, HiddenDim)> {
                 "grid_dims" => HiddenDim::GridDims,
                 _ => return None,
             };
-            Some((segment + a.offset as u64, (a.size as usize).min(8), what))
+            Some((segment + a.offset as usize, (a.size as usize).min(8), what))
         })
         .collect()
 }
 
+/// Where an item runs: its stream, and its 1-based position in that stream (the value the
+/// stream's progress word holds once the item is done).
+#[derive(Debug, Clone, Copy)]
+struct Placement {
+    stream: usize,
+    position: u32,
+}
+
+/// What the streams of a graph are ordered by, decided at build.
+struct Ordering {
+    placement: Vec<Placement>,
+    /// Items of each stream, in order.
+    stream_items: Vec<Vec<usize>>,
+    /// Per item, the (stream, position) it waits for first.
+    waits: Vec<Vec<(usize, u32)>>,
+    /// Per item, whether it signals its position when done.
+    signals: Vec<bool>,
+}
+
+impl Ordering {
+    /// Places every item on its stream and turns the conflicts between streams into waits
+    /// for the latest conflicting item of the other stream (streams run in order, so that
+    /// covers the earlier ones); a wait already implied by an earlier one of the same stream
+    /// is left out. When the graph is synced (more than one stream or GPU, the second value),
+    /// the last item of every stream signals too: rings join the streams' ends.
+    fn new(devs: &[&AmdDevice], items: &[GraphItem<'_>]) -> Result<(Ordering, bool)> {
+        let part_of = |gpu_id: u32, what: &dyn Fn() -> String| {
+            devs.iter()
+                .position(|d| d.node.gpu_id == gpu_id)
+                .ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "{} runs on a GPU that is not one of the graph's devices",
+                        what()
+                    ))
+                })
+        };
+        let mut placement = Vec::with_capacity(items.len());
+        let mut stream_items: Vec<Vec<usize>> = vec![Vec::new(); 2 * devs.len()];
+        for (i, it) in items.iter().enumerate() {
+            let (part, copy) = match &it.work {
+                Work::Launch(l) => (
+                    part_of(l.program.device_gpu_id, &|| {
+                        format!("item {i} ({})", l.program.name)
+                    })?,
+                    false,
+                ),
+                Work::Copy(c) => (part_of(c.engine, &|| format!("item {i} (a copy)"))?, true),
+            };
+            let stream = stream_of(part, copy);
+            stream_items[stream].push(i);
+            placement.push(Placement {
+                stream,
+                position: stream_items[stream].len() as u32,
+            });
+        }
+        // A compute ring alone orders its work by the timeline; anything else needs the sync
+        // memory.
+        let synced = devs.len() > 1
+            || stream_items
+                .iter()
+                .skip(1)
+                .step_by(2)
+                .any(|s| !s.is_empty());
+        let streams = stream_items.len();
+        let mut waits = vec![Vec::new(); items.len()];
+        let mut signals = vec![false; items.len()];
+        let mut waited = vec![0u32; streams * streams];
+        for (i, it) in items.iter().enumerate() {
+            let s = placement[i].stream;
+            for (t, others) in stream_items.iter().enumerate() {
+                if t == s || others.is_empty() {
+                    continue;
+                }
+                let before = others.partition_point(|&j| j < i);
+                let Some(&j) = others[..before]
+                    .iter()
+                    .rev()
+                    .find(|&&j| it.conflicts(&items[j]))
+                else {
+                    continue;
+                };
+                let value = placement[j].position;
+                if value > waited[s * streams + t] {
+                    waited[s * streams + t] = value;
+                    waits[i].push((t, value));
+                    signals[j] = true;
+                }
+            }
+        }
+        if synced {
+            for s in &stream_items {
+                if let Some(&last) = s.last() {
+                    signals[last] = true;
+                }
+            }
+        }
+        Ok((
+            Ordering {
+                placement,
+                stream_items,
+                waits,
+                signals,
+            },
+            synced,
+        ))
+    }
+}
+
+/// Writes `value` at CPU address `at`.
+///
+/// # Safety
+/// `at..at + 8` must lie in a live CPU mapping the caller may write, which the GPU does not
+/// read meanwhile.
+unsafe fn write_u64(at: usize, value: u64) {
+    // SAFETY: per this function's contract; the word may be unaligned (kernel-argument
+    // offsets come from the metadata, copy-packet words are dword-aligned).
+    unsafe { (at as *mut u64).write_unaligned(value) }
+}
+
 impl AmdGraph {
-    /// Builds the graph: validates every launch (program device, dimensions, arguments
-    /// against the kernel metadata), writes the argument segments, the compute stream and,
-    /// when there are copies, the copy stream, with waits on the graph's private signals
-    /// wherever an item conflicts with an earlier one of the other stream. `inputs` and `vars`
-    /// are the values written at build (the first replay compares with them).
+    /// Builds the graph on `devs` (distinct GPUs of one driver; the first leads each replay;
+    /// list every device whose memory the graph touches, even without work there, so its
+    /// timeline orders the graph). Validates every launch (dimensions, arguments against the
+    /// kernel metadata), writes the argument segments and the command streams with their
+    /// waits and signals, and allocates the sync memory when there is more than one stream.
+    /// `inputs` and `vars` are the values written at build (the first replay compares with
+    /// them).
     pub fn build(
-        dev: &AmdDevice,
+        devs: &[&AmdDevice],
         items: &[GraphItem<'_>],
         inputs: &[u64],
         vars: &[i32],
@@ -346,300 +507,78 @@ impl AmdGraph {
                 "a graph needs a launch or a copy".into(),
             ));
         }
-        // Each item's stream (copy or not) and 1-based position in it; the position is the
-        // value the stream's signal holds once the item is done.
-        let mut position = Vec::with_capacity(items.len());
-        let mut stream_items: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
-        for (i, it) in items.iter().enumerate() {
-            let copy = matches!(it.work, Work::Copy(_));
-            stream_items[copy as usize].push(i);
-            position.push((copy, stream_items[copy as usize].len() as u32));
-        }
-        // Hazards across the streams become waits for the latest conflicting item of the
-        // other stream (streams run in order, so that covers the earlier ones); a wait
-        // already implied by an earlier one of the same stream is left out.
-        let mut waits = vec![0u32; items.len()];
-        let mut signals = vec![false; items.len()];
-        let mut waited = [0u32; 2];
-        for (i, it) in items.iter().enumerate() {
-            let (copy, _) = position[i];
-            let other = &stream_items[!copy as usize];
-            let before = other.partition_point(|&j| j < i);
-            if let Some(&j) = other[..before]
-                .iter()
-                .rev()
-                .find(|&&j| it.conflicts(&items[j]))
-            {
-                let value = position[j].1;
-                if value > waited[copy as usize] {
-                    waited[copy as usize] = value;
-                    waits[i] = value;
-                    signals[j] = true;
-                }
-            }
-        }
-        // The compute ring joins the copy stream's end.
-        if let Some(&last) = stream_items[1].last() {
-            signals[last] = true;
-        }
-        let launches: Vec<(usize, &GraphLaunch<'_>)> = items
-            .iter()
-            .enumerate()
-            .filter_map(|(i, it)| match &it.work {
-                Work::Launch(l) => Some((i, l)),
-                Work::Copy(_) => None,
-            })
-            .collect();
-        let sync = if stream_items[1].is_empty() {
-            None
-        } else {
-            let m = dev.alloc_mem(
-                64,
-                MemoryKind::Gtt,
-                AllocFlags {
-                    uncached: true,
-                    public: false,
-                },
-            )?;
-            m.write(0, &[0; 16]);
-            Some(m)
+        let Some(lead) = devs.first() else {
+            return Err(Error::InvalidArgument("a graph needs a device".into()));
         };
-        let sync_va = sync.as_ref().map_or(0, |m| m.va);
-        // Pass 1: argument segments, validated, in a host image.
-        let mut image: Vec<u8> = Vec::new();
-        let mut placed = Vec::with_capacity(launches.len());
-        let mut input_patches = vec![Vec::new(); inputs.len()];
-        let mut var_patches = vec![Vec::new(); vars.len()];
-        for (i, &(_, l)) in launches.iter().enumerate() {
-            let prg = l.program;
-            if prg.device_gpu_id != dev.node.gpu_id {
+        for (i, d) in devs.iter().enumerate() {
+            if devs[..i].iter().any(|o| o.node.gpu_id == d.node.gpu_id) {
                 return Err(Error::InvalidArgument(format!(
-                    "launch {i}: program {} was loaded on another device",
-                    prg.name
+                    "{} is given twice to one graph",
+                    d.name
                 )));
             }
-            validate_dims(l.global, l.local)
-                .map_err(|e| Error::InvalidArgument(format!("launch {i} ({}): {e}", prg.name)))?;
-            let mut args = Vec::with_capacity(l.args.len());
-            for a in &l.args {
-                args.push(match *a {
-                    GraphArg::Fixed(f) => f,
-                    GraphArg::Input(n) => Arg::Buffer(*inputs.get(n).ok_or_else(|| {
-                        Error::InvalidArgument(format!("launch {i}: no graph input {n}"))
-                    })?),
-                    GraphArg::Var(n) => Arg::I32(*vars.get(n).ok_or_else(|| {
-                        Error::InvalidArgument(format!("launch {i}: no variable {n}"))
-                    })?),
-                });
-            }
-            let with_aql = prg.user_sgprs.dispatch_ptr.is_some();
-            let need =
-                (prg.kernarg_size as u64).next_multiple_of(64) + if with_aql { 64 } else { 0 };
-            let at = (image.len() as u64).next_multiple_of(prg.kernarg_align as u64);
-            image.resize((at + need) as usize, 0);
-            let seg = &mut image[at as usize..(at + prg.kernarg_size as u64) as usize];
-            prg.write_kernargs(&args, |&a| Ok(a), l.global, l.local, seg)?;
-            let offsets = explicit_arg_offsets(prg, &l.args);
-            for (a, off) in l.args.iter().zip(offsets) {
-                match *a {
-                    GraphArg::Input(n) => input_patches[n].push(at + off),
-                    GraphArg::Var(n) => var_patches[n].push(at + off),
-                    GraphArg::Fixed(_) => {}
-                }
-            }
-            placed.push((at, with_aql));
-        }
-        let kernargs = dev.alloc_mem(
-            (image.len() as u64).max(64),
-            MemoryKind::Vram,
-            AllocFlags::default(),
-        )?;
-        // Pass 2: the command stream, with the AQL packets written into the image.
-        let mut st = lock(&dev.state);
-        let mut b = Pm4Builder::new();
-        let mut chains: Vec<usize> = Vec::new();
-        let mut segment_start = 0usize;
-        let mut dim_patches = Vec::new();
-        let limit = options.segment_dwords as usize;
-        for (&(item, l), &(at, with_aql)) in launches.iter().zip(&placed) {
-            let prg = l.program;
-            let kernargs_addr = kernargs.va + at;
-            let aql_at = at + (prg.kernarg_size as u64).next_multiple_of(64);
-            let dispatch_ptr = if with_aql {
-                let packet = aql_dispatch_packet(&prg.descriptor, l.global, l.local, kernargs_addr);
-                image[aql_at as usize..aql_at as usize + 64].copy_from_slice(&packet);
-                kernargs.va + aql_at
-            } else {
-                0
-            };
-            let setup = dispatch_setup(prg, &mut st, kernargs_addr, dispatch_ptr);
-            let emit = |b: &mut Pm4Builder| {
-                if waits[item] > 0 {
-                    b.wait(sync_va + COPY_SYNC, waits[item].into());
-                }
-                let patch = b.exec(&setup, l.global, l.local);
-                if signals[item] {
-                    b.signal(sync_va + COMPUTE_SYNC, position[item].1.into(), 0, 0);
-                }
-                patch
-            };
-            let before = b.words.len();
-            let mut patch = emit(&mut b);
-            if b.words.len() - segment_start + IndirectBuffer::DWORDS > limit {
-                if before == segment_start {
-                    return Err(Error::InvalidArgument(format!(
-                        "one launch takes {} dwords, more than a {limit}-dword segment",
-                        b.words.len() - before
-                    )));
-                }
-                // Move this launch to a new segment behind a chaining packet.
-                b.words.truncate(before);
-                chains.push(b.words.len());
-                b.chain_indirect_buffer(0, 0);
-                segment_start = b.words.len();
-                patch = emit(&mut b);
-            }
-            if l.symbolic_dims {
-                dim_patches.push(DimPatch {
-                    dispatch: patch,
-                    hidden: hidden_dims(prg, at),
-                    aql: with_aql.then_some((aql_at, at)),
-                    descriptor: prg.descriptor,
-                });
+            if !std::sync::Arc::ptr_eq(&d.driver, &lead.driver) {
+                return Err(Error::InvalidArgument(format!(
+                    "{} and {} belong to different drivers",
+                    lead.name, d.name
+                )));
             }
         }
-        drop(st);
-        let stream_dwords = b.words.len();
-        let stream = dev.alloc_mem(
-            (stream_dwords as u64 * 4).max(64),
-            MemoryKind::Gtt,
-            AllocFlags {
-                uncached: true,
-                public: false,
-            },
-        )?;
-        // Point each chaining packet at the segment after it.
-        let mut words = b.words;
-        for (k, &c) in chains.iter().enumerate() {
-            let next_start = c + IndirectBuffer::DWORDS;
-            let next_end = chains
-                .get(k + 1)
-                .map_or(stream_dwords, |&n| n + IndirectBuffer::DWORDS);
-            let mut packet = Vec::with_capacity(IndirectBuffer::DWORDS);
-            IndirectBuffer {
-                address: stream.va + next_start as u64 * 4,
-                size_dwords: (next_end - next_start) as u32,
-                chain: true,
-                valid: true,
+        let (order, synced) = Ordering::new(devs, items)?;
+        let streams = order.stream_items.len();
+        let sync = if synced {
+            let bytes = progress(streams);
+            let m = lead.alloc_mem(bytes, MemoryKind::Gtt, UNCACHED_GTT)?;
+            for d in &devs[1..] {
+                m.map_to(d.node.gpu_id)?;
             }
-            .encode(&mut packet);
-            words[c..next_start].copy_from_slice(&packet);
-        }
-        let first_segment_dwords = chains
-            .first()
-            .map_or(stream_dwords, |&c| c + IndirectBuffer::DWORDS)
-            as u32;
-        kernargs.write(0, &image);
-        stream.write(0, bytemuck_words(&words));
-        let copies = match sync {
-            None => None,
-            Some(sync) => Some(Self::build_copies(
-                dev, items, inputs, &waits, &signals, &position, sync,
-            )?),
+            m.write(0, &vec![0; bytes as usize]);
+            Some(m)
+        } else {
+            None
         };
+        let sync_va = sync.as_ref().map_or(0, |m| m.va);
+        let mut patches = Patches {
+            inputs: vec![Vec::new(); inputs.len()],
+            vars: vec![Vec::new(); vars.len()],
+            dims: Vec::new(),
+        };
+        let recipe = Recipe {
+            items,
+            order: &order,
+            sync_va,
+            inputs,
+            vars,
+            options,
+        };
+        let mut parts = Vec::with_capacity(devs.len());
+        for (p, dev) in devs.iter().enumerate() {
+            let compute = build_compute(dev, p, &recipe, &mut patches)?;
+            let copy = build_copies(dev, p, &recipe, &mut patches)?;
+            parts.push(Part {
+                gpu_id: dev.node.gpu_id,
+                compute,
+                copy,
+            });
+        }
+        let mut lock_order: Vec<usize> = (0..parts.len()).collect();
+        lock_order.sort_by_key(|&p| parts[p].gpu_id);
         Ok(AmdGraph {
-            copies,
-            gpu_id: dev.node.gpu_id,
-            kernargs,
-            stream,
-            stream_dwords,
-            first_segment_dwords,
-            input_patches,
-            var_patches,
-            dim_patches,
+            lock_order,
+            sync,
+            stream_ends: order.stream_items.iter().map(|s| s.len() as u32).collect(),
+            input_patches: patches.inputs,
+            var_patches: patches.vars,
+            dim_patches: patches.dims,
             applied: Mutex::new(Applied {
                 inputs: inputs.to_vec(),
                 vars: vars.to_vec(),
                 dims: None,
-                last_submission: None,
+                last_submission: vec![None; parts.len()],
+                kickoff: 0,
             }),
-            segments: chains.len() + 1,
+            parts,
         })
-    }
-
-    /// Writes the copy stream: each copy behind its wait for the compute stream, followed by
-    /// a fence of its position when something waits for it.
-    fn build_copies(
-        dev: &AmdDevice,
-        items: &[GraphItem<'_>],
-        inputs: &[u64],
-        waits: &[u32],
-        signals: &[bool],
-        position: &[(bool, u32)],
-        sync: GpuMemory,
-    ) -> Result<CopyStream> {
-        let mut b = SdmaBuilder::new();
-        let mut patches = vec![Vec::new(); inputs.len()];
-        let mut last = 0;
-        for (i, it) in items.iter().enumerate() {
-            let Work::Copy(c) = &it.work else {
-                continue;
-            };
-            let resolve = |end: CopyEnd| match end {
-                CopyEnd::Fixed(a) => Ok(a),
-                CopyEnd::Input(n) => inputs.get(n).copied().ok_or_else(|| {
-                    Error::InvalidArgument(format!("copy {}: no graph input {n}", position[i].1))
-                }),
-            };
-            let (dst, src) = (resolve(c.dst)?, resolve(c.src)?);
-            if waits[i] > 0 {
-                b.wait(sync.va + COMPUTE_SYNC, waits[i].into());
-            }
-            let start = b.words.len();
-            b.copy(dst, src, c.size);
-            let mut k = start;
-            for packet in split(&b.words[start..]) {
-                if let Ok(Packet::CopyLinear(p)) = Packet::decode(packet) {
-                    // SRC_ADDR at dwords 3..5, DST_ADDR at 5..7.
-                    if let CopyEnd::Input(n) = c.src {
-                        patches[n].push((k + 3, p.src - src));
-                    }
-                    if let CopyEnd::Input(n) = c.dst {
-                        patches[n].push((k + 5, p.dst - dst));
-                    }
-                }
-                k += packet.len();
-            }
-            if signals[i] {
-                last = position[i].1;
-                b.signal(sync.va + COPY_SYNC, last.into(), 0, 0);
-            }
-        }
-        let dwords = b.words.len();
-        let stream = dev.alloc_mem(
-            (dwords as u64 * 4).max(64),
-            MemoryKind::Gtt,
-            AllocFlags {
-                uncached: true,
-                public: false,
-            },
-        )?;
-        stream.write(0, bytemuck_words(&b.words));
-        Ok(CopyStream {
-            stream,
-            dwords,
-            patches,
-            last,
-            sync,
-        })
-    }
-
-    /// Number of graph copies' address words rewritten when input `n` changes.
-    pub fn copy_patch_count(&self, n: usize) -> usize {
-        self.copies
-            .as_ref()
-            .and_then(|c| c.patches.get(n))
-            .map_or(0, Vec::len)
     }
 
     /// Number of graph inputs.
@@ -647,60 +586,70 @@ impl AmdGraph {
         self.input_patches.len()
     }
 
+    /// Number of GPUs the graph runs on.
+    pub fn device_count(&self) -> usize {
+        self.parts.len()
+    }
+
     /// Number of launches whose dimensions each replay may change.
     pub fn symbolic_launch_count(&self) -> usize {
         self.dim_patches.len()
     }
 
-    /// Indirect-buffer segments the command stream spans (chained after the first).
+    /// Indirect-buffer segments the compute streams span (chained after the first).
     pub fn segment_count(&self) -> usize {
-        self.segments
+        self.parts
+            .iter()
+            .filter_map(|p| p.compute.as_ref())
+            .map(|c| c.segments)
+            .sum()
     }
 
-    /// Dwords of the command stream.
+    /// Dwords of the compute streams.
     pub fn stream_dwords(&self) -> usize {
-        self.stream_dwords
+        self.parts
+            .iter()
+            .filter_map(|p| p.compute.as_ref())
+            .map(|c| c.dwords)
+            .sum()
     }
 
-    /// Argument words rewritten when input `n` changes.
+    /// Address words (kernel arguments and copy packets) rewritten when input `n` changes.
     pub fn input_patch_count(&self, n: usize) -> usize {
         self.input_patches.get(n).map_or(0, Vec::len)
     }
 
-    fn write_kernarg(&self, offset: u64, bytes: &[u8]) {
-        debug_assert!(offset + bytes.len() as u64 <= self.kernargs.size);
-        // SAFETY: every offset comes from the layout built in `build`, inside the kernarg
-        // mapping, which lives as long as the graph; the GPU is not reading it (the replay
-        // waited for the previous one), and the graph's lock makes this the only writer.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                bytes.as_ptr(),
-                self.kernargs.as_ptr().add(offset as usize),
-                bytes.len(),
-            )
+    /// Runs `edit` over the compute stream words of `part`. Callers hold the graph's lock and
+    /// have waited for the previous replay.
+    fn edit_stream(&self, part: usize, edit: impl FnOnce(&mut [u32])) {
+        let Some(c) = &self.parts[part].compute else {
+            return;
         };
-    }
-
-    /// Runs `edit` over the command stream's words. Callers hold the graph's lock and have
-    /// waited for the previous replay.
-    fn edit_stream(&self, edit: impl FnOnce(&mut [u32])) {
-        // SAFETY: the stream mapping holds `stream_dwords` dwords for the life of the graph;
-        // callers hold the graph's lock (the only writer) and have waited for the previous
-        // replay, so the GPU does not read these words meanwhile.
-        let words = unsafe {
-            std::slice::from_raw_parts_mut(self.stream.as_ptr() as *mut u32, self.stream_dwords)
-        };
+        // SAFETY: the stream mapping holds `dwords` dwords for the life of the graph; callers
+        // hold the graph's lock (the only writer) and have waited for the previous replay, so
+        // the GPU does not read these words meanwhile.
+        let words =
+            unsafe { std::slice::from_raw_parts_mut(c.stream.as_ptr() as *mut u32, c.dwords) };
         edit(words);
     }
 
-    /// Replays the graph on `dev` with `values`: rewrites what changed since the last replay,
-    /// then queues the whole stream with one `INDIRECT_BUFFER`. Returns once it is queued. On
-    /// an error nothing was rewritten and the graph stays usable.
-    pub fn replay(&self, dev: &AmdDevice, values: &ReplayValues<'_>) -> Result<()> {
-        if dev.node.gpu_id != self.gpu_id {
+    /// Replays the graph on `devs` (the devices it was built on, in the same order) with
+    /// `values`: rewrites what changed since the last replay, then queues the streams with one
+    /// indirect buffer per ring. Returns once it is queued. On an error before queueing,
+    /// nothing was rewritten and the graph stays usable.
+    pub fn replay(&self, devs: &[&AmdDevice], values: &ReplayValues<'_>) -> Result<()> {
+        if devs.len() != self.parts.len()
+            || devs
+                .iter()
+                .zip(&self.parts)
+                .any(|(d, p)| d.node.gpu_id != p.gpu_id)
+        {
             return Err(Error::InvalidArgument(format!(
-                "graph replayed on {}, it was built for another device",
-                dev.name
+                "graph replayed on {}, it was built for other devices",
+                devs.iter()
+                    .map(|d| d.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         }
         if values.inputs.len() != self.input_patches.len()
@@ -731,75 +680,121 @@ impl AmdGraph {
             }
             None => false,
         };
+        if let [dev] = devs {
+            let mut st = lock(&dev.state);
+            return self.replay_locked(
+                devs,
+                std::slice::from_mut(&mut st),
+                &mut applied,
+                values,
+                dims_changed,
+            );
+        }
+        // Every device, locked in gpu_id order (as transfers lock them), kept in part order.
+        let mut guards: Vec<Option<MutexGuard<'_, DeviceState>>> =
+            (0..devs.len()).map(|_| None).collect();
+        for &p in &self.lock_order {
+            guards[p] = Some(lock(&devs[p].state));
+        }
+        let mut states: Vec<MutexGuard<'_, DeviceState>> = guards
+            .into_iter()
+            .map(|g| g.expect("locked above"))
+            .collect();
+        self.replay_locked(devs, &mut states, &mut applied, values, dims_changed)
+    }
+
+    fn replay_locked(
+        &self,
+        devs: &[&AmdDevice],
+        states: &mut [MutexGuard<'_, DeviceState>],
+        applied: &mut Applied,
+        values: &ReplayValues<'_>,
+        dims_changed: bool,
+    ) -> Result<()> {
+        for (d, st) in devs.iter().zip(states.iter_mut()) {
+            d.wrap_timeline_if_due(st)?;
+        }
         let inputs_changed = applied.inputs != values.inputs;
         let vars_changed = applied.vars != values.vars;
-        let mut st = lock(&dev.state);
-        dev.wrap_timeline_if_due(&mut st)?;
-        if inputs_changed || vars_changed || dims_changed || self.copies.is_some() {
-            // A graph with copies always waits: its private signals restart from zero.
-            if let Some((swaps, value)) = applied.last_submission {
-                // After a timeline swap everything before it has finished.
-                if swaps == st.timeline_swaps {
-                    dev.wait_value_locked(&st, value)?;
-                }
-            }
-            if inputs_changed {
-                for (n, (&new, old)) in values.inputs.iter().zip(&mut applied.inputs).enumerate() {
-                    if new != *old {
-                        for &at in &self.input_patches[n] {
-                            self.write_kernarg(at, &new.to_le_bytes());
-                        }
-                        if let Some(c) = &self.copies {
-                            c.patch(&c.patches[n], new);
-                        }
-                        *old = new;
+        let kickoff_wraps = self.sync.is_some() && applied.kickoff >= KICKOFF_LIMIT;
+        if inputs_changed || vars_changed || dims_changed || kickoff_wraps {
+            // The GPU reads what is rewritten: wait for the previous replay everywhere (after
+            // a timeline swap, everything before it has finished).
+            for ((d, st), last) in devs.iter().zip(states.iter()).zip(&applied.last_submission) {
+                if let Some((swaps, value)) = *last {
+                    if swaps == st.timeline_swaps {
+                        d.wait_value_locked(st, value)?;
                     }
                 }
             }
-            if vars_changed {
-                for (n, (&new, old)) in values.vars.iter().zip(&mut applied.vars).enumerate() {
-                    if new != *old {
-                        for &at in &self.var_patches[n] {
-                            self.write_kernarg(at, &new.to_le_bytes());
-                        }
-                        *old = new;
-                    }
-                }
-            }
-            if dims_changed {
-                let new = values.dims.unwrap_or_default();
-                let old = applied.dims.take();
-                self.edit_stream(|words| {
-                    for (k, (p, &(global, local))) in self.dim_patches.iter().zip(new).enumerate() {
-                        if old.as_ref().map(|d| d[k]) == Some((global, local)) {
-                            continue;
-                        }
-                        p.dispatch.set_dims(words, global, local);
-                        self.patch_hidden_dims(p, global, local);
-                    }
-                });
-                applied.dims = Some(new.to_vec());
+            self.patch(applied, values, dims_changed);
+            if kickoff_wraps {
+                let sync = self.sync.as_ref().expect("checked above");
+                sync.write(KICKOFF, &[0; 4]);
+                applied.kickoff = 0;
             }
         }
+        match &self.sync {
+            None => self.submit_single(devs[0], &mut states[0])?,
+            Some(sync) => self.submit_synced(devs, states, sync.va, applied.kickoff + 1)?,
+        }
+        for (p, st) in states.iter_mut().enumerate() {
+            applied.last_submission[p] = Some((st.timeline_swaps, st.timeline_value));
+            st.timeline_value += 1;
+        }
+        if self.sync.is_some() {
+            applied.kickoff += 1;
+        }
+        Ok(())
+    }
+
+    /// Rewrites the words of every input, variable and dimension that changed, and records
+    /// the new values. Callers hold the graph's lock and have waited for the previous replay.
+    fn patch(&self, applied: &mut Applied, values: &ReplayValues<'_>, dims_changed: bool) {
+        for (n, (&new, old)) in values.inputs.iter().zip(&mut applied.inputs).enumerate() {
+            if new != *old {
+                for p in &self.input_patches[n] {
+                    // SAFETY: every patch address was taken at build inside a mapping the
+                    // graph owns (argument segments, copy streams) for its whole life; the
+                    // previous replay has finished and the graph's lock makes this the only
+                    // writer.
+                    unsafe { write_u64(p.at, new.wrapping_add(p.offset)) };
+                }
+                *old = new;
+            }
+        }
+        for (n, (&new, old)) in values.vars.iter().zip(&mut applied.vars).enumerate() {
+            if new != *old {
+                for &at in &self.var_patches[n] {
+                    // SAFETY: as for the inputs above: a 4-byte argument word in the graph's
+                    // argument memory, not read by the GPU meanwhile.
+                    unsafe { (at as *mut i32).write_unaligned(new) };
+                }
+                *old = new;
+            }
+        }
+        if dims_changed {
+            let new = values.dims.unwrap_or_default();
+            let old = applied.dims.take();
+            for (k, (p, &(global, local))) in self.dim_patches.iter().zip(new).enumerate() {
+                if old.as_ref().map(|d| d[k]) == Some((global, local)) {
+                    continue;
+                }
+                self.edit_stream(p.part, |words| p.dispatch.set_dims(words, global, local));
+                patch_hidden_dims(p, global, local);
+            }
+            applied.dims = Some(new.to_vec());
+        }
+    }
+
+    /// One stream on one device: wait for the timeline, call the stream, signal the timeline.
+    fn submit_single(&self, dev: &AmdDevice, st: &mut DeviceState) -> Result<()> {
         let value = st.timeline_value;
-        let st = &mut *st;
-        if let Some(c) = &self.copies {
-            c.sync.write(0, &[0; 16]);
-            let s = &mut st.sdma_builder;
-            s.clear();
-            s.wait(st.timeline.value_addr(), value - 1);
-            s.indirect(c.stream.va, c.dwords as u32);
-            st.sdma
-                .submit_packets(st.sdma_builder.packets(), dev.timeout)?;
-        }
         let b = &mut st.builder;
         b.clear();
         b.wait(st.timeline.value_addr(), value - 1);
-        if self.stream_dwords > 0 {
-            b.indirect_buffer(self.stream.va, self.first_segment_dwords);
-        }
-        if let Some(c) = &self.copies {
-            b.wait(c.sync.va + COPY_SYNC, c.last.into());
+        if let Some(c) = &self.parts[0].compute {
+            b.indirect_buffer(c.stream.va, c.first_segment_dwords);
         }
         b.signal(
             st.timeline.value_addr(),
@@ -807,34 +802,364 @@ impl AmdGraph {
             st.timeline.event_mailbox_ptr,
             st.timeline.event_id,
         );
-        st.queue.submit(&b.words, dev.timeout)?;
-        st.timeline_value += 1;
-        applied.last_submission = Some((st.timeline_swaps, value));
-        Ok(())
+        st.queue.submit(&b.words, dev.timeout)
     }
 
-    fn patch_hidden_dims(&self, p: &DimPatch, global: [u32; 3], local: [u32; 3]) {
-        let grid_dims: u64 = if global[2] > 1 || local[2] > 1 {
-            3
-        } else if global[1] > 1 || local[1] > 1 {
-            2
-        } else {
-            1
-        };
-        for &(at, size, what) in &p.hidden {
-            let value = match what {
-                HiddenDim::BlockCount(a) => global[a] as u64,
-                HiddenDim::GroupSize(a) => local[a] as u64,
-                HiddenDim::GridDims => grid_dims,
-            };
-            self.write_kernarg(at, &value.to_le_bytes()[..size]);
+    /// Several streams: the lead resets the progress words and kicks off replay `kickoff`;
+    /// every other ring waits for it; every compute ring joins the other streams' ends before
+    /// signalling its timeline. Room is made on every ring before anything is written, so a
+    /// ring that is full fails the replay before any ring has part of it.
+    fn submit_synced(
+        &self,
+        devs: &[&AmdDevice],
+        states: &mut [MutexGuard<'_, DeviceState>],
+        sync_va: u64,
+        kickoff: u32,
+    ) -> Result<()> {
+        let prior: Vec<(u64, u64)> = states
+            .iter()
+            .map(|st| (st.timeline.value_addr(), st.timeline_value - 1))
+            .collect();
+        for (p, (part, st)) in self.parts.iter().zip(states.iter_mut()).enumerate() {
+            let st = &mut **st;
+            let b = &mut st.builder;
+            b.clear();
+            if p == 0 {
+                for &(addr, value) in &prior {
+                    b.wait(addr, value);
+                }
+                for (s, &end) in self.stream_ends.iter().enumerate() {
+                    if end > 0 {
+                        b.signal(sync_va + progress(s), 0, 0, 0);
+                    }
+                }
+                b.signal(sync_va + KICKOFF, kickoff.into(), 0, 0);
+            } else {
+                b.wait(sync_va + KICKOFF, kickoff.into());
+            }
+            if let Some(c) = &part.compute {
+                b.indirect_buffer(c.stream.va, c.first_segment_dwords);
+            }
+            // Its own compute stream is behind the timeline signal's end-of-pipe wait.
+            for (s, &end) in self.stream_ends.iter().enumerate() {
+                if end > 0 && s != stream_of(p, false) {
+                    b.wait(sync_va + progress(s), end.into());
+                }
+            }
+            b.signal(
+                st.timeline.value_addr(),
+                st.timeline_value,
+                st.timeline.event_mailbox_ptr,
+                st.timeline.event_id,
+            );
+            let s = &mut st.sdma_builder;
+            s.clear();
+            if let Some(c) = &part.copy {
+                s.wait(sync_va + KICKOFF, kickoff.into());
+                s.indirect(c.stream.va, c.dwords as u32);
+            }
         }
-        if let Some((aql_at, segment_at)) = p.aql {
-            let packet =
-                aql_dispatch_packet(&p.descriptor, global, local, self.kernargs.va + segment_at);
-            self.write_kernarg(aql_at, &packet);
+        for (d, st) in devs.iter().zip(states.iter()) {
+            st.queue.make_room(st.builder.words.len(), d.timeout)?;
+            st.sdma.make_room(st.sdma_builder.words.len(), d.timeout)?;
+        }
+        for (d, st) in devs.iter().zip(states.iter_mut()) {
+            let st = &mut **st;
+            if !st.sdma_builder.words.is_empty() {
+                st.sdma
+                    .submit_packets(st.sdma_builder.packets(), d.timeout)?;
+            }
+            st.queue.submit(&st.builder.words, d.timeout)?;
+        }
+        Ok(())
+    }
+}
+
+/// Rewrites the hidden arguments and AQL packet of a launch whose dimensions changed.
+fn patch_hidden_dims(p: &DimPatch, global: [u32; 3], local: [u32; 3]) {
+    let grid_dims: u64 = if global[2] > 1 || local[2] > 1 {
+        3
+    } else if global[1] > 1 || local[1] > 1 {
+        2
+    } else {
+        1
+    };
+    for &(at, size, what) in &p.hidden {
+        let value = match what {
+            HiddenDim::BlockCount(a) => global[a] as u64,
+            HiddenDim::GroupSize(a) => local[a] as u64,
+            HiddenDim::GridDims => grid_dims,
+        };
+        let bytes = value.to_le_bytes();
+        // SAFETY: `at..at + size` (size <= 8) is a hidden-argument slot inside the graph's
+        // argument memory, found at build; the caller has waited for the previous replay and
+        // holds the graph's lock.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), at as *mut u8, size) };
+    }
+    if let Some((aql_at, segment)) = p.aql {
+        let packet = aql_dispatch_packet(&p.descriptor, global, local, segment);
+        // SAFETY: the 64-byte AQL packet slot after the launch's argument segment, inside the
+        // graph's argument memory; same conditions as above.
+        unsafe { std::ptr::copy_nonoverlapping(packet.as_ptr(), aql_at as *mut u8, packet.len()) };
+    }
+}
+
+/// Patch lists being gathered while the streams are built.
+struct Patches {
+    inputs: Vec<Vec<AddressPatch>>,
+    vars: Vec<Vec<usize>>,
+    dims: Vec<DimPatch>,
+}
+
+/// What every stream of a graph is built from.
+struct Recipe<'r, 'a> {
+    items: &'r [GraphItem<'a>],
+    order: &'r Ordering,
+    /// GPU address of the sync memory (0 without one).
+    sync_va: u64,
+    /// Addresses and values written at build.
+    inputs: &'r [u64],
+    vars: &'r [i32],
+    options: &'r GraphOptions,
+}
+
+/// Builds the compute stream of part `p` (`None` when it has no launches): the argument
+/// segments, validated, then the PM4 of each launch with its waits and signal, split into
+/// chained segments when long.
+fn build_compute(
+    dev: &AmdDevice,
+    p: usize,
+    recipe: &Recipe<'_, '_>,
+    patches: &mut Patches,
+) -> Result<Option<ComputeStream>> {
+    let Recipe {
+        items,
+        order,
+        sync_va,
+        inputs,
+        vars,
+        options,
+    } = *recipe;
+    let launches: Vec<(usize, &GraphLaunch<'_>)> = order.stream_items[stream_of(p, false)]
+        .iter()
+        .map(|&i| match &items[i].work {
+            Work::Launch(l) => (i, l),
+            Work::Copy(_) => unreachable!("copies are on copy streams"),
+        })
+        .collect();
+    if launches.is_empty() {
+        return Ok(None);
+    }
+    // Pass 1: argument segments, validated, in a host image; patch offsets in it.
+    let mut image: Vec<u8> = Vec::new();
+    let mut placed = Vec::with_capacity(launches.len());
+    let mut input_offsets: Vec<(usize, u64)> = Vec::new();
+    let mut var_offsets: Vec<(usize, u64)> = Vec::new();
+    for &(i, l) in &launches {
+        let prg = l.program;
+        validate_dims(l.global, l.local)
+            .map_err(|e| Error::InvalidArgument(format!("item {i} ({}): {e}", prg.name)))?;
+        let mut args = Vec::with_capacity(l.args.len());
+        for a in &l.args {
+            args.push(match *a {
+                GraphArg::Fixed(f) => f,
+                GraphArg::Input(n) => Arg::Buffer(*inputs.get(n).ok_or_else(|| {
+                    Error::InvalidArgument(format!("item {i}: no graph input {n}"))
+                })?),
+                GraphArg::Var(n) => {
+                    Arg::I32(*vars.get(n).ok_or_else(|| {
+                        Error::InvalidArgument(format!("item {i}: no variable {n}"))
+                    })?)
+                }
+            });
+        }
+        let with_aql = prg.user_sgprs.dispatch_ptr.is_some();
+        let need = (prg.kernarg_size as u64).next_multiple_of(64) + if with_aql { 64 } else { 0 };
+        let at = (image.len() as u64).next_multiple_of(prg.kernarg_align as u64);
+        image.resize((at + need) as usize, 0);
+        let seg = &mut image[at as usize..(at + prg.kernarg_size as u64) as usize];
+        prg.write_kernargs(&args, |&a| Ok(a), l.global, l.local, seg)?;
+        for (a, off) in l.args.iter().zip(explicit_arg_offsets(prg, &l.args)) {
+            match *a {
+                GraphArg::Input(n) => input_offsets.push((n, at + off)),
+                GraphArg::Var(n) => var_offsets.push((n, at + off)),
+                GraphArg::Fixed(_) => {}
+            }
+        }
+        placed.push((at, with_aql));
+    }
+    let kernargs = dev.alloc_mem(
+        (image.len() as u64).max(64),
+        MemoryKind::Vram,
+        AllocFlags::default(),
+    )?;
+    let host = kernargs.as_ptr() as usize;
+    for (n, off) in input_offsets {
+        patches.inputs[n].push(AddressPatch {
+            at: host + off as usize,
+            offset: 0,
+        });
+    }
+    for (n, off) in var_offsets {
+        patches.vars[n].push(host + off as usize);
+    }
+    // Pass 2: the command stream, with the AQL packets written into the image.
+    let mut st = lock(&dev.state);
+    let mut b = Pm4Builder::new();
+    let mut chains: Vec<usize> = Vec::new();
+    let mut segment_start = 0usize;
+    let limit = options.segment_dwords as usize;
+    let own = stream_of(p, false);
+    for (&(item, l), &(at, with_aql)) in launches.iter().zip(&placed) {
+        let prg = l.program;
+        let kernargs_addr = kernargs.va + at;
+        let aql_at = at + (prg.kernarg_size as u64).next_multiple_of(64);
+        let dispatch_ptr = if with_aql {
+            let packet = aql_dispatch_packet(&prg.descriptor, l.global, l.local, kernargs_addr);
+            image[aql_at as usize..aql_at as usize + 64].copy_from_slice(&packet);
+            kernargs.va + aql_at
+        } else {
+            0
+        };
+        let setup = dispatch_setup(prg, &mut st, kernargs_addr, dispatch_ptr);
+        let emit = |b: &mut Pm4Builder| {
+            for &(t, value) in &order.waits[item] {
+                b.wait(sync_va + progress(t), value.into());
+            }
+            let patch = b.exec(&setup, l.global, l.local);
+            if order.signals[item] {
+                let position = order.placement[item].position;
+                b.signal(sync_va + progress(own), position.into(), 0, 0);
+            }
+            patch
+        };
+        let before = b.words.len();
+        let mut patch = emit(&mut b);
+        if b.words.len() - segment_start + IndirectBuffer::DWORDS > limit {
+            if before == segment_start {
+                return Err(Error::InvalidArgument(format!(
+                    "one launch takes {} dwords, more than a {limit}-dword segment",
+                    b.words.len() - before
+                )));
+            }
+            // Move this launch to a new segment behind a chaining packet.
+            b.words.truncate(before);
+            chains.push(b.words.len());
+            b.chain_indirect_buffer(0, 0);
+            segment_start = b.words.len();
+            patch = emit(&mut b);
+        }
+        if l.symbolic_dims {
+            patches.dims.push(DimPatch {
+                part: p,
+                dispatch: patch,
+                hidden: hidden_dims(prg, host + at as usize),
+                aql: with_aql.then_some((host + aql_at as usize, kernargs_addr)),
+                descriptor: prg.descriptor,
+            });
         }
     }
+    drop(st);
+    let dwords = b.words.len();
+    let stream = dev.alloc_mem((dwords as u64 * 4).max(64), MemoryKind::Gtt, UNCACHED_GTT)?;
+    // Point each chaining packet at the segment after it.
+    let mut words = b.words;
+    for (k, &c) in chains.iter().enumerate() {
+        let next_start = c + IndirectBuffer::DWORDS;
+        let next_end = chains
+            .get(k + 1)
+            .map_or(dwords, |&n| n + IndirectBuffer::DWORDS);
+        let mut packet = Vec::with_capacity(IndirectBuffer::DWORDS);
+        IndirectBuffer {
+            address: stream.va + next_start as u64 * 4,
+            size_dwords: (next_end - next_start) as u32,
+            chain: true,
+            valid: true,
+        }
+        .encode(&mut packet);
+        words[c..next_start].copy_from_slice(&packet);
+    }
+    let first_segment_dwords = chains
+        .first()
+        .map_or(dwords, |&c| c + IndirectBuffer::DWORDS) as u32;
+    kernargs.write(0, &image);
+    stream.write(0, bytemuck_words(&words));
+    Ok(Some(ComputeStream {
+        _kernargs: kernargs,
+        stream,
+        dwords,
+        first_segment_dwords,
+        segments: chains.len() + 1,
+    }))
+}
+
+/// Builds the copy stream of part `p` (`None` when its engine runs no copies): each copy
+/// behind its waits, followed by a fence of its position when something waits for it.
+fn build_copies(
+    dev: &AmdDevice,
+    p: usize,
+    recipe: &Recipe<'_, '_>,
+    patches: &mut Patches,
+) -> Result<Option<CopyStream>> {
+    let Recipe {
+        items,
+        order,
+        sync_va,
+        inputs,
+        ..
+    } = *recipe;
+    let own = stream_of(p, true);
+    if order.stream_items[own].is_empty() {
+        return Ok(None);
+    }
+    let mut b = SdmaBuilder::new();
+    // (input, dword index in the stream, offset added to the input's address).
+    let mut address_words: Vec<(usize, usize, u64)> = Vec::new();
+    for &i in &order.stream_items[own] {
+        let Work::Copy(c) = &items[i].work else {
+            unreachable!("launches are on compute streams")
+        };
+        let resolve = |end: CopyEnd| match end {
+            CopyEnd::Fixed(a) => Ok(a),
+            CopyEnd::Input(n) => inputs.get(n).copied().ok_or_else(|| {
+                Error::InvalidArgument(format!("item {i} (a copy): no graph input {n}"))
+            }),
+        };
+        let (dst, src) = (resolve(c.dst)?, resolve(c.src)?);
+        for &(t, value) in &order.waits[i] {
+            b.wait(sync_va + progress(t), value.into());
+        }
+        let start = b.words.len();
+        b.copy(dst, src, c.size);
+        let mut k = start;
+        for packet in split(&b.words[start..]) {
+            if let Ok(Packet::CopyLinear(pk)) = Packet::decode(packet) {
+                // SRC_ADDR at dwords 3..5, DST_ADDR at 5..7.
+                if let CopyEnd::Input(n) = c.src {
+                    address_words.push((n, k + 3, pk.src - src));
+                }
+                if let CopyEnd::Input(n) = c.dst {
+                    address_words.push((n, k + 5, pk.dst - dst));
+                }
+            }
+            k += packet.len();
+        }
+        if order.signals[i] {
+            let position = order.placement[i].position;
+            b.signal(sync_va + progress(own), position.into(), 0, 0);
+        }
+    }
+    let dwords = b.words.len();
+    let stream = dev.alloc_mem((dwords as u64 * 4).max(64), MemoryKind::Gtt, UNCACHED_GTT)?;
+    stream.write(0, bytemuck_words(&b.words));
+    let host = stream.as_ptr() as usize;
+    for (n, k, offset) in address_words {
+        patches.inputs[n].push(AddressPatch {
+            at: host + 4 * k,
+            offset,
+        });
+    }
+    Ok(Some(CopyStream { stream, dwords }))
 }
 
 fn bytemuck_words(words: &[u32]) -> &[u8] {

@@ -227,6 +227,27 @@ impl HwQueue {
         Ok(())
     }
 
+    /// Waits (up to `timeout`) until a submission of `dwords` dwords fits, counting the zero
+    /// padding [`HwQueue::submit_packets`] may put before the ring's end, so that the
+    /// submission itself cannot time out.
+    pub fn make_room(&self, dwords: usize, timeout: Duration) -> Result<()> {
+        if dwords == 0 {
+            return Ok(());
+        }
+        self.too_long(dwords)?;
+        let bytes = dwords as u64 * 4;
+        let to_end = self.ring_bytes - self.written % self.ring_bytes;
+        let padding = match self.kind {
+            QueueKind::Sdma if bytes > to_end => to_end,
+            _ => 0,
+        };
+        self.reserve(
+            (bytes + padding).min(self.ring_bytes),
+            Instant::now(),
+            timeout,
+        )
+    }
+
     /// Submits a PM4 stream (packets may wrap around the ring's end).
     pub fn submit(&mut self, words: &[u32], timeout: Duration) -> Result<()> {
         self.too_long(words.len())?;

@@ -266,6 +266,15 @@ fn graph(device: Option<&str>, replays: usize) -> Result<Vec<Figure>, String> {
             baseline: eager,
             ratio: unpatched / eager.max(1e-9),
         });
+        // One replay with the device idle: it also wakes the emulated command processor,
+        // whose threads then compete with the host for the cores.
+        figures.push(Figure {
+            name: format!("graph_replay_idle_{kernels}"),
+            value: unpatched_idle,
+            unit: "ns",
+            baseline: eager,
+            ratio: unpatched_idle / eager.max(1e-9),
+        });
         figures.push(Figure {
             name: format!("graph_replay_swapped_{kernels}"),
             value: swapped,

@@ -18,6 +18,7 @@ fn bench_graph_prints_every_figure_as_json() {
     let mut names = Vec::new();
     for k in [10, 100, 1000] {
         names.push(format!("graph_replay_{k}"));
+        names.push(format!("graph_replay_idle_{k}"));
         names.push(format!("graph_replay_swapped_{k}"));
         names.push(format!("graph_patch_per_arg_{k}"));
     }

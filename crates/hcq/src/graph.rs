@@ -32,27 +32,34 @@
 //!   ([`DimExpr`]), which are re-evaluated (only when a variable changed) and validated
 //!   before anything is rewritten.
 //! - **Errors leave the graph usable**: a replay validates everything before it patches.
-//! - **Ordering**: a replay runs after all work queued before it on the graph's device (eager
-//!   launches, copies, other replays) and before work queued after it, through the device
-//!   timeline. It returns once queued; [`Device::synchronize`] waits for it. A replay that
-//!   changes an input, a variable or a dimension first waits for the graph's previous replay
-//!   (the GPU reads the words it rewrites); a replay that changes nothing does not wait.
+//! - **Ordering**: a replay runs after all work queued before it on the graph's devices (eager
+//!   launches, copies, other replays) and before work queued after it on any of them, through
+//!   the device timelines. It returns once queued; [`Device::synchronize`] on any of the
+//!   graph's devices ([`Graph::devices`]) waits for the whole replay. A replay that changes an
+//!   input, a variable or a dimension first waits for the graph's previous replay (the GPU
+//!   reads the words it rewrites); a replay that changes nothing does not wait, so replays
+//!   pipeline.
 //! - **Lifetime**: the graph holds clones of the buffers and programs it was built with and of
-//!   the inputs of its last replay; dropping it waits for its device.
-//! - **Copies** ([`GraphBuilder::copy`]) between fixed buffers or inputs run on the device's
-//!   copy engine from a command stream built once, submitted with one SDMA `INDIRECT` per
-//!   replay, concurrently with the compute stream. Items are ordered by the buffers they touch
-//!   (a kernel is assumed to read and write every buffer it is given, a copy reads its source
-//!   and writes its destination): a read-after-write, write-after-read or write-after-write
-//!   across the two streams becomes a wait on a graph-private signal; independent items do not
-//!   wait on each other. Hence, in a graph with copies, a replay's inputs must not overlap each
-//!   other or a fixed buffer of the graph ([`Error::InvalidArgument`]), and every replay first
-//!   waits for the graph's previous one (its signals restart from zero).
+//!   the inputs of its last replay; dropping it waits for its devices.
+//! - **Copies** ([`GraphBuilder::copy`]) between fixed buffers or inputs run on the copy
+//!   engine of the source's device from a command stream built once, submitted with one SDMA
+//!   `INDIRECT` per replay, concurrently with the compute streams. The source and destination
+//!   may be on different GPUs of one driver (the destination is mapped on the source's GPU;
+//!   an input there is mapped when a replay binds a new buffer).
+//! - **Several devices**: a graph may launch kernels on several GPUs of one driver and copy
+//!   between them. Each kernel's buffers and inputs must be on its own device. Each device
+//!   gets its own streams; the first device the graph touches leads replays.
+//! - **Hazards**: items are ordered by the buffers they touch (a kernel is assumed to read and
+//!   write every buffer it is given, a copy reads its source and writes its destination): a
+//!   read-after-write, write-after-read or write-after-write across two streams becomes a
+//!   wait on a graph-private signal; independent items do not wait on each other. Hence, in a
+//!   graph with copies, a replay's inputs must not overlap each other or a
+//!   fixed buffer of the graph ([`Error::InvalidArgument`]).
 //! - **Host cost** of a replay does not grow with the number of launches: it is the compare of
-//!   inputs and variables, the rewrite of the argument words bound to what changed, and three
-//!   packets on the compute ring (plus a wait, and two packets on the copy ring, with copies).
-//! - **Fallback**: a graph the backend cannot build (launches or copies on several devices;
-//!   on Metal, also copies, scalar arguments other than [`GraphArg::Var`], and a buffer or
+//!   inputs and variables, the rewrite of the words bound to what changed, and a few packets
+//!   on each ring of the graph.
+//! - **Fallback**: a graph the backend cannot build (devices of different drivers; on Metal,
+//!   several devices, copies, scalar arguments other than [`GraphArg::Var`], and a buffer or
 //!   input after a variable in a launch's arguments) fails with [`Error::Unsupported`]; run the
 //!   work eagerly instead ([`Jit`] does).
 //! - **Metal** (macOS): the launches are encoded once into an indirect command buffer
@@ -65,6 +72,8 @@ use hcq_amd::graph::{
     AmdGraph, CopyEnd, GraphArg as AmdArg, GraphCopy, GraphItem, GraphLaunch, GraphOptions, Region,
     ReplayValues, Work,
 };
+#[cfg(target_os = "linux")]
+use hcq_amd::AmdDevice;
 use hcq_core::{Arg, Error, Result};
 #[cfg(target_os = "macos")]
 use hcq_metal::graph::{
@@ -395,7 +404,8 @@ impl GraphBuilder {
     }
 
     /// Records a device-to-device copy of the first `size` bytes of `src` into `dst` (fixed
-    /// buffers or inputs of this builder, on the graph's device).
+    /// buffers or inputs of this builder, on the same GPU or on two GPUs of one driver; the
+    /// source's copy engine runs it).
     pub fn copy<'a>(
         &mut self,
         src: impl Into<GraphBuf<'a>>,
@@ -453,35 +463,96 @@ impl GraphBuilder {
                 Recorded::Launch(_) => Vec::new(),
             })
         };
-        let device = match (launches.first(), copy_buffers().next(), self.inputs.first()) {
-            (Some(l), _, _) => l.program.device().clone(),
-            (None, Some(b), _) | (None, None, Some(b)) => b.device().clone(),
-            (None, None, None) => {
-                return Err(Error::InvalidArgument("the graph records nothing".into()))
-            }
-        };
-        if launches.iter().any(|l| !l.program.device().same(&device))
-            || self.inputs.iter().any(|b| !b.device().same(&device))
-            || copy_buffers().any(|b| !b.device().same(&device))
+        if self.items.is_empty() {
+            return Err(Error::InvalidArgument("the graph records nothing".into()));
+        }
+        // Every device the graph touches, in order of first use: the first leads replays.
+        let mut devices: Vec<Device> = Vec::new();
         {
-            return Err(Error::Unsupported(
-                "graphs spanning several devices (run them eagerly)".into(),
-            ));
+            let mut add = |d: &Device| {
+                if !devices.iter().any(|o| o.same(d)) {
+                    devices.push(d.clone());
+                }
+            };
+            for l in &launches {
+                add(l.program.device());
+            }
+            copy_buffers().for_each(|b| add(b.device()));
+            self.inputs.iter().for_each(|b| add(b.device()));
         }
         for l in &launches {
+            let device = l.program.device();
             for a in &l.args {
-                if let RecordedArg::Buffer(b) = a {
-                    if !b.device().same(&device) {
-                        return Err(Error::InvalidArgument(format!(
-                            "{}: a buffer argument on {}, the kernel runs on {}",
-                            l.program.name(),
-                            b.device().name(),
-                            device.name()
-                        )));
+                let (what, on) = match a {
+                    RecordedArg::Buffer(b) => ("a buffer argument".to_string(), b.device()),
+                    RecordedArg::Input(n) => (format!("input {n}"), self.inputs[*n].device()),
+                    _ => continue,
+                };
+                if !on.same(device) {
+                    return Err(Error::InvalidArgument(format!(
+                        "{}: {what} on {}, the kernel runs on {}",
+                        l.program.name(),
+                        on.name(),
+                        device.name()
+                    )));
+                }
+            }
+        }
+        #[cfg(target_os = "linux")]
+        let mut input_peers: Vec<Vec<usize>> = vec![Vec::new(); self.inputs.len()];
+        #[cfg(target_os = "linux")]
+        {
+            let driver_of = |d: &Device| match &*d.backend {
+                Backend::Amd(a) => std::sync::Arc::as_ptr(&a.driver),
+            };
+            if devices
+                .iter()
+                .any(|d| driver_of(d) != driver_of(&devices[0]))
+            {
+                return Err(Error::Unsupported(format!(
+                    "graphs spanning devices of different drivers ({} and {}; run them eagerly)",
+                    devices[0].name(),
+                    devices
+                        .iter()
+                        .find(|d| driver_of(d) != driver_of(&devices[0]))
+                        .map_or("", |d| d.name())
+                )));
+            }
+            // A copy runs on its source's engine, which must reach its destination.
+            for item in &self.items {
+                let Recorded::Copy { src, dst, .. } = item else {
+                    continue;
+                };
+                let engine = self.end_device(src);
+                if self.end_device(dst).same(engine) {
+                    continue;
+                }
+                let engine_index = devices
+                    .iter()
+                    .position(|d| d.same(engine))
+                    .expect("listed above");
+                match dst {
+                    RecordedEnd::Buffer(b) => amd_buffer(b)
+                        .memory()
+                        .map_to(amd_device(engine).node.gpu_id)?,
+                    RecordedEnd::Input(n) => {
+                        if !input_peers[*n].contains(&engine_index) {
+                            input_peers[*n].push(engine_index);
+                        }
+                        amd_buffer(&self.inputs[*n])
+                            .memory()
+                            .map_to(amd_device(engine).node.gpu_id)?;
                     }
                 }
             }
         }
+        #[cfg(target_os = "macos")]
+        if devices.len() > 1 {
+            return Err(Error::Unsupported(
+                "Metal graphs spanning several devices (run them eagerly)".into(),
+            ));
+        }
+        let device = devices[0].clone();
         #[cfg(target_os = "linux")]
         let initial_vars: Vec<i32> = self.vars.iter().map(|v| v.min).collect();
         let symbolic: Vec<usize> = launches
@@ -492,7 +563,7 @@ impl GraphBuilder {
             .collect();
         let inner = match &*device.backend {
             #[cfg(target_os = "linux")]
-            Backend::Amd(d) => {
+            Backend::Amd(_) => {
                 let input_region = |n: usize| Region::Input(n);
                 let fixed_region = |b: &Buffer| Region::Fixed {
                     start: address(b),
@@ -516,6 +587,7 @@ impl GraphBuilder {
                                     dst: d,
                                     src: s,
                                     size: *size as u64,
+                                    engine: amd_device(self.end_device(src)).node.gpu_id,
                                 }),
                                 reads: vec![sr],
                                 writes: vec![dr],
@@ -570,8 +642,9 @@ impl GraphBuilder {
                 if let Some(s) = self.segment_dwords {
                     options.segment_dwords = s;
                 }
+                let devs: Vec<&AmdDevice> = devices.iter().map(amd_device).collect();
                 GraphInner::Amd(AmdGraph::build(
-                    d,
+                    &devs,
                     &specs,
                     &inputs,
                     &initial_vars,
@@ -586,7 +659,9 @@ impl GraphBuilder {
             .map(|&i| (launches[i].global.clone(), launches[i].local.clone()))
             .collect();
         Ok(Graph {
-            device,
+            devices,
+            #[cfg(target_os = "linux")]
+            input_peers,
             inner,
             vars: self.vars.clone(),
             inputs: self
@@ -631,6 +706,31 @@ impl GraphBuilder {
                 dims: Vec::new(),
             }),
         })
+    }
+}
+
+impl GraphBuilder {
+    /// The device of a copy's end.
+    #[cfg(target_os = "linux")]
+    fn end_device<'a>(&'a self, end: &'a RecordedEnd) -> &'a Device {
+        match end {
+            RecordedEnd::Buffer(b) => b.device(),
+            RecordedEnd::Input(n) => self.inputs[*n].device(),
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn amd_device(d: &Device) -> &AmdDevice {
+    match &*d.backend {
+        Backend::Amd(a) => a,
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn amd_buffer(b: &Buffer) -> &hcq_amd::AmdBuffer {
+    match &b.shared.inner {
+        BufferInner::Amd(a) => a,
     }
 }
 
@@ -821,7 +921,12 @@ struct ReplayState {
 
 /// A built graph: replay it with [`Graph::replay`].
 pub struct Graph {
-    device: Device,
+    /// Every device the graph touches; the first leads its replays.
+    devices: Vec<Device>,
+    /// Per input, the devices (indices in `devices`) whose copy engines write into it from
+    /// another GPU: a new buffer bound there is mapped on them first.
+    #[cfg(target_os = "linux")]
+    input_peers: Vec<Vec<usize>>,
     inner: GraphInner,
     vars: Vec<VarSpec>,
     /// (size, device) of each input.
@@ -845,21 +950,34 @@ impl std::fmt::Debug for Graph {
             self.launches,
             self.inputs.len(),
             self.vars.len(),
-            self.device.name()
+            self.devices
+                .iter()
+                .map(Device::name)
+                .collect::<Vec<_>>()
+                .join(", ")
         )
     }
 }
 
 impl Drop for Graph {
     fn drop(&mut self) {
-        // Its command stream and arguments may still be read by a queued replay.
-        let _ = self.device.synchronize();
+        // Its command streams and arguments may still be read by a queued replay.
+        for d in &self.devices {
+            let _ = d.synchronize();
+        }
     }
 }
 
 impl Graph {
+    /// The device that leads replays (the first one the graph touches).
     pub fn device(&self) -> &Device {
-        &self.device
+        &self.devices[0]
+    }
+
+    /// Every device the graph touches; after a replay, synchronizing any of them waits for
+    /// the whole graph.
+    pub fn devices(&self) -> &[Device] {
+        &self.devices
     }
 
     pub fn vars(&self) -> &[VarSpec] {
@@ -979,6 +1097,15 @@ impl Graph {
             }
             state.dims = dims;
         }
+        #[cfg(target_os = "linux")]
+        for (i, b) in inputs.iter().enumerate() {
+            if state.addresses[i] != address(b) {
+                for &d in &self.input_peers[i] {
+                    let gpu = amd_device(&self.devices[d]).node.gpu_id;
+                    amd_buffer(b).memory().map_to(gpu)?;
+                }
+            }
+        }
         let mut rebound = false;
         for (i, b) in inputs.iter().enumerate() {
             let a = address(b);
@@ -987,16 +1114,21 @@ impl Graph {
                 rebound = true;
             }
         }
-        let result = match (&*self.device.backend, &self.inner) {
+        let result = match (&*self.devices[0].backend, &self.inner) {
             #[cfg(target_os = "linux")]
-            (Backend::Amd(d), GraphInner::Amd(g)) => g.replay(
-                d,
-                &ReplayValues {
+            (Backend::Amd(d), GraphInner::Amd(g)) => {
+                let values = ReplayValues {
                     inputs: &state.addresses,
                     vars,
                     dims: (dims_stale && !self.symbolic_dims.is_empty()).then_some(&state.dims[..]),
-                },
-            ),
+                };
+                if let [_] = &self.devices[..] {
+                    g.replay(&[d], &values)
+                } else {
+                    let devs: Vec<&AmdDevice> = self.devices.iter().map(amd_device).collect();
+                    g.replay(&devs, &values)
+                }
+            }
             // Checks the launch limits of the new dimensions before it patches anything.
             #[cfg(target_os = "macos")]
             (Backend::Metal(d), GraphInner::Metal(g)) => {
