@@ -66,6 +66,8 @@ fn a_graph_across_two_gpus_matches_the_host_with_swapped_inputs_and_variables() 
     let mut g = GraphBuilder::new();
     let k = g.var("k", -1000, 1000).unwrap();
     let k2 = g.var("k2", 0, 1 << 20).unwrap();
+    // How much of c1 the kernel on d1 writes: its grid is re-patched on every change.
+    let len = g.var("len", 1, N as i32).unwrap();
     let x = g.input(&x_bufs[0]);
     let out = g.input(&outs[0]);
     let blocks = [DimExpr::from((N as u32).div_ceil(64)), 1.into(), 1.into()];
@@ -86,17 +88,17 @@ fn a_graph_across_two_gpus_matches_the_host_with_swapped_inputs_and_variables() 
     .unwrap();
     // d0 -> d1
     g.copy(&t0, &b1, N * 4).unwrap();
-    // d1: c1 = b1*3 + k2
+    // d1: c1[..len] = b1*3 + k2, over ceil(len / 32) workgroups of 32
     g.launch(
         &k1,
         &[
             GraphArg::Buffer(&c1),
             GraphArg::Buffer(&b1),
             GraphArg::Var(k2),
-            n,
+            GraphArg::Var(len),
         ],
-        blocks.clone(),
-        group.clone(),
+        [DimExpr::from(len).ceil_div(32), 1.into(), 1.into()],
+        [32.into(), 1.into(), 1.into()],
     )
     .unwrap();
     // d1 -> d0, into a swappable input
@@ -117,15 +119,26 @@ fn a_graph_across_two_gpus_matches_the_host_with_swapped_inputs_and_variables() 
     let graph = g.build().expect("a graph across two GPUs builds");
     assert_eq!(graph.devices().len(), 2);
 
+    let mut c1_host = vec![0i32; N];
+    c1.write(&c1_host).unwrap();
+    let mut outs_host = vec![vec![0i32; N]; 2];
     for r in 0..300usize {
         let (xi, oi) = (r % 3, r % 2);
         let (kv, k2v) = ((r as i32 * 37) % 2001 - 1000, (r as i32 * 7919) % (1 << 20));
-        graph.replay(&[&x_bufs[xi], &outs[oi]], &[kv, k2v]).unwrap();
+        let lv = 1 + (r * 389 % N) as i32;
+        graph
+            .replay(&[&x_bufs[xi], &outs[oi]], &[kv, k2v, lv])
+            .unwrap();
+        let t = scale_add(&xs[xi], kv);
+        for i in 0..lv as usize {
+            c1_host[i] = t[i].wrapping_mul(3).wrapping_add(k2v);
+        }
+        outs_host[oi] = c1_host.clone();
         // Several replays queued at once every few rounds: they pipeline.
         if r % 5 != 4 {
             continue;
         }
-        let want_out = scale_add(&scale_add(&xs[xi], kv), k2v);
+        let want_out = &outs_host[oi];
         check(
             &format!("replay {r}: out"),
             &outs[oi].read::<i32>().unwrap(),
@@ -146,11 +159,20 @@ fn a_graph_across_two_gpus_matches_the_host_with_swapped_inputs_and_variables() 
 
     // An input on the wrong GPU is an error, and the graph stays usable.
     let elsewhere = filled(&d1, &[0; N]);
-    let e = graph.replay(&[&elsewhere, &outs[0]], &[1, 2]).unwrap_err();
+    let e = graph
+        .replay(&[&elsewhere, &outs[0]], &[1, 2, N as i32])
+        .unwrap_err();
     assert!(matches!(e, hcq::Error::InvalidArgument(_)), "{e}");
-    graph.replay(&[&x_bufs[2], &outs[1]], &[1, 2]).unwrap();
+    // So is a length out of its bounds.
+    let e = graph
+        .replay(&[&x_bufs[2], &outs[1]], &[1, 2, N as i32 + 1])
+        .unwrap_err();
+    assert!(matches!(e, hcq::Error::InvalidArgument(_)), "{e}");
+    graph
+        .replay(&[&x_bufs[2], &outs[1]], &[1, 2, N as i32])
+        .unwrap();
     check(
-        "after the error",
+        "after the errors",
         &outs[1].read::<i32>().unwrap(),
         &scale_add(&scale_add(&xs[2], 1), 2),
     );
