@@ -1259,6 +1259,48 @@ impl JitRecorder<'_> {
         }
         Ok(())
     }
+
+    /// Copies the first `size` bytes of `src` into `dst` now (buffers of the call or of the
+    /// closure, on one device or on two GPUs of one driver) and, while capturing, records it.
+    /// Variables and scalars are not buffers: [`Error::InvalidArgument`].
+    pub fn copy(&mut self, src: JitArg<'_>, dst: JitArg<'_>, size: usize) -> Result<()> {
+        let buffer = |a: &JitArg<'_>, what: &str| -> Result<Buffer> {
+            let found = match *a {
+                JitArg::Input(n) => self.inputs.get(n).copied(),
+                JitArg::Output(n) => self.outputs.get(n).copied(),
+                JitArg::Buffer(b) => Some(b),
+                _ => {
+                    return Err(Error::InvalidArgument(format!(
+                        "JIT copy: the {what} must be a buffer, not {a:?}"
+                    )))
+                }
+            };
+            found
+                .cloned()
+                .ok_or_else(|| Error::InvalidArgument(format!("JIT copy: no {what} {a:?}")))
+        };
+        let (s, d) = (buffer(&src, "source")?, buffer(&dst, "destination")?);
+        s.copy_to(0, &d, 0, size)?;
+        if let Some((builder, slots)) = self.capture.as_mut() {
+            let n_inputs = self.inputs.len();
+            fn end<'b>(
+                a: JitArg<'_>,
+                b: &'b Buffer,
+                slots: &[Input],
+                n_inputs: usize,
+            ) -> GraphBuf<'b> {
+                match a {
+                    JitArg::Input(n) => GraphBuf::Input(slots[n]),
+                    JitArg::Output(n) => GraphBuf::Input(slots[n_inputs + n]),
+                    _ => GraphBuf::Buffer(b),
+                }
+            }
+            let src_end = end(src, &s, slots, n_inputs);
+            let dst_end = end(dst, &d, slots, n_inputs);
+            builder.copy(src_end, dst_end, size)?;
+        }
+        Ok(())
+    }
 }
 
 /// Captures the launches of a closure and replays them.

@@ -3,7 +3,7 @@
 //! other GPU), variables changing, checked element by element against the host. Its own
 //! process, because the GPU count is read when the emulator starts.
 
-use hcq::{Arg, Buffer, Device, DimExpr, GraphArg, GraphBuilder};
+use hcq::{Arg, Buffer, Device, DimExpr, GraphArg, GraphBuilder, Jit, JitArg};
 
 const SRC: &str = r#"
 #define KERNEL extern "C" __attribute__((global))
@@ -142,18 +142,18 @@ fn a_graph_across_two_gpus_matches_the_host_with_swapped_inputs_and_variables() 
         check(
             &format!("replay {r}: out"),
             &outs[oi].read::<i32>().unwrap(),
-            &want_out,
+            want_out,
         );
         check(
             &format!("replay {r}: final"),
             &final0.read::<i32>().unwrap(),
-            &scale_add(&want_out, kv),
+            &scale_add(want_out, kv),
         );
         // Reading d1's buffer synchronises d1 only: the graph's end is on its timeline too.
         check(
             &format!("replay {r}: c1"),
             &c1.read::<i32>().unwrap(),
-            &want_out,
+            want_out,
         );
     }
 
@@ -241,4 +241,71 @@ fn replays_stay_ordered_with_eager_work_on_both_gpus() {
             &scale_add(&expect_a, r),
         );
     }
+}
+
+#[test]
+fn a_jit_captures_launches_and_transfers_on_two_gpus() {
+    let (d0, d1) = devices();
+    let lib = d0.compile(SRC).expect("compiles with clang-19");
+    let (k0, k1) = (
+        d0.program(&lib, "scale_add").unwrap(),
+        d1.program(&lib, "scale_add").unwrap(),
+    );
+    let (t0, b1, c1) = (
+        d0.alloc(N * 4).unwrap(),
+        d1.alloc(N * 4).unwrap(),
+        d1.alloc(N * 4).unwrap(),
+    );
+    let groups = [DimExpr::from((N as u32).div_ceil(64)), 1.into(), 1.into()];
+    let group = || [DimExpr::from(64), 1.into(), 1.into()];
+    // out (on d0) = ((x * 3 + k) * 3 + 5), the second step on d1.
+    let mut jit = Jit::new(&[("k", -100, 100)], |r| {
+        r.launch(
+            &k0,
+            &[
+                JitArg::Buffer(&t0),
+                JitArg::Input(0),
+                JitArg::Var(0),
+                JitArg::I32(N as i32),
+            ],
+            groups.clone(),
+            group(),
+        )?;
+        r.copy(JitArg::Buffer(&t0), JitArg::Buffer(&b1), N * 4)?;
+        r.launch(
+            &k1,
+            &[
+                JitArg::Buffer(&c1),
+                JitArg::Buffer(&b1),
+                JitArg::I32(5),
+                JitArg::I32(N as i32),
+            ],
+            groups.clone(),
+            group(),
+        )?;
+        r.copy(JitArg::Buffer(&c1), JitArg::Output(0), N * 4)
+    })
+    .unwrap();
+    let xs: Vec<Vec<i32>> = (0..2)
+        .map(|s| (0..N as i32).map(|i| i ^ (s * 0x55)).collect())
+        .collect();
+    let x_bufs: Vec<Buffer> = xs.iter().map(|x| filled(&d0, x)).collect();
+    let outs: Vec<Buffer> = (0..3).map(|_| filled(&d0, &[0; N])).collect();
+    let mut want = vec![vec![0i32; N]; 3];
+    for call in 0..12usize {
+        let (xi, oi, k) = (call % 2, call % 3, call as i32 * 13 % 201 - 100);
+        jit.call(&[&x_bufs[xi]], &[&outs[oi]], &[k]).unwrap();
+        want[oi] = scale_add(&scale_add(&xs[xi], k), 5);
+        for (o, w) in outs.iter().zip(&want) {
+            check(&format!("call {call}"), &o.read::<i32>().unwrap(), w);
+        }
+    }
+    assert!(jit.is_captured(), "{:?}", jit.fallback_reason());
+    // A variable is not a buffer.
+    let mut bad = Jit::new(&[("k", 0, 1)], |r| {
+        r.copy(JitArg::Var(0), JitArg::Output(0), 4)
+    })
+    .unwrap();
+    let e = bad.call(&[], &[&outs[0]], &[0]).unwrap_err();
+    assert!(matches!(e, hcq::Error::InvalidArgument(_)), "{e}");
 }
