@@ -272,12 +272,20 @@ impl AmdDevice {
         let (s, d) = (&mut *s, &mut *d);
         self.wrap_timeline_if_due(s)?;
         dst_device.wrap_timeline_if_due(d)?;
+        // The source's engine does the copy, so the span goes on the source's copy track.
+        let stamps = self.trace_begin(s, &format!("copy to {}", dst_device.name), "copy")?;
         let (sv, dv) = (s.timeline_value, d.timeline_value);
         let b = &mut s.sdma_builder;
         b.clear();
         b.wait(s.timeline.value_addr(), sv - 1);
         b.wait(d.timeline.value_addr(), dv - 1);
+        if let Some((start, _)) = stamps {
+            b.timestamp(start);
+        }
         b.copy(to, from, size);
+        if let Some((_, end)) = stamps {
+            b.timestamp(end);
+        }
         b.signal(
             s.timeline.value_addr(),
             sv,
