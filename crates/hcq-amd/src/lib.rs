@@ -11,7 +11,8 @@
 //! - [`queue`]: the PM4 compute queue: ring, read/write pointers, doorbell.
 //! - [`program`]: ELF code objects, kernel descriptors, metadata, kernel arguments.
 //! - [`compiler`]: HIP source to code object with clang, through the compile cache.
-//! - [`transfer`]: copies through the SDMA engine: staged host copies, device to device.
+//! - [`transfer`]: copies through the SDMA engine: host copies (staged, or in place in the
+//!   caller's pages when large), device to device.
 //! - [`trace`]: Chrome-trace output of kernels and copies with their GPU times.
 //! - [`device`]: [`AmdDevice`], which puts them together.
 //! - [`graph`]: captured launches built once into a PM4 stream, replayed with one

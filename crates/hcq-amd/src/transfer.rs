@@ -1,6 +1,7 @@
 //! Copies through the SDMA engine: host to device and back through a ring of staging buffers,
-//! device to device (also between GPUs) directly. Every copy takes its place on the device's
-//! timeline, so copies and kernels execute in submission order.
+//! or in place in the caller's memory when the copy is large; device to device (also between
+//! GPUs) directly. Every copy takes its place on the device's timeline, so copies and kernels
+//! execute in submission order.
 
 use crate::device::{lock, AmdBuffer, AmdDevice, DeviceState, Staging};
 use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
@@ -10,8 +11,9 @@ use hcq_core::Result;
 /// Staging buffers per device, each one `MAX_COPY_SIZE` bytes of host memory the GPU reaches.
 pub const STAGING_SLOTS: usize = 16;
 
-/// Copies in at least this large skip staging: the caller's pages are registered with the GPU
-/// and the copy engine reads them in place, one pass over memory instead of two.
+/// Copies in or out at least this large skip staging: the caller's pages are registered with
+/// the GPU and the copy engine reads or writes them in place, one pass over memory instead of
+/// two.
 pub const DIRECT_COPY_MIN: usize = 16 << 20;
 
 impl AmdDevice {
@@ -73,6 +75,24 @@ impl AmdDevice {
         Ok(value)
     }
 
+    /// The whole pages holding `len` bytes at `addr`, registered with this GPU so its copy
+    /// engine reaches them in place; `None` when the driver refuses them (another registration
+    /// already covers one of the pages, say a concurrent copy from a neighbouring slice), in
+    /// which case the caller stages instead.
+    ///
+    /// # Safety
+    /// The bytes must stay borrowed by the caller until the result is dropped, and the engine
+    /// may only touch those bytes, not the rest of their first and last page.
+    unsafe fn register_pages(&self, addr: u64, len: usize) -> Option<GpuMemory> {
+        let page = crate::memory::PAGE_SIZE;
+        let start = addr & !(page - 1);
+        let end = (addr + len as u64).next_multiple_of(page);
+        // SAFETY: the caller keeps the pages mapped (they hold its borrowed bytes) for as long
+        // as the registration lives.
+        unsafe { GpuMemory::register_host(&self.driver.kfd, self.node.gpu_id, start, end - start) }
+            .ok()
+    }
+
     /// Copies host bytes into `buf` at `offset`, after the work already queued. Returns when the
     /// bytes are staged (the host slice may be reused); the copy itself completes in order.
     pub fn copy_in(&self, buf: &AmdBuffer, offset: u64, src: &[u8]) -> Result<()> {
@@ -80,7 +100,11 @@ impl AmdDevice {
         let mut guard = lock(&self.state);
         let st = &mut *guard;
         if src.len() >= DIRECT_COPY_MIN {
-            return self.copy_in_direct(st, buf, offset, src);
+            // SAFETY: `src` is borrowed until this function returns, and `copy_in_direct` keeps
+            // the registration until the engine is done with it; the engine reads only `src`.
+            if let Some(pages) = unsafe { self.register_pages(src.as_ptr() as u64, src.len()) } {
+                return self.copy_in_direct(st, pages, buf, offset, src);
+            }
         }
         self.staging(st)?;
         for (i, chunk) in src.chunks(MAX_COPY_SIZE as usize).enumerate() {
@@ -99,29 +123,20 @@ impl AmdDevice {
         Ok(())
     }
 
-    /// A large copy-in straight from the caller's pages: they are registered with the GPU for
-    /// the duration of the copy, which is waited for before returning (the slice is borrowed).
+    /// A large copy-in straight from the caller's `pages`, which hold `src`; waited for before
+    /// returning, as the slice is only borrowed.
     fn copy_in_direct(
         &self,
         st: &mut DeviceState,
+        pages: GpuMemory,
         buf: &AmdBuffer,
         offset: u64,
         src: &[u8],
     ) -> Result<()> {
-        let page = crate::memory::PAGE_SIZE;
-        let start = src.as_ptr() as u64 & !(page - 1);
-        let end = (src.as_ptr() as u64 + src.len() as u64).next_multiple_of(page);
-        // SAFETY: the pages hold `src`, which is borrowed until this function returns, and the
-        // registration is dropped only after the copy that reads them has completed; the GPU
-        // only reads them.
-        let pages = unsafe {
-            GpuMemory::register_host(&self.driver.kfd, self.node.gpu_id, start, end - start)
-        }?;
-        let from = src.as_ptr() as u64;
         let value = self.queue_copy(
             st,
             buf.gpu_address() + offset,
-            from,
+            src.as_ptr() as u64,
             src.len() as u64,
             "copy in",
         )?;
@@ -134,13 +149,58 @@ impl AmdDevice {
         done
     }
 
-    /// Copies `dst.len()` bytes out of `buf` at `offset`, after the work already queued.
-    /// Chunks are double-buffered: the engine fills one staging buffer while the host drains
-    /// the other.
+    /// Copies `dst.len()` bytes out of `buf` at `offset`, after the work already queued, and
+    /// returns once they are in `dst`. Large copies land in `dst` directly; smaller ones pass
+    /// through staging buffers.
     pub fn copy_out(&self, dst: &mut [u8], buf: &AmdBuffer, offset: u64) -> Result<()> {
         Self::check_range(buf, offset, dst.len())?;
         let mut guard = lock(&self.state);
         let st = &mut *guard;
+        if dst.len() >= DIRECT_COPY_MIN {
+            // SAFETY: `dst` is borrowed until this function returns, and `copy_out_direct`
+            // drops the registration before then; the engine writes exactly the bytes of `dst`,
+            // so the rest of its first and last page keeps whatever else is stored there.
+            if let Some(pages) = unsafe { self.register_pages(dst.as_ptr() as u64, dst.len()) } {
+                return self.copy_out_direct(st, pages, dst, buf, offset);
+            }
+        }
+        self.copy_out_staged(st, dst, buf, offset)
+    }
+
+    /// A large copy-out straight into the caller's `pages`, which hold `dst`: one pass over
+    /// memory instead of a copy into staging and another out of it.
+    fn copy_out_direct(
+        &self,
+        st: &mut DeviceState,
+        pages: GpuMemory,
+        dst: &mut [u8],
+        buf: &AmdBuffer,
+        offset: u64,
+    ) -> Result<()> {
+        let value = self.queue_copy(
+            st,
+            dst.as_mut_ptr() as u64,
+            buf.gpu_address() + offset,
+            dst.len() as u64,
+            "copy out",
+        )?;
+        // Unlike copy-in, the registration goes even when the wait fails: once this returns
+        // the caller may reuse the memory, so an engine still behind must lose its access to
+        // the pages (and fault) rather than write into them later.
+        let done = self.wait_value_locked(st, value);
+        drop(pages);
+        done
+    }
+
+    /// Copy-out through staging buffers, double-buffered: the engine fills one while the host
+    /// drains the other.
+    fn copy_out_staged(
+        &self,
+        st: &mut DeviceState,
+        dst: &mut [u8],
+        buf: &AmdBuffer,
+        offset: u64,
+    ) -> Result<()> {
         self.staging(st)?;
         let chunks: Vec<&mut [u8]> = dst.chunks_mut(MAX_COPY_SIZE as usize).collect();
         let n = chunks.len();
@@ -212,12 +272,20 @@ impl AmdDevice {
         let (s, d) = (&mut *s, &mut *d);
         self.wrap_timeline_if_due(s)?;
         dst_device.wrap_timeline_if_due(d)?;
+        // The source's engine does the copy, so the span goes on the source's copy track.
+        let stamps = self.trace_begin(s, &format!("copy to {}", dst_device.name), "copy")?;
         let (sv, dv) = (s.timeline_value, d.timeline_value);
         let b = &mut s.sdma_builder;
         b.clear();
         b.wait(s.timeline.value_addr(), sv - 1);
         b.wait(d.timeline.value_addr(), dv - 1);
+        if let Some((start, _)) = stamps {
+            b.timestamp(start);
+        }
         b.copy(to, from, size);
+        if let Some((_, end)) = stamps {
+            b.timestamp(end);
+        }
         b.signal(
             s.timeline.value_addr(),
             sv,

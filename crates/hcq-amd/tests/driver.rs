@@ -165,3 +165,66 @@ fn copies_spanning_a_timeline_wrap_complete() {
         assert!(dev.timeline_swaps() >= 1, "start {start}");
     }
 }
+
+const MIB: usize = 1 << 20;
+
+/// Timeline values a copy-out of `out.len()` bytes used: one for an in-place copy, one per
+/// staged chunk of at most 4 MiB.
+fn copy_out_submissions(dev: &AmdDevice, out: &mut [u8], buf: &hcq_amd::AmdBuffer) -> u64 {
+    let before = dev.timeline_value();
+    dev.copy_out(out, buf, 0).unwrap();
+    dev.timeline_value() - before
+}
+
+#[test]
+fn large_copies_out_land_in_place_and_small_ones_are_staged() {
+    let d = driver(1);
+    let dev = AmdDevice::open(&d, 0).unwrap();
+    for (n, submissions) in [(16 * MIB - 1, 4), (16 * MIB, 1), (24 * MIB + 3, 1)] {
+        let data: Vec<u8> = (0..n).map(|i| (i * 13 % 253) as u8).collect();
+        let buf = dev.alloc(n as u64).unwrap();
+        dev.copy_in(&buf, 0, &data).unwrap();
+        let mut out = vec![0u8; n + 1];
+        assert_eq!(
+            copy_out_submissions(&dev, &mut out[1..], &buf),
+            submissions,
+            "size {n}"
+        );
+        assert!(out[1..] == data[..], "size {n}");
+        assert_eq!(out[0], 0, "size {n}: the byte before the copy changed");
+    }
+}
+
+#[test]
+fn copies_whose_pages_are_already_registered_are_staged() {
+    let d = driver(1);
+    let dev = AmdDevice::open(&d, 0).unwrap();
+    let n = 17 * MIB + 9;
+    let data: Vec<u8> = (0..n).map(|i| (i * 7 % 241) as u8).collect();
+    let buf = dev.alloc(n as u64).unwrap();
+    let page = hcq_amd::memory::PAGE_SIZE;
+    let last_page = |bytes: &[u8]| (bytes.as_ptr() as u64 + n as u64 - 1) & !(page - 1);
+    // SAFETY: `data` outlives the registration, and no GPU work uses it.
+    let held = unsafe {
+        hcq_amd::memory::GpuMemory::register_host(&d.kfd, dev.node.gpu_id, last_page(&data), page)
+    }
+    .unwrap();
+    // The copy cannot register the pages again, so it takes the staging path: five chunks.
+    let before = dev.timeline_value();
+    dev.copy_in(&buf, 0, &data).unwrap();
+    assert_eq!(dev.timeline_value() - before, 5);
+    drop(held);
+
+    let mut out = vec![0u8; n];
+    // SAFETY: `out` outlives the registration, and no GPU work uses it.
+    let held = unsafe {
+        hcq_amd::memory::GpuMemory::register_host(&d.kfd, dev.node.gpu_id, last_page(&out), page)
+    }
+    .unwrap();
+    assert_eq!(copy_out_submissions(&dev, &mut out, &buf), 5);
+    drop(held);
+    assert!(out == data);
+    out.fill(0);
+    assert_eq!(copy_out_submissions(&dev, &mut out, &buf), 1);
+    assert!(out == data);
+}

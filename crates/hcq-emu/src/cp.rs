@@ -16,6 +16,7 @@ use crate::dispatch;
 use crate::gpu::{FaultClass, Gpu};
 use crate::memory::Snapshot;
 use crate::queue::QueueShared;
+use crate::ring::{PointerUnit, Ring, RingDesc};
 
 /// Number of SH registers `SET_SH_REG` can reach.
 const SH_REGS: usize = (regs::SH_REG_END - regs::SH_REG_START) as usize;
@@ -24,15 +25,6 @@ const MAX_CHAIN: u64 = 1 << 20;
 /// First and longest sleep between polls of `WAIT_REG_MEM`.
 const POLL_MIN: Duration = Duration::from_micros(20);
 const POLL_MAX: Duration = Duration::from_millis(1);
-
-/// Where a queue's ring and pointers are.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct RingDesc {
-    pub queue_id: u32,
-    pub ring_base: u64,
-    pub ring_bytes: u64,
-    pub rptr_addr: u64,
-}
 
 /// Where packets are read from.
 #[derive(Debug, Clone, Copy)]
@@ -45,81 +37,30 @@ enum Source {
 
 /// A compute queue's command processor.
 pub(crate) struct Cp {
+    ring: Ring,
     gpu: Arc<Gpu>,
-    queue: Arc<QueueShared>,
-    ring: RingDesc,
     sh: Vec<u32>,
-    rptr: u64,
-    rptr_fault_reported: bool,
 }
 
 impl Cp {
-    pub fn new(gpu: Arc<Gpu>, queue: Arc<QueueShared>, ring: RingDesc) -> Self {
+    pub fn new(gpu: Arc<Gpu>, queue: Arc<QueueShared>, desc: RingDesc) -> Self {
         Cp {
+            ring: Ring::new(gpu.clone(), queue, desc, PointerUnit::Dwords, "queue"),
             gpu,
-            queue,
-            ring,
             sh: vec![0; SH_REGS],
-            rptr: 0,
-            rptr_fault_reported: false,
         }
     }
 
     /// The thread body: runs until the queue is destroyed.
     pub fn run(mut self) {
-        self.publish_rptr();
-        while let Some(wptr) = self.queue.next() {
-            self.drain(wptr);
+        self.ring.publish_rptr();
+        while let Some((rptr, wptr)) = self.ring.next_work() {
+            self.process(Source::Ring, rptr, wptr, 0);
         }
     }
 
     fn fault(&self, class: FaultClass, what: String) {
-        self.gpu
-            .raise(class, &format!("queue {}: {what}", self.ring.queue_id));
-    }
-
-    fn ring_dwords(&self) -> u64 {
-        self.ring.ring_bytes / 4
-    }
-
-    fn publish_rptr(&mut self) {
-        let published = self
-            .gpu
-            .publish_read_pointer(self.ring.rptr_addr, self.rptr);
-        if !published && !std::mem::replace(&mut self.rptr_fault_reported, true) {
-            let va = self.ring.rptr_addr;
-            self.fault(
-                FaultClass::Vm { va },
-                format!("VM fault: read pointer write to unmapped address {va:#x}"),
-            );
-        }
-    }
-
-    /// Executes the ring from the read pointer up to `wptr`.
-    fn drain(&mut self, wptr: u64) {
-        if wptr < self.rptr || wptr - self.rptr > self.ring_dwords() {
-            self.fault(
-                FaultClass::Hw,
-                format!(
-                    "doorbell write pointer {wptr} is not within the {} ring dwords after the read pointer {}; \
-                     ring contents skipped",
-                    self.ring_dwords(),
-                    self.rptr
-                ),
-            );
-            self.rptr = wptr;
-            self.publish_rptr();
-            return;
-        }
-        let start = self.rptr;
-        self.process(Source::Ring, start, wptr, 0);
-    }
-
-    fn dword_addr(&self, src: Source, pos: u64) -> u64 {
-        match src {
-            Source::Ring => self.ring.ring_base + 4 * (pos % self.ring_dwords()),
-            Source::Ib { base } => base.wrapping_add(4 * pos),
-        }
+        self.ring.fault(class, what);
     }
 
     fn location(src: Source, pos: u64) -> String {
@@ -130,8 +71,13 @@ impl Cp {
     }
 
     fn read_dword(&self, snap: &Snapshot, src: Source, pos: u64) -> Result<u32, u64> {
-        let addr = self.dword_addr(src, pos);
-        snap.load_u32(addr).ok_or(addr)
+        match src {
+            Source::Ring => self.ring.load_u32(snap, pos),
+            Source::Ib { base } => {
+                let addr = base.wrapping_add(4 * pos);
+                snap.load_u32(addr).ok_or(addr)
+            }
+        }
     }
 
     /// Executes the packets in `[start, end)` of `src`. A chained `INDIRECT_BUFFER` inside an
@@ -141,7 +87,7 @@ impl Cp {
         let mut pos = start;
         let mut chains = 0u64;
         while pos < end {
-            if self.queue.stopped() {
+            if self.ring.queue.stopped() {
                 return;
             }
             // One view of memory for fetching the packet; dropped before it executes.
@@ -229,14 +175,12 @@ impl Cp {
             }
             pos += len;
             if let Source::Ring = src {
-                self.rptr = pos;
-                self.publish_rptr();
+                self.ring.set_rptr(pos);
             }
         }
         if let Source::Ring = src {
-            if self.rptr != pos {
-                self.rptr = pos;
-                self.publish_rptr();
+            if self.ring.rptr() != pos {
+                self.ring.set_rptr(pos);
             }
         }
     }
@@ -366,7 +310,7 @@ impl Cp {
         let addr = w.address();
         let mut sleep = POLL_MIN;
         loop {
-            if self.queue.stopped() {
+            if self.ring.queue.stopped() {
                 return;
             }
             let seen = self.gpu.watch.seq();
@@ -405,7 +349,7 @@ impl Cp {
             &self.gpu.code_cache,
             &params,
             self.gpu.max_steps,
-            self.queue.stop_flag(),
+            self.ring.queue.stop_flag(),
         );
         drop(snap);
         fence(Ordering::SeqCst);

@@ -8,13 +8,14 @@ use hcq_amd_sys::kfd::{self, *};
 use hcq_amd_sys::seam::{Fd, MAP_FIXED};
 
 use crate::clock::{gpu_ticks, host_ns};
-use crate::cp::{Cp, RingDesc};
+use crate::cp::Cp;
 use crate::fds::{FdTable, Node};
 use crate::gpu::Gpu;
 use crate::memory::{page_round, BoKind, PAGE};
 use crate::queue::{
     QueueShared, DOORBELL_REGION_BYTES, MAX_QUEUES_PER_GPU, MMAP_GPU_ID_MASK, MMAP_GPU_ID_SHIFT,
 };
+use crate::ring::RingDesc;
 use crate::sdma::Sdma;
 use crate::util::{errno, lock};
 use crate::EmuKernel;

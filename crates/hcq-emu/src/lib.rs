@@ -81,6 +81,7 @@ mod hostmaps;
 mod ioctl;
 mod memory;
 mod queue;
+mod ring;
 mod sdma;
 mod topology;
 mod util;

@@ -27,10 +27,10 @@ use hcq_amd_sys::sdma::{
 };
 
 use crate::clock::gpu_ticks;
-use crate::cp::RingDesc;
 use crate::gpu::{FaultClass, Gpu};
 use crate::memory::Snapshot;
 use crate::queue::QueueShared;
+use crate::ring::{PointerUnit, Ring, RingDesc};
 
 /// First and longest sleep between polls of `POLL_REGMEM`.
 const POLL_MIN: Duration = Duration::from_micros(20);
@@ -38,79 +38,35 @@ const POLL_MAX: Duration = Duration::from_millis(1);
 
 /// A copy queue's SDMA engine.
 pub(crate) struct Sdma {
+    ring: Ring,
     gpu: Arc<Gpu>,
-    queue: Arc<QueueShared>,
-    ring: RingDesc,
-    /// Read pointer in bytes.
-    rptr: u64,
-    rptr_fault_reported: bool,
 }
 
 impl Sdma {
-    pub fn new(gpu: Arc<Gpu>, queue: Arc<QueueShared>, ring: RingDesc) -> Self {
+    pub fn new(gpu: Arc<Gpu>, queue: Arc<QueueShared>, desc: RingDesc) -> Self {
         Sdma {
+            ring: Ring::new(gpu.clone(), queue, desc, PointerUnit::Bytes, "SDMA queue"),
             gpu,
-            queue,
-            ring,
-            rptr: 0,
-            rptr_fault_reported: false,
         }
     }
 
     /// The thread body: runs until the queue is destroyed.
     pub fn run(mut self) {
-        self.publish_rptr();
-        while let Some(wptr) = self.queue.next() {
-            self.drain(wptr);
+        self.ring.publish_rptr();
+        while let Some((rptr, wptr)) = self.ring.next_work() {
+            let mut pos = rptr;
+            while pos < wptr {
+                if self.ring.queue.stopped() {
+                    return;
+                }
+                pos = self.step(pos, wptr);
+                self.ring.set_rptr(pos);
+            }
         }
     }
 
     fn fault(&self, class: FaultClass, what: String) {
-        self.gpu
-            .raise(class, &format!("SDMA queue {}: {what}", self.ring.queue_id));
-    }
-
-    fn publish_rptr(&mut self) {
-        let published = self
-            .gpu
-            .publish_read_pointer(self.ring.rptr_addr, self.rptr);
-        if !published && !std::mem::replace(&mut self.rptr_fault_reported, true) {
-            let va = self.ring.rptr_addr;
-            self.fault(
-                FaultClass::Vm { va },
-                format!("VM fault: read pointer write to unmapped address {va:#x}"),
-            );
-        }
-    }
-
-    /// Executes the ring from the read pointer up to `wptr` (bytes).
-    fn drain(&mut self, wptr: u64) {
-        if wptr % 4 != 0 || wptr < self.rptr || wptr - self.rptr > self.ring.ring_bytes {
-            self.fault(
-                FaultClass::Hw,
-                format!(
-                    "doorbell write pointer {wptr} is not a dword position within the {} ring bytes \
-                     after the read pointer {}; ring contents skipped",
-                    self.ring.ring_bytes, self.rptr
-                ),
-            );
-            self.rptr = wptr & !3;
-            self.publish_rptr();
-            return;
-        }
-        let mut pos = self.rptr;
-        while pos < wptr {
-            if self.queue.stopped() {
-                return;
-            }
-            pos = self.step(pos, wptr);
-            self.rptr = pos;
-            self.publish_rptr();
-        }
-    }
-
-    fn addr_of(&self, pos: u64) -> u64 {
-        self.ring.ring_base + pos % self.ring.ring_bytes
+        self.ring.fault(class, what);
     }
 
     /// Fetches and executes the packet at byte position `pos`; returns the next position.
@@ -118,10 +74,7 @@ impl Sdma {
         let available = (end - pos) / 4;
         // One view of memory for fetching the packet; dropped before it executes.
         let snap = self.gpu.page_table.snapshot();
-        let fetch = |i: u64| -> Result<u32, u64> {
-            let va = self.addr_of(pos + 4 * i);
-            snap.load_u32(va).ok_or(va)
-        };
+        let fetch = |i: u64| self.ring.load_u32(&snap, pos + 4 * i);
         let header_word = match fetch(0) {
             Ok(w) => w,
             Err(va) => {
@@ -261,7 +214,7 @@ impl Sdma {
         drop(snap);
         let mut k = 0usize;
         while k < words.len() {
-            if self.queue.stopped() {
+            if self.ring.queue.stopped() {
                 return;
             }
             let where_ = format!("IB {:#x} dword {k} ({at})", ib.address);
@@ -426,7 +379,7 @@ impl Sdma {
         let addr = p.address & !3;
         let mut sleep = POLL_MIN;
         loop {
-            if self.queue.stopped() {
+            if self.ring.queue.stopped() {
                 return;
             }
             let seen = self.gpu.watch.seq();

@@ -30,41 +30,14 @@ struct SdmaQueue<'d, 'k> {
 }
 
 fn create_sdma<'d, 'k>(dev: &'d Dev<'k>, ring_bytes: u64) -> SdmaQueue<'d, 'k> {
-    let ring = dev.alloc(ring_bytes, ALLOC_MEM_FLAGS_GTT);
-    let gart = dev.alloc(0x1000, ALLOC_MEM_FLAGS_GTT);
-    let mut q = CreateQueueArgs {
-        ring_base_address: ring.va,
-        ring_size: ring_bytes as u32,
-        gpu_id: dev.gpu_id,
-        queue_type: QUEUE_TYPE_SDMA,
-        queue_percentage: MAX_QUEUE_PERCENTAGE,
-        queue_priority: MAX_QUEUE_PRIORITY,
-        write_pointer_address: gart.va,
-        read_pointer_address: gart.va + 8,
-        ..Default::default()
-    };
-    ioctl(dev.k, dev.kfd, IOC_CREATE_QUEUE, &mut q).unwrap();
-    assert_eq!(q.doorbell_offset & (3 << 62), MMAP_TYPE_DOORBELL);
-    let base = q.doorbell_offset & !0x1fff;
-    // SAFETY: a fresh mapping of the doorbell page.
-    let page = unsafe {
-        dev.k.mmap(
-            ptr::null_mut(),
-            0x2000,
-            PROT_READ | PROT_WRITE,
-            MAP_SHARED,
-            dev.kfd,
-            base,
-        )
-    }
-    .unwrap();
+    let raw = dev.create_queue_of(QUEUE_TYPE_SDMA, ring_bytes);
     SdmaQueue {
         dev,
-        ring,
-        gart,
-        queue_id: q.queue_id,
-        doorbell_offset: q.doorbell_offset,
-        doorbell: (page as u64 + (q.doorbell_offset - base)) as usize as *mut u64,
+        ring: raw.ring,
+        gart: raw.gart,
+        queue_id: raw.queue_id,
+        doorbell_offset: raw.doorbell_offset,
+        doorbell: raw.doorbell,
         wptr: 0,
     }
 }
@@ -132,16 +105,7 @@ impl SdmaQueue<'_, '_> {
     }
 
     fn destroy(self) {
-        ioctl(
-            self.dev.k,
-            self.dev.kfd,
-            IOC_DESTROY_QUEUE,
-            &mut DestroyQueueArgs {
-                queue_id: self.queue_id,
-                pad: 0,
-            },
-        )
-        .unwrap();
+        self.dev.destroy_queue(self.queue_id);
     }
 }
 
@@ -677,20 +641,7 @@ fn sdma_and_compute_queues_share_the_doorbell_page_with_distinct_slots() {
     let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
     let mut s0 = create_sdma(&dev, 0x1000);
     // A compute queue created between them.
-    let ring = dev.alloc(0x1000, ALLOC_MEM_FLAGS_GTT);
-    let gart = dev.alloc(0x1000, ALLOC_MEM_FLAGS_GTT);
-    let mut c = CreateQueueArgs {
-        ring_base_address: ring.va,
-        ring_size: 0x1000,
-        gpu_id: dev.gpu_id,
-        queue_type: QUEUE_TYPE_COMPUTE,
-        queue_percentage: MAX_QUEUE_PERCENTAGE,
-        queue_priority: MAX_QUEUE_PRIORITY,
-        write_pointer_address: gart.va,
-        read_pointer_address: gart.va + 8,
-        ..Default::default()
-    };
-    ioctl(&k, dev.kfd, IOC_CREATE_QUEUE, &mut c).unwrap();
+    let c = dev.create_queue(0x1000);
     let mut s1 = create_sdma(&dev, 0x1000);
     let offsets = [s0.doorbell_offset, c.doorbell_offset, s1.doorbell_offset];
     // One doorbell page, three distinct slots.
@@ -725,14 +676,5 @@ fn sdma_and_compute_queues_share_the_doorbell_page_with_distinct_slots() {
     }
     s0.destroy();
     s1.destroy();
-    ioctl(
-        &k,
-        dev.kfd,
-        IOC_DESTROY_QUEUE,
-        &mut DestroyQueueArgs {
-            queue_id: c.queue_id,
-            pad: 0,
-        },
-    )
-    .unwrap();
+    c.destroy();
 }

@@ -97,6 +97,8 @@ pub struct MetalDevice<A: MetalApi> {
     pub name: String,
     pub(crate) device: A::Device,
     pub(crate) queue: A::Queue,
+    /// The only way to the committed command buffers: `ThreadSafeMetalDevice` (objc.rs) is
+    /// sound because no two threads touch them at once.
     pub(crate) state: Mutex<DeviceState<A>>,
     cache: CompileCache,
     compiler_id: String,

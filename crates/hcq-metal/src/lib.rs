@@ -15,7 +15,8 @@
 //! - [`graph`]: the neutral graph description ([`GraphSpec`]), its [`GraphPlan`], and
 //!   [`MetalGraph`].
 //! - [`fake`]: the recording fake Metal.
-//! - `objc` (macOS only): `ObjcMetal`, the real Metal through `objc2-metal`.
+//! - `objc` (macOS only): `ObjcMetal`, the real Metal through `objc2-metal`, and
+//!   `ThreadSafeMetalDevice`, which states when a device over it may be shared between threads.
 
 pub mod api;
 pub mod device;
@@ -32,4 +33,6 @@ pub use graph::{
     VarId, VarSpec,
 };
 #[cfg(target_os = "macos")]
-pub use objc::{open_system_device, system_device_names, ObjcMetal, SystemMetalDevice};
+pub use objc::{
+    open_system_device, system_device_names, ObjcMetal, SystemMetalDevice, ThreadSafeMetalDevice,
+};

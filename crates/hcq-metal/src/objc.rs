@@ -371,6 +371,37 @@ pub fn open_system_device(index: usize) -> hcq_core::Result<SystemMetalDevice> {
     crate::MetalDevice::open(ObjcMetal, index)
 }
 
+/// A [`SystemMetalDevice`] that threads may share. To Rust, objc2's Metal objects are neither
+/// `Send` nor `Sync` (it cannot know which protocol objects are thread-safe); this type states
+/// it for the objects a `MetalDevice` holds, on the strength of how device.rs uses them.
+pub struct ThreadSafeMetalDevice(SystemMetalDevice);
+
+impl ThreadSafeMetalDevice {
+    /// Opens the `index`-th Metal device of this Mac.
+    pub fn open(index: usize) -> hcq_core::Result<Self> {
+        open_system_device(index).map(Self)
+    }
+}
+
+impl std::ops::Deref for ThreadSafeMetalDevice {
+    type Target = SystemMetalDevice;
+
+    fn deref(&self) -> &SystemMetalDevice {
+        &self.0
+    }
+}
+
+// SAFETY: a `MetalDevice<ObjcMetal>` holds plain Rust data (its name, ids, the compile cache),
+// the unit `ObjcMetal`, an `MTLDevice` and an `MTLCommandQueue`, which Apple documents as
+// thread-safe, and the committed `MTLCommandBuffer`s in its `Mutex<DeviceState>`: device.rs
+// touches those only with that lock held (`submit_locked`, `wait_*_locked`), so one thread at a
+// time, and retaining/releasing an Objective-C object is atomic. A change to that locking must
+// revisit this.
+unsafe impl Send for ThreadSafeMetalDevice {}
+// SAFETY: as for `Send` above: through `&ThreadSafeMetalDevice`, the thread-safe `MTLDevice`
+// and `MTLCommandQueue` are used directly and the command buffers only under the device's lock.
+unsafe impl Sync for ThreadSafeMetalDevice {}
+
 /// Names of this Mac's Metal devices.
 pub fn system_device_names() -> Vec<String> {
     crate::device::device_names(&ObjcMetal)

@@ -54,7 +54,7 @@ pub use registry::{list_devices, DeviceListing};
 #[cfg(target_os = "linux")]
 use hcq_amd::{AmdBuffer, AmdDevice, AmdProgram};
 #[cfg(target_os = "macos")]
-use hcq_metal::{MetalBuffer, MetalProgram, ObjcMetal, SystemMetalDevice};
+use hcq_metal::{MetalBuffer, MetalProgram, ObjcMetal};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -82,36 +82,8 @@ enum Backend {
     #[cfg(target_os = "linux")]
     Amd(AmdDevice),
     #[cfg(target_os = "macos")]
-    Metal(MetalBackend),
+    Metal(hcq_metal::ThreadSafeMetalDevice),
 }
-
-/// The Metal device behind a [`Device`]. To Rust, objc2's Metal objects are neither `Send` nor
-/// `Sync` (it cannot know which protocol objects are thread-safe); this wrapper states it for
-/// the objects a `MetalDevice` holds, so that a `Device` is shareable on macOS as on Linux.
-#[cfg(target_os = "macos")]
-struct MetalBackend(SystemMetalDevice);
-
-#[cfg(target_os = "macos")]
-impl std::ops::Deref for MetalBackend {
-    type Target = SystemMetalDevice;
-
-    fn deref(&self) -> &SystemMetalDevice {
-        &self.0
-    }
-}
-
-// SAFETY: a `MetalDevice<ObjcMetal>` holds plain Rust data (its name, ids, the compile cache),
-// the unit `ObjcMetal`, an `MTLDevice` and an `MTLCommandQueue`, which Apple documents as
-// thread-safe, and the committed `MTLCommandBuffer`s in its `Mutex<DeviceState>`: hcq-metal's
-// device.rs touches those only with that lock held (`submit_locked`, `wait_*_locked`), so one
-// thread at a time, and retaining/releasing an Objective-C object is atomic. This relies on that
-// locking in hcq-metal; a change there must revisit this.
-#[cfg(target_os = "macos")]
-unsafe impl Send for MetalBackend {}
-// SAFETY: as for `Send` above: through `&MetalBackend`, the thread-safe `MTLDevice` and
-// `MTLCommandQueue` are used directly and the command buffers only under the device's lock.
-#[cfg(target_os = "macos")]
-unsafe impl Sync for MetalBackend {}
 
 /// The Metal buffer behind a buffer argument (every buffer of a Metal device is one).
 #[cfg(target_os = "macos")]

@@ -104,9 +104,9 @@ fn open_backend(kind: &str, index: usize) -> Result<Backend> {
 #[cfg(target_os = "macos")]
 fn open_backend(kind: &str, index: usize) -> Result<Backend> {
     debug_assert_eq!(kind, METAL);
-    Ok(Backend::Metal(crate::MetalBackend(
-        hcq_metal::open_system_device(index)?,
-    )))
+    Ok(Backend::Metal(hcq_metal::ThreadSafeMetalDevice::open(
+        index,
+    )?))
 }
 
 /// `HCQ_DEVICE`, else on Linux the first real AMD GPU, else `amd-emu:0`; on macOS `metal:0`.

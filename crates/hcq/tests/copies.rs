@@ -23,10 +23,21 @@ const MIB: usize = 1 << 20;
 #[test]
 fn round_trips_of_every_interesting_size() {
     let dev = device();
-    for (i, n) in [0, 1, 3, 4 * MIB - 1, 4 * MIB, 4 * MIB + 1, 100 * MIB]
-        .into_iter()
-        .enumerate()
-    {
+    // Around the staging chunk size, around the size from which copies go straight to and
+    // from the caller's pages, and one large copy.
+    let sizes = [
+        0,
+        1,
+        3,
+        4 * MIB - 1,
+        4 * MIB,
+        4 * MIB + 1,
+        16 * MIB - 1,
+        16 * MIB,
+        16 * MIB + 1,
+        100 * MIB,
+    ];
+    for (i, n) in sizes.into_iter().enumerate() {
         let data = pattern(n, i as u64 + 1);
         let buf = dev.alloc(n.max(1)).unwrap();
         buf.copy_in(0, &data).unwrap();
@@ -64,6 +75,46 @@ fn unaligned_round_trips(dev: &Device, n: usize) {
             out[..3].iter().chain(&out[3 + n..]).all(|&b| b == 0),
             "bytes outside the copy were written"
         );
+    }
+}
+
+const PAGE: usize = 4096;
+
+/// Copies out into slices starting and ending at every interesting position within a page,
+/// inside a larger vector of canary bytes: the bytes around the slice, including those sharing
+/// its first and last page, must keep their canaries.
+#[test]
+fn copy_out_leaves_every_byte_outside_the_slice_alone() {
+    let dev = device();
+    for n in [16 * MIB - 1, 16 * MIB + 5, 20 * MIB + PAGE] {
+        let data = pattern(n, n as u64);
+        let buf = dev.alloc(n).unwrap();
+        buf.copy_in(0, &data).unwrap();
+        let canary = pattern(n + 3 * PAGE, 5);
+        let mut host = canary.clone();
+        // Where in a page the slice starts: page-aligned, just after, just before the next.
+        for start_in_page in [0, 1, 7, PAGE - 1] {
+            let base = host.as_ptr() as usize;
+            let start = (start_in_page + PAGE - base % PAGE) % PAGE + PAGE;
+            buf.copy_out(0, &mut host[start..start + n]).unwrap();
+            assert!(
+                host[start..start + n] == data,
+                "size {n}, start {start_in_page} into a page: first difference at {:?}",
+                host[start..start + n]
+                    .iter()
+                    .zip(&data)
+                    .position(|(a, b)| a != b)
+            );
+            for (i, (&got, &want)) in host.iter().zip(&canary).enumerate() {
+                if i < start || i >= start + n {
+                    assert_eq!(
+                        got, want,
+                        "size {n}, start {start_in_page} into a page: byte {i} outside the copy changed"
+                    );
+                }
+            }
+            host.copy_from_slice(&canary);
+        }
     }
 }
 

@@ -10,6 +10,9 @@
 //! The LLVM tools are required: a missing clang-19 or llvm-objdump-19 fails the test (the test
 //! script installs them).
 
+// The compile flags come from hcq-amd, which only Linux builds.
+#![cfg(target_os = "linux")]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -63,19 +66,10 @@ impl Drop for TempDir {
 }
 
 fn compile(src: &Path, out: &Path) -> Result<(), String> {
+    // The runtime's flags, so the objects checked here are the ones it would load.
     let output = Command::new(CLANG)
-        .args([
-            "-x",
-            "hip",
-            "--cuda-device-only",
-            "--no-gpu-bundle-output",
-            "-nogpulib",
-            "-nogpuinc",
-            "-O3",
-            "-fno-exceptions",
-            "--offload-arch=gfx1100",
-            "-o",
-        ])
+        .args(hcq_amd::compiler::base_flags("gfx1100"))
+        .arg("-o")
         .arg(out)
         .arg(src)
         .output()

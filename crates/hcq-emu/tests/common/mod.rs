@@ -264,14 +264,17 @@ impl<'k> Dev<'k> {
         (w.wait_result, data[0])
     }
 
-    pub fn create_queue(&self, ring_bytes: u64) -> Queue<'_, 'k> {
+    /// Creates a queue of `queue_type` with a ring of `ring_bytes` (write pointer at byte 0 of
+    /// its pointer page, read pointer at byte 8) and maps its doorbell, as the driver does for
+    /// compute and SDMA queues alike.
+    pub fn create_queue_of(&self, queue_type: u32, ring_bytes: u64) -> RawQueue {
         let ring = self.alloc(ring_bytes, ALLOC_MEM_FLAGS_GTT);
         let gart = self.alloc(0x1000, ALLOC_MEM_FLAGS_GTT);
         let mut q = CreateQueueArgs {
             ring_base_address: ring.va,
             ring_size: ring_bytes as u32,
             gpu_id: self.gpu_id,
-            queue_type: QUEUE_TYPE_COMPUTE,
+            queue_type,
             queue_percentage: MAX_QUEUE_PERCENTAGE,
             queue_priority: MAX_QUEUE_PRIORITY,
             write_pointer_address: gart.va,
@@ -293,16 +296,46 @@ impl<'k> Dev<'k> {
             )
         }
         .unwrap();
-        let doorbell = (page as u64 + (q.doorbell_offset - base)) as usize as *mut u64;
-        Queue {
-            dev: self,
+        RawQueue {
             ring,
             gart,
             queue_id: q.queue_id,
-            doorbell,
+            doorbell_offset: q.doorbell_offset,
+            doorbell: (page as u64 + (q.doorbell_offset - base)) as usize as *mut u64,
+        }
+    }
+
+    pub fn create_queue(&self, ring_bytes: u64) -> Queue<'_, 'k> {
+        let raw = self.create_queue_of(QUEUE_TYPE_COMPUTE, ring_bytes);
+        Queue {
+            dev: self,
+            ring: raw.ring,
+            gart: raw.gart,
+            queue_id: raw.queue_id,
+            doorbell_offset: raw.doorbell_offset,
+            doorbell: raw.doorbell,
             wptr: 0,
         }
     }
+
+    pub fn destroy_queue(&self, queue_id: u32) {
+        ioctl(
+            self.k,
+            self.kfd,
+            IOC_DESTROY_QUEUE,
+            &mut DestroyQueueArgs { queue_id, pad: 0 },
+        )
+        .unwrap();
+    }
+}
+
+/// A queue just created: its ring, the page holding its pointers, and its doorbell.
+pub struct RawQueue {
+    pub ring: Buf,
+    pub gart: Buf,
+    pub queue_id: u32,
+    pub doorbell_offset: u64,
+    pub doorbell: *mut u64,
 }
 
 /// A compute queue as the driver keeps it.
@@ -311,6 +344,7 @@ pub struct Queue<'d, 'k> {
     pub ring: Buf,
     pub gart: Buf,
     pub queue_id: u32,
+    pub doorbell_offset: u64,
     pub doorbell: *mut u64,
     pub wptr: u64,
 }
@@ -353,16 +387,7 @@ impl Queue<'_, '_> {
     }
 
     pub fn destroy(self) {
-        ioctl(
-            self.dev.k,
-            self.dev.kfd,
-            IOC_DESTROY_QUEUE,
-            &mut DestroyQueueArgs {
-                queue_id: self.queue_id,
-                pad: 0,
-            },
-        )
-        .unwrap();
+        self.dev.destroy_queue(self.queue_id);
     }
 }
 
