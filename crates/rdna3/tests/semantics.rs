@@ -476,3 +476,73 @@ fn maxmin_dot_permlane_cvt() {
     assert_eq!(w.vgpr[0][2] & 0xffff, 0);
     assert_eq!(w.vgpr[0][3] & 0xffff, 13);
 }
+
+/// The f32 division expansion clang-19 emits for `n / d` (denormals on), from
+/// `llvm-objdump-19`: v_div_scale ×2, v_rcp, two Newton-Raphson steps, v_div_fmas,
+/// v_div_fixup. Numerator in v0, denominator in v1, quotient in v0.
+const F32_DIVISION: &[&[u32]] = &[
+    &[0xd6fc7c03, 0x04020301], // v_div_scale_f32 v3, null, v1, v1, v0
+    &[0xd6fc6a06, 0x04020300], // v_div_scale_f32 v6, vcc_lo, v0, v1, v0
+    &[0x7e085503],             // v_rcp_f32_e32 v4, v3
+    &[0xd6130005, 0x23ca0903], // v_fma_f32 v5, -v3, v4, 1.0
+    &[0x56080905],             // v_fmac_f32_e32 v4, v5, v4
+    &[0x100a0906],             // v_mul_f32_e32 v5, v6, v4
+    &[0xd6130007, 0x241a0b03], // v_fma_f32 v7, -v3, v5, v6
+    &[0x560a0907],             // v_fmac_f32_e32 v5, v7, v4
+    &[0xd6130003, 0x241a0b03], // v_fma_f32 v3, -v3, v5, v6
+    &[0xd6370003, 0x04160903], // v_div_fmas_f32 v3, v3, v4, v5
+    &[0xd6270000, 0x04020303], // v_div_fixup_f32 v0, v3, v1, v0
+];
+
+#[test]
+fn div_scale_f32_scales_divisors_whose_reciprocal_is_denormal() {
+    let mut w = wave();
+    w.sgpr[usize::from(EXEC_LO)] = 0b11;
+    // Lane 0: |divisor| > 2^126 with a normal quotient: both operands scaled by 2^-64.
+    // Lane 1: the quotient is denormal too: only the divisor is scaled (by 2^-64), VCC set.
+    let num = [2f32.powi(62), 1.0];
+    let den = [f32::MAX, f32::MAX];
+    set_lanes(&mut w, 1, |l| num[l % 2].to_bits());
+    set_lanes(&mut w, 2, |l| den[l % 2].to_bits());
+    run(&[0xd6fc0000, 0x04060502], &mut w); // v_div_scale_f32 v0, s0, v2, v2, v1
+    let scale = 2f32.powi(-64);
+    assert_eq!(f32::from_bits(w.vgpr[0][0]), f32::MAX * scale);
+    assert_eq!(f32::from_bits(w.vgpr[0][1]), f32::MAX * scale);
+    assert_eq!(w.sgpr[0], 0b10);
+    run(&[0xd6fc6a00, 0x04060501], &mut w); // v_div_scale_f32 v0, vcc_lo, v1, v2, v1
+    assert_eq!(f32::from_bits(w.vgpr[0][0]), 2f32.powi(62) * scale);
+    assert_eq!(f32::from_bits(w.vgpr[0][1]), 1.0);
+    assert_eq!(w.vcc(), 0b10);
+}
+
+#[test]
+fn f32_division_expansion_is_correctly_rounded_for_huge_divisors() {
+    let mut w = wave();
+    // Pairs around and above |divisor| = 2^126, where V_RCP_F32 of the divisor is denormal,
+    // plus ordinary and denormal-quotient cases. The reference is the host's IEEE division.
+    let cases: [(f32, f32); 10] = [
+        (2f32.powi(62), f32::MAX),
+        (1.0, f32::MAX),
+        (-3.0, 2f32.powi(127)),
+        (1.0e30, -1.7e38),
+        (f32::MAX, f32::MAX),
+        (1.0e-38, 3.0e38),
+        (5.0, 2f32.powi(126)),
+        (7.0, 3.0),
+        (1.0e-30, 1.0e10),
+        (0.1, 8.5e37),
+    ];
+    set_lanes(&mut w, 0, |l| cases[l % cases.len()].0.to_bits());
+    set_lanes(&mut w, 1, |l| cases[l % cases.len()].1.to_bits());
+    for inst in F32_DIVISION {
+        run(inst, &mut w);
+    }
+    for (lane, (n, d)) in cases.iter().enumerate() {
+        assert_eq!(
+            w.vgpr[0][lane],
+            (n / d).to_bits(),
+            "lane {lane}: {n:e} / {d:e} gave {:e}",
+            f32::from_bits(w.vgpr[0][lane])
+        );
+    }
+}

@@ -287,8 +287,16 @@ fn f64_denormal(x: f64) -> bool {
 const DIV_SCALE_F32: DivScaleParams = DivScaleParams {
     exponent: |x| ((x as f32).to_bits() >> 23 & 0xff) as i32,
     denormal: f32_denormal,
-    // The ISA evaluates 1 / S1 in f64, where the reciprocal of an f32 is never denormal.
-    reciprocal_denormal: |x| f64_denormal(1.0 / x),
+    // The pseudocode writes this test as `1.0 / 64'F(S1.f32) == DENORM.f64`, which no f32
+    // divisor meets and would leave the branch dead. The test that matters is whether
+    // V_RCP_F32 of the divisor lands in the f32 denormal range (|S1| > 2^126), where it keeps
+    // too few bits for the Newton-Raphson steps: the division expansion is then off by an ulp
+    // (2^62 / FLT_MAX), or zero where the reciprocal flushes. Scaling such divisors down
+    // keeps f32 division correctly rounded.
+    reciprocal_denormal: |x| {
+        let reciprocal = (1.0 / x).abs();
+        reciprocal != 0.0 && reciprocal < f64::from(f32::MIN_POSITIVE)
+    },
     quotient_denormal: |n, d| ((n as f32) / (d as f32)).abs() < f32::MIN_POSITIVE,
     near_max: 96,
     tiny: 23,
