@@ -449,10 +449,11 @@ fn float_binary_of<F: Float>(op: FloatBinary, a: F, b: F) -> F {
         FloatBinary::Add => a + b,
         FloatBinary::Sub => a - b,
         FloatBinary::Mul => a * b,
+        FloatBinary::Div if b == F::ZERO => a / F::ZERO,
         FloatBinary::Div => a / b,
         FloatBinary::Min => ieee_min(a, b),
         FloatBinary::Max => ieee_max(a, b),
-        FloatBinary::CopySign if b.nan() => a.magnitude(),
+        FloatBinary::CopySign if b.nan() || b == F::ZERO => a.magnitude(),
         FloatBinary::CopySign => a.with_sign_of(b),
     }
 }
