@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+/// Number of general-purpose SGPRs (s0..s105); VCC follows them.
+pub const SGPR_COUNT: usize = 106;
 /// Index of VCC_LO in the scalar register file (encoding 106).
 pub const VCC_LO: u8 = 106;
 /// Index of NULL in the scalar register file (encoding 124): reads 0, writes are dropped.

@@ -476,3 +476,337 @@ fn maxmin_dot_permlane_cvt() {
     assert_eq!(w.vgpr[0][2] & 0xffff, 0);
     assert_eq!(w.vgpr[0][3] & 0xffff, 13);
 }
+
+/// The f32 division expansion clang-19 emits for `n / d` (denormals on), from
+/// `llvm-objdump-19`: v_div_scale ×2, v_rcp, two Newton-Raphson steps, v_div_fmas,
+/// v_div_fixup. Numerator in v0, denominator in v1, quotient in v0.
+const F32_DIVISION: &[&[u32]] = &[
+    &[0xd6fc7c03, 0x04020301], // v_div_scale_f32 v3, null, v1, v1, v0
+    &[0xd6fc6a06, 0x04020300], // v_div_scale_f32 v6, vcc_lo, v0, v1, v0
+    &[0x7e085503],             // v_rcp_f32_e32 v4, v3
+    &[0xd6130005, 0x23ca0903], // v_fma_f32 v5, -v3, v4, 1.0
+    &[0x56080905],             // v_fmac_f32_e32 v4, v5, v4
+    &[0x100a0906],             // v_mul_f32_e32 v5, v6, v4
+    &[0xd6130007, 0x241a0b03], // v_fma_f32 v7, -v3, v5, v6
+    &[0x560a0907],             // v_fmac_f32_e32 v5, v7, v4
+    &[0xd6130003, 0x241a0b03], // v_fma_f32 v3, -v3, v5, v6
+    &[0xd6370003, 0x04160903], // v_div_fmas_f32 v3, v3, v4, v5
+    &[0xd6270000, 0x04020303], // v_div_fixup_f32 v0, v3, v1, v0
+];
+
+#[test]
+fn div_scale_f32_scales_divisors_whose_reciprocal_is_denormal() {
+    let mut w = wave();
+    w.sgpr[usize::from(EXEC_LO)] = 0b11;
+    // Lane 0: |divisor| > 2^126 with a normal quotient: both operands scaled by 2^-64.
+    // Lane 1: the quotient is denormal too: only the divisor is scaled (by 2^-64), VCC set.
+    let num = [2f32.powi(62), 1.0];
+    let den = [f32::MAX, f32::MAX];
+    set_lanes(&mut w, 1, |l| num[l % 2].to_bits());
+    set_lanes(&mut w, 2, |l| den[l % 2].to_bits());
+    run(&[0xd6fc0000, 0x04060502], &mut w); // v_div_scale_f32 v0, s0, v2, v2, v1
+    let scale = 2f32.powi(-64);
+    assert_eq!(f32::from_bits(w.vgpr[0][0]), f32::MAX * scale);
+    assert_eq!(f32::from_bits(w.vgpr[0][1]), f32::MAX * scale);
+    assert_eq!(w.sgpr[0], 0b10);
+    run(&[0xd6fc6a00, 0x04060501], &mut w); // v_div_scale_f32 v0, vcc_lo, v1, v2, v1
+    assert_eq!(f32::from_bits(w.vgpr[0][0]), 2f32.powi(62) * scale);
+    assert_eq!(f32::from_bits(w.vgpr[0][1]), 1.0);
+    assert_eq!(w.vcc(), 0b10);
+}
+
+#[test]
+fn f32_division_expansion_is_correctly_rounded_for_huge_divisors() {
+    let mut w = wave();
+    // Pairs around and above |divisor| = 2^126, where V_RCP_F32 of the divisor is denormal,
+    // plus ordinary and denormal-quotient cases. The reference is the host's IEEE division.
+    let cases: [(f32, f32); 10] = [
+        (2f32.powi(62), f32::MAX),
+        (1.0, f32::MAX),
+        (-3.0, 2f32.powi(127)),
+        (1.0e30, -1.7e38),
+        (f32::MAX, f32::MAX),
+        (1.0e-38, 3.0e38),
+        (5.0, 2f32.powi(126)),
+        (7.0, 3.0),
+        (1.0e-30, 1.0e10),
+        (0.1, 8.5e37),
+    ];
+    set_lanes(&mut w, 0, |l| cases[l % cases.len()].0.to_bits());
+    set_lanes(&mut w, 1, |l| cases[l % cases.len()].1.to_bits());
+    for inst in F32_DIVISION {
+        run(inst, &mut w);
+    }
+    for (lane, (n, d)) in cases.iter().enumerate() {
+        assert_eq!(
+            w.vgpr[0][lane],
+            (n / d).to_bits(),
+            "lane {lane}: {n:e} / {d:e} gave {:e}",
+            f32::from_bits(w.vgpr[0][lane])
+        );
+    }
+}
+
+const M0: usize = 125;
+
+#[test]
+fn vgpr_moves_indexed_by_m0() {
+    let mut w = wave();
+    w.sgpr[usize::from(EXEC_LO)] = 0x0000_ffff;
+    for reg in 10..20 {
+        set_lanes(&mut w, reg, |l| (reg * 100 + l) as u32);
+    }
+    w.sgpr[M0] = 3;
+    run(&[0x7e00870a], &mut w); // v_movrels_b32_e32 v0, v10: v0 = v13
+    assert_eq!(w.vgpr[0][5], 1305);
+    assert_eq!(w.vgpr[0][20], 0, "inactive lane untouched");
+    run(&[0xd5c30000, 0x0000010a], &mut w); // v_movrels_b32_e64 v0, v10
+    assert_eq!(w.vgpr[0][7], 1307);
+    set_lanes(&mut w, 1, |l| 7000 + l as u32);
+    run(&[0x7e148501], &mut w); // v_movreld_b32_e32 v10, v1: v13 = v1
+    assert_eq!((w.vgpr[13][2], w.vgpr[10][2]), (7002, 1002));
+    w.sgpr[M0] = 2;
+    run(&[0x7e04890a], &mut w); // v_movrelsd_b32_e32 v2, v10: v4 = v12
+    assert_eq!(w.vgpr[4][1], 1201);
+    // Source offset M0[9:0] = 1, destination offset M0[25:16] = 4.
+    w.sgpr[M0] = 4 << 16 | 1;
+    run(&[0x7e06910a], &mut w); // v_movrelsd_2_b32_e32 v3, v10: v7 = v11
+    assert_eq!(w.vgpr[7][9], 1109);
+    // v_swaprel_b32 v20, v10: swaps v11 (M0[9:0]) and v24 (M0[25:16]).
+    set_lanes(&mut w, 24, |l| 2400 + l as u32);
+    run(&[0x7e28d10a], &mut w);
+    assert_eq!((w.vgpr[24][3], w.vgpr[11][3]), (1103, 2403));
+}
+
+#[test]
+fn vgpr_index_past_the_register_file_is_a_fault() {
+    let mut w = wave();
+    w.sgpr[M0] = 250;
+    let decoded = decode(&[0x7e00870a]).unwrap(); // v_movrels_b32_e32 v0, v10
+    let mem = HostMemory::new(&[]);
+    let mut lds = [0u8; 64];
+    let mut ctx = ExecContext {
+        mem: &mem,
+        lds: &mut lds,
+    };
+    let fault = w.execute(&mut ctx, &decoded.inst, 4).unwrap_err();
+    assert!(fault.to_string().contains("v260"), "{fault}");
+}
+
+#[test]
+fn sgpr_moves_indexed_by_m0() {
+    let mut w = wave();
+    for reg in 10..20 {
+        w.sgpr[reg] = (reg * 100) as u32;
+    }
+    w.sgpr[M0] = 2;
+    run(&[0xbe80400a], &mut w); // s_movrels_b32 s0, s10: s0 = s12
+    assert_eq!(w.sgpr[0], 1200);
+    run(&[0xbe80410a], &mut w); // s_movrels_b64 s[0:1], s[10:11]: s[12:13]
+    assert_eq!((w.sgpr[0], w.sgpr[1]), (1200, 1300));
+    w.sgpr[1] = 77;
+    run(&[0xbe8a4201], &mut w); // s_movreld_b32 s10, s1: s12 = s1
+    assert_eq!(w.sgpr[12], 77);
+    (w.sgpr[2], w.sgpr[3]) = (5, 6);
+    run(&[0xbe8a4302], &mut w); // s_movreld_b64 s[10:11], s[2:3]: s[12:13]
+    assert_eq!((w.sgpr[12], w.sgpr[13]), (5, 6));
+    w.sgpr[M0] = 3 << 16 | 5;
+    run(&[0xbe83440a], &mut w); // s_movrelsd_2_b32 s3, s10: s6 = s15
+    assert_eq!(w.sgpr[6], 1500);
+    // An index that would reach VCC (s106) faults instead of writing it.
+    w.sgpr[M0] = 96;
+    let decoded = decode(&[0xbe8a4201]).unwrap();
+    let mem = HostMemory::new(&[]);
+    let mut lds = [0u8; 64];
+    let mut ctx = ExecContext {
+        mem: &mem,
+        lds: &mut lds,
+    };
+    let fault = w.execute(&mut ctx, &decoded.inst, 4).unwrap_err();
+    assert!(fault.to_string().contains("s106"), "{fault}");
+}
+
+#[test]
+fn scalar_bit_counts_masks_and_replication() {
+    let mut w = wave();
+    // s_cls_i32_i64 s0, s[2:3]: bits after the sign bit that repeat it.
+    for (value, want) in [
+        (0u64, -1i32),
+        (u64::MAX, -1),
+        (1, 63),
+        (0x4000_0000_0000_0000, 1),
+        (0xffff_0000_0000_0000, 16),
+        (0x0000_0000_8000_0000, 32),
+    ] {
+        (w.sgpr[2], w.sgpr[3]) = (value as u32, (value >> 32) as u32);
+        run(&[0xbe800d02], &mut w);
+        assert_eq!(w.sgpr[0] as i32, want, "cls of {value:#x}");
+    }
+    w.sgpr[2] = 0x8000_0005;
+    run(&[0xbe801402], &mut w); // s_bitreplicate_b64_b32 s[0:1], s2
+    assert_eq!((w.sgpr[0], w.sgpr[1]), (0x0000_0033, 0xc000_0000));
+    w.sgpr[2] = 0x1000_0f20;
+    run(&[0xbe801a02], &mut w); // s_quadmask_b32 s0, s2: nibbles 1, 2 and 7 are set
+    assert_eq!((w.sgpr[0], w.scc), (0b1000_0110, true));
+    (w.sgpr[2], w.sgpr[3]) = (0x0000_0001, 0x8000_0000);
+    run(&[0xbe801b02], &mut w); // s_quadmask_b64 s[0:1], s[2:3]
+    assert_eq!((w.sgpr[0], w.sgpr[1], w.scc), (0x8001, 0, true));
+    (w.sgpr[2], w.sgpr[3]) = (0, 0);
+    run(&[0xbe801b02], &mut w);
+    assert_eq!((w.sgpr[0], w.scc), (0, false));
+    (w.sgpr[2], w.sgpr[3]) = (0x0000_0010, 0x0200_0000);
+    run(&[0xbe801d02], &mut w); // s_wqm_b64 s[0:1], s[2:3]
+    assert_eq!(
+        (w.sgpr[0], w.sgpr[1], w.scc),
+        (0x0000_00f0, 0x0f00_0000, true)
+    );
+}
+
+#[test]
+fn cube_map_coordinates() {
+    let mut w = wave();
+    // (x, y, z) per lane and the expected (face id, sc, tc, 2 * major axis). The major
+    // axis is z on ties, then y over x.
+    let cases: [([f32; 3], [f32; 4]); 7] = [
+        ([1.0, 2.0, 3.0], [4.0, 1.0, -2.0, 6.0]),
+        ([1.0, 2.0, -3.0], [5.0, -1.0, -2.0, -6.0]),
+        ([1.0, -5.0, 3.0], [3.0, 1.0, -3.0, -10.0]),
+        ([1.0, 5.0, 3.0], [2.0, 1.0, 3.0, 10.0]),
+        ([7.0, 5.0, 3.0], [0.0, -3.0, -5.0, 14.0]),
+        ([-7.0, 5.0, 3.0], [1.0, 3.0, -5.0, -14.0]),
+        ([2.0, -2.0, 2.0], [4.0, 2.0, 2.0, 4.0]),
+    ];
+    for source in 0..3 {
+        set_lanes(&mut w, 1 + source, |l| cases[l % 7].0[source].to_bits());
+    }
+    let ops = [
+        (0xd60c0000, "cubeid"),
+        (0xd60d0000, "cubesc"),
+        (0xd60e0000, "cubetc"),
+        (0xd60f0000, "cubema"),
+    ];
+    for (k, (word, name)) in ops.iter().enumerate() {
+        run(&[*word, 0x040e0501], &mut w); // v_cube*_f32 v0, v1, v2, v3
+        for (lane, (xyz, want)) in cases.iter().enumerate() {
+            assert_eq!(
+                f32::from_bits(w.vgpr[0][lane]),
+                want[k],
+                "{name} of {xyz:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn quad_sums_of_absolute_byte_differences() {
+    let mut w = wave();
+    w.sgpr[usize::from(EXEC_LO)] = 1;
+    // S0 bytes (low to high) 10, 20, 30, 40, 50, 60, 70, 80; S1 bytes 12, 0, 33, 40.
+    w.vgpr[2][0] = u32::from_le_bytes([10, 20, 30, 40]);
+    w.vgpr[3][0] = u32::from_le_bytes([50, 60, 70, 80]);
+    w.vgpr[4][0] = u32::from_le_bytes([12, 0, 33, 40]);
+    // Accumulators: 16-bit fields 1000, 2000, 3000, 0xffff (the last one wraps).
+    w.vgpr[6][0] = 1000 | 2000 << 16;
+    w.vgpr[7][0] = 3000 | 0xffff << 16;
+    // Window k holds S0 bytes k..k+3; the differences against S1 are
+    //   k=0: 2+20+3+0, k=1: 8+30+7+10, k=2: 18+40+17+20, k=3: 28+50+27+30
+    // and the masked form (v_mqsad) skips S1's zero byte: the second term.
+    let plain = [25u64, 55, 95, 135];
+    let masked = [5u64, 25, 55, 85];
+    let accumulators = [1000u64, 2000, 3000, 0xffff];
+    let pack = |sums: [u64; 4]| {
+        (0..4).fold(0u64, |out, k| {
+            out | ((sums[k] + accumulators[k]) & 0xffff) << (16 * k)
+        })
+    };
+    let read64 = |w: &Wave| u64::from(w.vgpr[0][0]) | u64::from(w.vgpr[1][0]) << 32;
+    run(&[0xd63a0000, 0x041a0902], &mut w); // v_qsad_pk_u16_u8 v[0:1], v[2:3], v4, v[6:7]
+    assert_eq!(read64(&w), pack(plain));
+    run(&[0xd63b0000, 0x041a0902], &mut w); // v_mqsad_pk_u16_u8 v[0:1], v[2:3], v4, v[6:7]
+    assert_eq!(read64(&w), pack(masked));
+    // v_mqsad_u32_u8 v[0:3], v[4:5], v6, v[8:11]: 32-bit accumulators, no truncation.
+    w.vgpr[4][0] = w.vgpr[2][0];
+    w.vgpr[5][0] = w.vgpr[3][0];
+    w.vgpr[6][0] = u32::from_le_bytes([12, 0, 33, 40]);
+    let wide = [100_000u32, 0xffff_fff0, 7, 0];
+    for (k, value) in wide.iter().enumerate() {
+        w.vgpr[8 + k][0] = *value;
+    }
+    run(&[0xd63d0000, 0x04220d04], &mut w);
+    for k in 0..4 {
+        assert_eq!(
+            w.vgpr[k][0],
+            wide[k].wrapping_add(masked[k] as u32),
+            "dword {k}"
+        );
+    }
+}
+
+#[test]
+fn trig_preop_segments_of_two_over_pi() {
+    let mut w = wave();
+    // Expected values: the ISA pseudocode evaluated with exact integer arithmetic (2/π to
+    // 1500 bits from Machin's formula) on the host.
+    let cases: [(f64, u32, u64); 11] = [
+        (1.0, 0, 0x3fe4_5f30_6dc9_c882),
+        (1.0, 1, 0x3c94_a7f0_9d5f_47d4),
+        (1.0, 2, 0x394a_6ee0_6db1_4acc),
+        (-3.0, 1, 0x3c94_a7f0_9d5f_47d4),
+        // Exponents above 1077 skip (exponent - 1077) further bits.
+        (2f64.powi(100), 0, 0x3cb5_29fc_2757_d1e0),
+        (2f64.powi(100), 3, 0x32f6_3abd_ebbc_5618),
+        // From exponent 1968 the result is scaled up by 2^128.
+        (2f64.powi(1000), 0, 0x0cc5_16ba_93dd_63f5),
+        (2f64.powi(1000), 2, 0x061e_294a_4ba9_afec),
+        (1.0, 19, 0x00ff_17b3_d073_9f78),
+        // Below the normal range the segment is truncated; past the 1201 bits it is zero.
+        (1.0, 20, 0x294a),
+        (1.0, 23, 0),
+    ];
+    set_lanes(&mut w, 2, |l| cases[l % cases.len()].0.to_bits() as u32);
+    set_lanes(&mut w, 3, |l| {
+        (cases[l % cases.len()].0.to_bits() >> 32) as u32
+    });
+    set_lanes(&mut w, 4, |l| cases[l % cases.len()].1);
+    run(&[0xd72f0000, 0x00020902], &mut w); // v_trig_preop_f64 v[0:1], v[2:3], v4
+    for (lane, (x, segment, want)) in cases.iter().enumerate() {
+        let got = u64::from(w.vgpr[0][lane]) | u64::from(w.vgpr[1][lane]) << 32;
+        assert_eq!(got, *want, "segment {segment} for {x:e}");
+    }
+}
+
+#[test]
+fn mullit_and_offset_nibble_conversion() {
+    let mut w = wave();
+    // v_mullit_f32 v0, v1, v2, v3: S0 * S1, or -FLT_MAX when S1 is -FLT_MAX, -inf or NaN
+    // or S2 is not positive.
+    let cases: [(f32, f32, f32, f32); 5] = [
+        (3.0, 2.0, 1.0, 6.0),
+        (3.0, f32::NEG_INFINITY, 1.0, -f32::MAX),
+        (3.0, f32::NAN, 1.0, -f32::MAX),
+        (3.0, 2.0, 0.0, -f32::MAX),
+        (3.0, 2.0, -0.5, -f32::MAX),
+    ];
+    set_lanes(&mut w, 1, |l| cases[l % 5].0.to_bits());
+    set_lanes(&mut w, 2, |l| cases[l % 5].1.to_bits());
+    set_lanes(&mut w, 3, |l| cases[l % 5].2.to_bits());
+    run(&[0xd6180000, 0x040e0501], &mut w);
+    for (lane, case) in cases.iter().enumerate() {
+        assert_eq!(f32::from_bits(w.vgpr[0][lane]), case.3, "{case:?}");
+    }
+    // v_cvt_off_f32_i4_e32 v0, v1: the low nibble as a signed count of sixteenths.
+    set_lanes(&mut w, 1, |l| 0xabc0 | (l as u32 % 16));
+    run(&[0x7e001d01], &mut w);
+    for lane in 0..16 {
+        let nibble = if lane < 8 {
+            lane as f32
+        } else {
+            lane as f32 - 16.0
+        };
+        assert_eq!(
+            f32::from_bits(w.vgpr[0][lane]),
+            nibble / 16.0,
+            "nibble {lane}"
+        );
+    }
+}

@@ -1,10 +1,10 @@
 //! Scalar ALU and program control: SOP1, SOP2, SOPK, SOPC, SOPP.
 
-use super::{unimplemented, Flow, Wave};
+use super::{illegal, unimplemented, Flow, Wave};
 use crate::decode::{Sop1, Sop2, Sopc, Sopk, Sopp};
 use crate::fault::FaultKind;
 use crate::isa::{operand_spec, Sop1Op, Sop2Op, SopcOp, SopkOp, SoppOp};
-use crate::operand::EXEC_LO;
+use crate::operand::{Operand, EXEC_LO, M0, SGPR_COUNT};
 
 /// Sign-extends the low `bits` bits of `value` (bits in 1..=64; 0 yields 0).
 fn sign_extend64(value: u64, bits: u32) -> i64 {
@@ -28,6 +28,25 @@ fn low_mask64(width: u32) -> u64 {
 }
 
 impl Wave {
+    /// The SGPR `base + offset` of the S_MOVREL* instructions (`base` is the register the
+    /// instruction names, `offset` comes from M0), checked so that `dwords` registers fit
+    /// in s0..s105: an index past them would reach VCC, M0 or EXEC.
+    fn relative_sgpr(&self, base: Operand, offset: u32, dwords: usize) -> Result<usize, FaultKind> {
+        let Operand::Sgpr(first) = base else {
+            return Err(illegal(format!(
+                "{base} is not an SGPR, so it cannot be indexed by M0"
+            )));
+        };
+        let index = usize::from(first) + offset as usize;
+        if index + dwords > SGPR_COUNT {
+            return Err(illegal(format!(
+                "{base} indexed by M0 = {offset} is s{index}, past s{}",
+                SGPR_COUNT - 1
+            )));
+        }
+        Ok(index)
+    }
+
     fn set_exec(&mut self, value: u32) {
         self.sgpr[usize::from(EXEC_LO)] = value;
     }
@@ -205,6 +224,87 @@ impl Wave {
                 self.scc = new_exec != 0;
                 let wrexec = matches!(i.op, S_AND_NOT0_WREXEC_B32 | S_AND_NOT1_WREXEC_B32);
                 self.write_scalar(i.sdst, if wrexec { new_exec } else { exec })?;
+            }
+            S_CLS_I32_I64 => {
+                let v = s64(self)?;
+                // Bits below the sign bit that still equal it; -1 when all 64 bits agree.
+                let magnitude = if v >> 63 == 1 { !v } else { v };
+                let r = if magnitude == 0 {
+                    u32::MAX
+                } else {
+                    magnitude.leading_zeros()
+                };
+                self.write_scalar(i.sdst, r)?;
+            }
+            S_BITREPLICATE_B64_B32 => {
+                let v = s32(self)?;
+                let mut r = 0u64;
+                for bit in 0..32 {
+                    if (v >> bit) & 1 != 0 {
+                        r |= 0b11 << (2 * bit);
+                    }
+                }
+                self.write_scalar64(i.sdst, r)?;
+            }
+            S_QUADMASK_B32 => {
+                let v = s32(self)?;
+                let r = (0..8).fold(0u32, |r, quad| {
+                    r | u32::from((v >> (quad * 4)) & 0xf != 0) << quad
+                });
+                self.scc = r != 0;
+                self.write_scalar(i.sdst, r)?;
+            }
+            S_QUADMASK_B64 => {
+                let v = s64(self)?;
+                let r = (0..16).fold(0u64, |r, quad| {
+                    r | u64::from((v >> (quad * 4)) & 0xf != 0) << quad
+                });
+                self.scc = r != 0;
+                self.write_scalar64(i.sdst, r)?;
+            }
+            S_WQM_B64 => {
+                let v = s64(self)?;
+                let r = (0..16).fold(0u64, |r, quad| {
+                    if (v >> (quad * 4)) & 0xf != 0 {
+                        r | 0xf << (quad * 4)
+                    } else {
+                        r
+                    }
+                });
+                self.scc = r != 0;
+                self.write_scalar64(i.sdst, r)?;
+            }
+            S_MOVRELS_B32 | S_MOVRELS_B64 => {
+                let dwords = if i.op == S_MOVRELS_B64 { 2 } else { 1 };
+                let offset = self.sgpr[usize::from(M0)];
+                let from = self.relative_sgpr(i.ssrc0, offset, dwords)?;
+                let low = self.sgpr[from];
+                if dwords == 2 {
+                    let value = u64::from(low) | u64::from(self.sgpr[from + 1]) << 32;
+                    self.write_scalar64(i.sdst, value)?;
+                } else {
+                    self.write_scalar(i.sdst, low)?;
+                }
+            }
+            S_MOVRELD_B32 | S_MOVRELD_B64 => {
+                let dwords = if i.op == S_MOVRELD_B64 { 2 } else { 1 };
+                let value = if dwords == 2 {
+                    s64(self)?
+                } else {
+                    u64::from(s32(self)?)
+                };
+                let offset = self.sgpr[usize::from(M0)];
+                let to = self.relative_sgpr(i.sdst, offset, dwords)?;
+                self.sgpr[to] = value as u32;
+                if dwords == 2 {
+                    self.sgpr[to + 1] = (value >> 32) as u32;
+                }
+            }
+            S_MOVRELSD_2_B32 => {
+                let m0 = self.sgpr[usize::from(M0)];
+                let from = self.relative_sgpr(i.ssrc0, m0 & 0x3ff, 1)?;
+                let to = self.relative_sgpr(i.sdst, (m0 >> 16) & 0x3ff, 1)?;
+                self.sgpr[to] = self.sgpr[from];
             }
             S_CVT_F32_I32 => {
                 let v = (s32(self)? as i32 as f32).to_bits();

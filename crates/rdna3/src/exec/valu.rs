@@ -3,11 +3,11 @@
 //! loops over lanes, and results are written under EXEC.
 
 use super::float::*;
-use super::{unimplemented, Flow, Wave, WAVE_SIZE};
+use super::{illegal, unimplemented, Flow, Wave, WAVE_SIZE};
 use crate::decode::{CompareCondition, CompareType, Dpp, ValuInst, Vop1, Vop2, Vop3p, Vopd};
 use crate::fault::FaultKind;
 use crate::isa::{ValuOpcode, Vop1Op, Vop2Op, Vop3Op, Vop3pOp, Vop3sdOp, VopdOp};
-use crate::operand::{Operand, EXEC_LO};
+use crate::operand::{Operand, EXEC_LO, M0};
 
 type Lanes = [u64; WAVE_SIZE];
 
@@ -250,6 +250,134 @@ fn sad_u8(x: u32, y: u32, masked: bool) -> u32 {
         .sum()
 }
 
+/// Four byte SADs of the sliding 32-bit windows of `windows` (bytes k..k+3) against
+/// `reference`, each added to a 16-bit field of `accumulators` and kept to 16 bits
+/// (V_QSAD_PK_U16_U8; V_MQSAD_PK_U16_U8 skips reference bytes that are 0).
+fn quad_sad_u16(windows: u64, reference: u32, accumulators: u64, masked: bool) -> u64 {
+    (0..4).fold(0u64, |out, k| {
+        let window = (windows >> (8 * k)) as u32;
+        let accumulator = ((accumulators >> (16 * k)) & 0xffff) as u32;
+        let sum = sad_u8(window, reference, masked).wrapping_add(accumulator) & 0xffff;
+        out | u64::from(sum) << (16 * k)
+    })
+}
+
+/// V_CUBEID/SC/TC/MA_F32: face id, S and T coordinates and twice the major axis of the
+/// cube-map direction (x, y, z). The major axis is z on ties with x or y, then y over x.
+fn cube(op: Vop3Op, x: f32, y: f32, z: f32) -> f32 {
+    let (ax, ay, az) = (x.abs(), y.abs(), z.abs());
+    let negative = |v: f32| v < 0.0;
+    if az >= ax && az >= ay {
+        match op {
+            Vop3Op::V_CUBEID_F32 => {
+                if negative(z) {
+                    5.0
+                } else {
+                    4.0
+                }
+            }
+            Vop3Op::V_CUBESC_F32 => {
+                if negative(z) {
+                    -x
+                } else {
+                    x
+                }
+            }
+            Vop3Op::V_CUBETC_F32 => -y,
+            _ => z * 2.0,
+        }
+    } else if ay >= ax {
+        match op {
+            Vop3Op::V_CUBEID_F32 => {
+                if negative(y) {
+                    3.0
+                } else {
+                    2.0
+                }
+            }
+            Vop3Op::V_CUBESC_F32 => x,
+            Vop3Op::V_CUBETC_F32 => {
+                if negative(y) {
+                    -z
+                } else {
+                    z
+                }
+            }
+            _ => y * 2.0,
+        }
+    } else {
+        match op {
+            Vop3Op::V_CUBEID_F32 => {
+                if negative(x) {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
+            Vop3Op::V_CUBESC_F32 => {
+                if negative(x) {
+                    z
+                } else {
+                    -z
+                }
+            }
+            Vop3Op::V_CUBETC_F32 => -y,
+            _ => x * 2.0,
+        }
+    }
+}
+
+/// The 1201 fraction bits of 2/π (0.b1200 b1199 ... b0), most significant first, padded
+/// with zeros to 38 dwords.
+const TWO_OVER_PI_FRACTION: [u32; 38] = [
+    0xa2f9836e, 0x4e441529, 0xfc2757d1, 0xf534ddc0, 0xdb629599, 0x3c439041, 0xfe5163ab, 0xdebbc561,
+    0xb7246e3a, 0x424dd2e0, 0x06492eea, 0x09d1921c, 0xfe1deb1c, 0xb129a73e, 0xe88235f5, 0x2ebb4484,
+    0xe99c7026, 0xb45f7e41, 0x3991d639, 0x835339f4, 0x9c845f8b, 0xbdf9283b, 0x1ff897ff, 0xde05980f,
+    0xef2f118b, 0x5a0a6d1f, 0x6d367ecf, 0x27cb09b7, 0x4f463f66, 0x9e5fea2d, 0x7527bac7, 0xebe5f17b,
+    0x3d0739f7, 0x8a5292ea, 0x6bfb5fb1, 0x1f8d5d08, 0x56033046, 0xfc7b0000,
+];
+
+/// 53 bits of 2/π starting `skip` bits after the binary point (zeros past the table).
+fn two_over_pi_segment(skip: usize) -> u64 {
+    (0..53).fold(0u64, |segment, k| {
+        let position = skip + k;
+        let bit = TWO_OVER_PI_FRACTION
+            .get(position / 32)
+            .map_or(0, |word| (word >> (31 - position % 32)) & 1);
+        segment << 1 | u64::from(bit)
+    })
+}
+
+/// V_TRIG_PREOP_F64: the 53-bit segment `segment` (S1[4:0]) of 2/π for range reduction of
+/// `x`, skipping further bits for large exponents, scaled to its place value (by 2^128 more
+/// for the largest inputs); results below the normal range are truncated.
+fn trig_preop(x: f64, segment: u32) -> f64 {
+    let exponent = ((x.to_bits() >> 52) & 0x7ff) as i32;
+    let mut shift = (segment & 31) as i32 * 53;
+    if exponent > 1077 {
+        shift += exponent - 1077;
+    }
+    let bits = two_over_pi_segment(shift as usize);
+    let mut scale = -53 - shift;
+    if exponent >= 1968 {
+        scale += 128;
+    }
+    if bits == 0 {
+        return 0.0;
+    }
+    let top = 63 - bits.leading_zeros() as i32;
+    if top + scale >= -1022 {
+        return ldexp_f64(bits as f64, scale);
+    }
+    // Denormal result: keep the bits at or above 2^-1074, drop the rest.
+    let dropped = -1074 - scale;
+    if dropped >= 64 {
+        0.0
+    } else {
+        f64::from_bits(bits >> dropped)
+    }
+}
+
 fn sext24(x: u64) -> i64 {
     ((x << 40) as i64) >> 40
 }
@@ -287,8 +415,16 @@ fn f64_denormal(x: f64) -> bool {
 const DIV_SCALE_F32: DivScaleParams = DivScaleParams {
     exponent: |x| ((x as f32).to_bits() >> 23 & 0xff) as i32,
     denormal: f32_denormal,
-    // The ISA evaluates 1 / S1 in f64, where the reciprocal of an f32 is never denormal.
-    reciprocal_denormal: |x| f64_denormal(1.0 / x),
+    // The pseudocode writes this test as `1.0 / 64'F(S1.f32) == DENORM.f64`, which no f32
+    // divisor meets and would leave the branch dead. The test that matters is whether
+    // V_RCP_F32 of the divisor lands in the f32 denormal range (|S1| > 2^126), where it keeps
+    // too few bits for the Newton-Raphson steps: the division expansion is then off by an ulp
+    // (2^62 / FLT_MAX), or zero where the reciprocal flushes. Scaling such divisors down
+    // keeps f32 division correctly rounded.
+    reciprocal_denormal: |x| {
+        let reciprocal = (1.0 / x).abs();
+        reciprocal != 0.0 && reciprocal < f64::from(f32::MIN_POSITIVE)
+    },
     quotient_denormal: |n, d| ((n as f32) / (d as f32)).abs() < f32::MIN_POSITIVE,
     near_max: 96,
     tiny: 23,
@@ -435,19 +571,134 @@ impl Wave {
         if let Some(flow) = self.valu_fast(v) {
             return Ok(flow);
         }
+        if let ValuOpcode::Vop3(op) = v.op {
+            if matches!(
+                op,
+                Vop3Op::V_MOVRELS_B32_E64
+                    | Vop3Op::V_MOVRELD_B32_E64
+                    | Vop3Op::V_MOVRELSD_B32_E64
+                    | Vop3Op::V_MOVRELSD_2_B32_E64
+                    | Vop3Op::V_MQSAD_U32_U8
+                    | Vop3Op::V_PIPEFLUSH_E64
+            ) {
+                return self.valu_outside_lane_model(v, op);
+            }
+        }
         let (output, lane_mask) = self.valu_compute(v)?;
         self.valu_commit(v, output, lane_mask)?;
         Ok(Flow::Next)
     }
 
-    /// VOP1 operations without a VOP3 form (`v_swap_b32`).
+    /// The VGPR `base + offset` of the M0-relative moves (`base` is the register the
+    /// instruction names), checked against the register file.
+    fn relative_vgpr(&self, base: Operand, offset: u32) -> Result<usize, FaultKind> {
+        let Operand::Vgpr(first) = base else {
+            return Err(illegal(format!(
+                "{base} is not a VGPR, so it cannot be indexed by M0"
+            )));
+        };
+        let index = u32::from(first).saturating_add(offset);
+        if index > 255 {
+            return Err(illegal(format!(
+                "{base} indexed by M0 = {offset} is v{index}, past v255"
+            )));
+        }
+        Ok(self.vgpr_range(Operand::Vgpr(index as u8), 1)?.start)
+    }
+
+    /// VALU operations that do not fit the per-lane source/destination model of
+    /// [`Wave::valu_compute`]: register indexing through M0 (v_movrel*), the 128-bit
+    /// v_mqsad_u32_u8, and v_pipeflush.
+    fn valu_outside_lane_model(&mut self, v: &ValuInst, op: Vop3Op) -> Result<Flow, FaultKind> {
+        if v.dpp.is_some() {
+            return Err(unimplemented(op.mnemonic()));
+        }
+        let exec = self.exec();
+        let m0 = self.sgpr[usize::from(M0)];
+        let (from, to) = match op {
+            // Flushes a cache of VALU results, which a functional model does not have.
+            Vop3Op::V_PIPEFLUSH_E64 => return Ok(Flow::Next),
+            Vop3Op::V_MOVRELS_B32_E64 => (
+                self.relative_vgpr(v.src[0], m0)?,
+                self.relative_vgpr(v.dst, 0)?,
+            ),
+            Vop3Op::V_MOVRELD_B32_E64 => {
+                // The source is any 32-bit operand; only the destination is indexed.
+                let (values, _) = self.fetch(v, 0)?;
+                let to = self.relative_vgpr(v.dst, m0)?;
+                for (lane, value) in values.iter().enumerate() {
+                    if exec >> lane & 1 != 0 {
+                        self.vgpr[to][lane] = *value as u32;
+                    }
+                }
+                return Ok(Flow::Next);
+            }
+            Vop3Op::V_MOVRELSD_B32_E64 => (
+                self.relative_vgpr(v.src[0], m0)?,
+                self.relative_vgpr(v.dst, m0)?,
+            ),
+            Vop3Op::V_MOVRELSD_2_B32_E64 => (
+                self.relative_vgpr(v.src[0], m0 & 0x3ff)?,
+                self.relative_vgpr(v.dst, (m0 >> 16) & 0x3ff)?,
+            ),
+            _ => return self.mqsad_u32_u8(v),
+        };
+        for lane in 0..WAVE_SIZE {
+            if exec >> lane & 1 != 0 {
+                self.vgpr[to][lane] = self.vgpr[from][lane];
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    /// V_MQSAD_U32_U8: four masked byte SADs of sliding 32-bit windows of S0 against S1,
+    /// each accumulated onto one dword of the 128-bit S2 (always VGPRs).
+    fn mqsad_u32_u8(&mut self, v: &ValuInst) -> Result<Flow, FaultKind> {
+        let exec = self.exec();
+        let (windows, _) = self.fetch(v, 0)?;
+        let (reference, _) = self.fetch(v, 1)?;
+        let accumulators = self.vgpr_range(v.src[2], 4)?.start;
+        let dst = self.vgpr_range(v.dst, 4)?.start;
+        let mut out = [[0u32; WAVE_SIZE]; 4];
+        for lane in 0..WAVE_SIZE {
+            for (k, dword) in out.iter_mut().enumerate() {
+                let window = (windows[lane] >> (8 * k)) as u32;
+                let sum = sad_u8(window, reference[lane] as u32, true);
+                dword[lane] = sum.wrapping_add(self.vgpr[accumulators + k][lane]);
+            }
+        }
+        // All four dwords are computed before any is written: the destination may overlap
+        // the accumulators.
+        for (k, dword) in out.iter().enumerate() {
+            for (lane, value) in dword.iter().enumerate() {
+                if exec >> lane & 1 != 0 {
+                    self.vgpr[dst + k][lane] = *value;
+                }
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    /// VOP1 operations without a VOP3 form (`v_swap_b32`, `v_swaprel_b32`).
     pub(super) fn vop1_special(&mut self, i: &Vop1) -> Result<Flow, FaultKind> {
-        if i.op != Vop1Op::V_SWAP_B32_E32 || i.dpp.is_some() {
+        let swaps = matches!(i.op, Vop1Op::V_SWAP_B32_E32 | Vop1Op::V_SWAPREL_B32_E32);
+        if !swaps || i.dpp.is_some() {
             return Err(unimplemented(i.op.mnemonic()));
         }
         let exec = self.exec();
-        let source = self.vgpr_range(i.src0, 1)?.start;
-        let dst = self.vgpr_range(i.vdst, 1)?.start;
+        let (source, dst) = if i.op == Vop1Op::V_SWAPREL_B32_E32 {
+            // Source indexed by M0[9:0], destination by M0[25:16].
+            let m0 = self.sgpr[usize::from(M0)];
+            (
+                self.relative_vgpr(i.src0, m0 & 0x3ff)?,
+                self.relative_vgpr(i.vdst, (m0 >> 16) & 0x3ff)?,
+            )
+        } else {
+            (
+                self.vgpr_range(i.src0, 1)?.start,
+                self.vgpr_range(i.vdst, 1)?.start,
+            )
+        };
         for lane in 0..WAVE_SIZE {
             if exec >> lane & 1 != 0 {
                 let old = self.vgpr[dst][lane];
@@ -1485,6 +1736,38 @@ impl Wave {
                             }
                         }))
                     }
+                    V_CUBEID_F32 | V_CUBESC_F32 | V_CUBETC_F32 | V_CUBEMA_F32 => {
+                        vector(map3(exec, &a, &b, &c, |x, y, z| {
+                            bf(cube(op, f(x), f(y), f(z)))
+                        }))
+                    }
+                    V_QSAD_PK_U16_U8 | V_MQSAD_PK_U16_U8 => {
+                        let masked = op == V_MQSAD_PK_U16_U8;
+                        vector(map3(exec, &a, &b, &c, |x, y, z| {
+                            quad_sad_u16(x, lo(y), z, masked)
+                        }))
+                    }
+                    // A 4-bit signed integer in sixteenths: 0x7 is 0.4375, 0x8 is -0.5.
+                    V_CVT_OFF_F32_I4_E64 => vector(map1(exec, &a, |x| {
+                        let nibble = ((x as u8) << 4) as i8 >> 4;
+                        bf(f32::from(nibble) / 16.0)
+                    })),
+                    V_TRIG_PREOP_F64 => {
+                        vector(map2(exec, &a, &b, |x, y| bd(trig_preop(d(x), lo(y)))))
+                    }
+                    V_MULLIT_F32 => vector(map3(exec, &a, &b, &c, |x, y, z| {
+                        let (y, z) = (f(y), f(z));
+                        if y == -f32::MAX
+                            || y == f32::NEG_INFINITY
+                            || y.is_nan()
+                            || z <= 0.0
+                            || z.is_nan()
+                        {
+                            bf(-f32::MAX)
+                        } else {
+                            bf(f(x) * y)
+                        }
+                    })),
                     // Byte and 16-bit sums of absolute differences, byte lerp.
                     V_SAD_U8 => vector(map3(exec, &a, &b, &c, |x, y, z| {
                         u64::from(sad_u8(lo(x), lo(y), false).wrapping_add(lo(z)))
