@@ -31,13 +31,14 @@ pub enum Which {
         matmul: usize,
     },
     /// Host cost of one graph replay for graphs of 10, 100 and 1000 kernels (each kernel reads
-    /// the graph's input): back to back in the thread's CPU time with nothing patched; alone on
-    /// an idle device in wall time, with nothing patched and with the input swapped (whose
-    /// difference gives the cost per patched argument); against enqueuing the same kernels
-    /// eagerly in the same run (CPU time).
+    /// the graph's input): back to back with nothing patched; alone on an idle device, with
+    /// nothing patched and with the input swapped (whose difference gives the cost per patched
+    /// argument); against enqueuing the same kernels eagerly in the same run. An emulated
+    /// device's engines are held while the host is timed.
     Graph {
-        /// Timed replays per graph size and case.
-        #[arg(long, default_value_t = 30)]
+        /// Timed replays per graph size and case (back-to-back bursts need enough of them to
+        /// amortise the first replay's cold caches).
+        #[arg(long, default_value_t = 100)]
         replays: usize,
     },
 }
@@ -156,18 +157,27 @@ fn median_ns(mut samples: Vec<Duration>) -> f64 {
         .map_or(0.0, |d| d.as_nanos() as f64)
 }
 
-/// CPU time this thread has used. Unlike wall time, it leaves out the time the thread waits
-/// for a core: the emulated GPU's threads take the cores while they run the graph, which says
-/// nothing about what submitting costs the host (a real GPU does not share its cores).
-fn thread_cpu() -> Duration {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `t` is a valid timespec for the call to fill; the clock exists on every
-    // platform the CLI builds for.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+/// Holds an emulated device's engines while it lives, so that what is timed is the host's
+/// side of a submission alone: a CPU-emulated GPU would take the host's cores as soon as the
+/// doorbell rings, which a real GPU does not. A no-op on real devices.
+struct Held<'a> {
+    dev: &'a hcq::Device,
+    held: bool,
+}
+
+impl<'a> Held<'a> {
+    fn new(dev: &'a hcq::Device) -> Self {
+        let held = hcq::hold_emulated_engines(dev, true).is_ok();
+        Held { dev, held }
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        if self.held {
+            let _ = hcq::hold_emulated_engines(self.dev, false);
+        }
+    }
 }
 
 fn graph(device: Option<&str>, replays: usize) -> Result<Vec<Figure>, String> {
@@ -212,7 +222,8 @@ fn graph(device: Option<&str>, replays: usize) -> Result<Vec<Figure>, String> {
         let graph = g.build().map_err(e)?;
         graph.replay(&[&input_a], &[]).map_err(e)?;
         dev.synchronize().map_err(e)?;
-        // Each replay is timed alone with the device idle, so the figure is the host's work.
+        // Each replay is timed alone with the device idle (and, emulated, held: see `Held`), so
+        // the figure is the host's work.
         let timed = |swap: bool| -> Result<f64, String> {
             let mut samples = Vec::with_capacity(replays);
             for i in 0..replays {
@@ -222,9 +233,11 @@ fn graph(device: Option<&str>, replays: usize) -> Result<Vec<Figure>, String> {
                     &input_a
                 };
                 dev.synchronize().map_err(e)?;
+                let held = Held::new(&dev);
                 let start = Instant::now();
                 graph.replay(&[input], &[]).map_err(e)?;
                 samples.push(start.elapsed());
+                drop(held);
             }
             if swap && replays % 2 == 1 {
                 graph.replay(&[&input_a], &[]).map_err(e)?;
@@ -234,23 +247,25 @@ fn graph(device: Option<&str>, replays: usize) -> Result<Vec<Figure>, String> {
         };
         let unpatched_idle = timed(false)?;
         let swapped = timed(true)?;
-        // Replays back to back while the GPU works through the previous ones (the steady state
-        // of a loop replaying a graph): nothing is patched, so nothing waits. Timed in the
-        // thread's CPU time (see `thread_cpu`).
+        // Replays back to back, queued behind each other (the steady state of a loop replaying
+        // a graph): nothing is patched, so nothing waits.
         let mut bursts = Vec::new();
-        for _ in 0..5 {
+        for _ in 0..3 {
             dev.synchronize().map_err(e)?;
-            let start = thread_cpu();
+            let held = Held::new(&dev);
+            let start = Instant::now();
             for _ in 0..replays {
                 graph.replay(&[&input_a], &[]).map_err(e)?;
             }
-            bursts.push((thread_cpu() - start) / replays as u32);
+            bursts.push(start.elapsed() / replays as u32);
+            drop(held);
         }
         let unpatched = median_ns(bursts);
         let mut eager = Vec::with_capacity(replays);
         for _ in 0..replays.min(10) {
             dev.synchronize().map_err(e)?;
-            let start = thread_cpu();
+            let held = Held::new(&dev);
+            let start = Instant::now();
             for _ in 0..kernels {
                 add.launch(
                     &[
@@ -264,7 +279,8 @@ fn graph(device: Option<&str>, replays: usize) -> Result<Vec<Figure>, String> {
                 )
                 .map_err(e)?;
             }
-            eager.push(thread_cpu() - start);
+            eager.push(start.elapsed());
+            drop(held);
         }
         dev.synchronize().map_err(e)?;
         let eager = median_ns(eager);
@@ -283,8 +299,8 @@ fn graph(device: Option<&str>, replays: usize) -> Result<Vec<Figure>, String> {
             baseline: eager,
             ratio: unpatched / eager.max(1e-9),
         });
-        // One replay with the device idle: it also wakes the emulated command processor,
-        // whose threads then compete with the host for the cores.
+        // One replay on an idle device: it also wakes the command processor (on the emulator a
+        // futex wake, on hardware a doorbell store).
         figures.push(Figure {
             name: format!("graph_replay_idle_{kernels}"),
             value: unpatched_idle,

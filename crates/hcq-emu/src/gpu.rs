@@ -1,15 +1,17 @@
 //! One emulated GPU: its page table, instruction cache, VRAM accounting and fault log.
 
 use std::collections::VecDeque;
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::Duration;
 
 use hcq_amd_sys::seam::Fd;
 
 use crate::dispatch::CodeCache;
 use crate::events::Events;
 use crate::memory::PageTable;
-use crate::util::{lock, MemWatch};
+use crate::queue::QueueShared;
+use crate::util::{lock, wait_timeout, MemWatch};
 
 /// Fault reports kept per GPU before the oldest are dropped.
 const MAX_REPORTS: usize = 1024;
@@ -39,7 +41,58 @@ pub(crate) struct Gpu {
     pub max_steps: u64,
     /// What the shader engines have executed, for benchmarks.
     pub stats: ShaderStats,
+    /// Benchmarks hold the engines to time the host's side of a submission alone.
+    pub hold: Arc<EngineHold>,
     reports: Mutex<VecDeque<String>>,
+}
+
+/// Whether a GPU's engines (command processors and copy engines) take new commands. While
+/// held, submissions queue up in the rings untouched; a CPU-emulated GPU would otherwise take
+/// the host's cores the moment a doorbell rings, which a benchmark of the host's submission
+/// cost must leave out (a real GPU runs on its own silicon).
+#[derive(Debug, Default)]
+pub struct EngineHold {
+    held: AtomicBool,
+    lock: Mutex<()>,
+    cv: Condvar,
+    /// The GPU's queues, to wake those whose doorbell rang while held.
+    queues: Mutex<Vec<Weak<QueueShared>>>,
+}
+
+impl EngineHold {
+    pub fn set(&self, held: bool) {
+        {
+            let _g = lock(&self.lock);
+            self.held.store(held, Ordering::SeqCst);
+            self.cv.notify_all();
+        }
+        if !held {
+            let mut queues = lock(&self.queues);
+            queues.retain(|q| q.strong_count() > 0);
+            for q in queues.iter().filter_map(Weak::upgrade) {
+                q.wake_if_rung();
+            }
+        }
+    }
+
+    pub fn is_held(&self) -> bool {
+        self.held.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn register(&self, queue: &Arc<QueueShared>) {
+        lock(&self.queues).push(Arc::downgrade(queue));
+    }
+
+    /// Blocks while the engines are held, or until `stopped` says the queue is gone.
+    pub fn wait(&self, stopped: impl Fn() -> bool) {
+        if !self.held.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut g = lock(&self.lock);
+        while self.held.load(Ordering::SeqCst) && !stopped() {
+            g = wait_timeout(&self.cv, g, Duration::from_millis(10));
+        }
+    }
 }
 
 /// Counters of completed dispatches on one GPU.
@@ -90,6 +143,7 @@ impl Gpu {
             watch,
             max_steps,
             stats: ShaderStats::default(),
+            hold: Arc::default(),
             reports: Mutex::new(VecDeque::new()),
         }
     }

@@ -357,7 +357,7 @@ impl EmuKernel {
             .free_slot(gpu.index)
             .ok_or_else(|| errno(libc::ENOSPC))?;
         let queue_id = queues.free_id();
-        let shared = Arc::new(QueueShared::default());
+        let shared = QueueShared::new(&gpu.hold);
         let ring = RingDesc {
             queue_id,
             ring_base: a.ring_base_address,

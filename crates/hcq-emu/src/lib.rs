@@ -200,6 +200,20 @@ impl EmuKernel {
         })
     }
 
+    /// Holds (`true`) or releases the engines of GPU number `index`: while held, its command
+    /// processors and copy engines take no new commands, so a benchmark can time the host's
+    /// side of a submission without the emulator competing for the cores. Work waited for on
+    /// a held GPU times out. `false` when there is no such GPU.
+    pub fn hold_engines(&self, index: usize, held: bool) -> bool {
+        match self.gpus.get(index) {
+            Some(g) => {
+                g.hold.set(held);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// `gpu_id`s of the emulated GPUs, in topology order (nodes 1..=n).
     pub fn gpu_ids(&self) -> Vec<u32> {
         self.gpus.iter().map(|g| g.gpu_id).collect()

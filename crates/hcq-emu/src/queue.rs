@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
+use crate::gpu::EngineHold;
 use crate::util::{lock, wait};
 
 /// Bytes of one GPU's doorbell region (two pages, as the driver maps it).
@@ -29,14 +30,36 @@ struct Bell {
 }
 
 /// What a command processor shares with the rest of the kernel.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct QueueShared {
     bell: Mutex<Bell>,
     cv: Condvar,
     stop: Arc<AtomicBool>,
+    /// Its GPU's engine hold: a doorbell rung while held wakes nobody until the release.
+    hold: Arc<EngineHold>,
 }
 
 impl QueueShared {
+    /// A queue of the GPU whose engines `hold` holds.
+    pub fn new(hold: &Arc<EngineHold>) -> Arc<QueueShared> {
+        let q = Arc::new(QueueShared {
+            bell: Mutex::default(),
+            cv: Condvar::new(),
+            stop: Arc::default(),
+            hold: Arc::clone(hold),
+        });
+        hold.register(&q);
+        q
+    }
+
+    /// Wakes the command processor if a doorbell rang while it slept (after a hold).
+    pub fn wake_if_rung(&self) {
+        let b = lock(&self.bell);
+        if b.rung && b.sleeping {
+            self.cv.notify_all();
+        }
+    }
+
     /// The doorbell was written with `wptr`.
     pub fn ring(&self, wptr: u64) {
         let mut b = lock(&self.bell);
@@ -44,7 +67,8 @@ impl QueueShared {
         b.rung = true;
         let sleeping = b.sleeping;
         drop(b);
-        if sleeping {
+        // Checked after `rung` is published: a release that missed it sees `rung` set.
+        if sleeping && !self.hold.is_held() {
             self.cv.notify_all();
         }
     }

@@ -91,6 +91,8 @@ impl Ring {
     pub fn next_work(&mut self) -> Option<(u64, u64)> {
         loop {
             let wptr = self.queue.next()?;
+            let queue = &self.queue;
+            self.gpu.hold.wait(|| queue.stopped());
             let between_dwords = self.unit == PointerUnit::Bytes && wptr % 4 != 0;
             if !between_dwords && wptr >= self.rptr && wptr - self.rptr <= self.capacity() {
                 return Some((self.rptr, wptr));

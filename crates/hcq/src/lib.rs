@@ -48,7 +48,7 @@ pub use hcq_core::{DeviceInfo, Error, Result};
 #[cfg(target_os = "linux")]
 pub use hcq_emu::ShaderCounts;
 #[cfg(target_os = "linux")]
-pub use registry::emulator_counters;
+pub use registry::{emulator_counters, hold_emulated_engines};
 pub use registry::{list_devices, DeviceListing};
 
 #[cfg(target_os = "linux")]

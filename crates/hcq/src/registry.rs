@@ -187,3 +187,21 @@ pub fn emulator_counters(device: &Device) -> Option<hcq_emu::ShaderCounts> {
     }
     hcq_emu::kernel().shader_stats(index)
 }
+
+/// For benchmarks: holds (`true`) or releases the engines of an emulated device. While held
+/// they take no new commands and submissions queue up in the rings, so the host's side of a
+/// submission can be timed without the emulator taking the cores as soon as a doorbell rings
+/// (a real GPU runs on its own silicon). Waiting for work on a held device times out.
+/// [`Error::Unsupported`] for real devices.
+#[cfg(target_os = "linux")]
+pub fn hold_emulated_engines(device: &Device, held: bool) -> Result<()> {
+    match parse(device.name()) {
+        Ok((kind, index)) if kind == EMULATED && hcq_emu::kernel().hold_engines(index, held) => {
+            Ok(())
+        }
+        _ => Err(Error::Unsupported(format!(
+            "{} is not an emulated device: its engines cannot be held",
+            device.name()
+        ))),
+    }
+}
