@@ -88,7 +88,7 @@ impl AmdDriver {
     }
 
     /// The render node of `node`, opened and bound to this process's VM on first use.
-    fn render_node(&self, node: &GpuNode) -> Result<Fd> {
+    pub(crate) fn render_node(&self, node: &GpuNode) -> Result<Fd> {
         let mut nodes = lock(&self.render_nodes);
         if let Some(&(_, fd)) = nodes.iter().find(|(id, _)| *id == node.gpu_id) {
             return Ok(fd);
@@ -325,6 +325,9 @@ pub struct DeviceOptions {
     pub timeline_start: u64,
     /// Value past which the timeline swaps to its shadow signal.
     pub timeline_limit: u64,
+    /// How long a wait (for the GPU, or for room in a ring) may take before it is a
+    /// `Timeout`; the default reads `HCQ_WAIT_TIMEOUT_MS`.
+    pub wait_timeout: Duration,
 }
 
 impl Default for DeviceOptions {
@@ -333,6 +336,7 @@ impl Default for DeviceOptions {
             kernargs_bytes: KERNARGS_BYTES,
             timeline_start: 1,
             timeline_limit: TIMELINE_LIMIT,
+            wait_timeout: wait_timeout(),
         }
     }
 }
@@ -405,7 +409,7 @@ impl AmdDevice {
             kernargs,
             exceptions,
             compiler,
-            timeout: wait_timeout(),
+            timeout: options.wait_timeout,
             cache: Arc::new(BufferCache::default()),
             timeline_limit: options.timeline_limit,
             node,

@@ -866,8 +866,7 @@ impl AmdGraph {
         for (d, st) in devs.iter().zip(states.iter_mut()) {
             let st = &mut **st;
             if !st.sdma_builder.words.is_empty() {
-                st.sdma
-                    .submit_packets(st.sdma_builder.packets(), d.timeout)?;
+                st.sdma.submit_sdma(&st.sdma_builder, d.timeout)?;
             }
             st.queue.submit(&st.builder.words, d.timeout)?;
         }

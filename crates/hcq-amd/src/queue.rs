@@ -5,6 +5,7 @@
 use crate::kfd::Kfd;
 use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
 use hcq_amd_sys::kfd as abi;
+use hcq_amd_sys::sdma::SdmaBuilder;
 use hcq_amd_sys::seam::{self, Fd};
 use hcq_core::{Error, Result};
 use std::ffi::c_void;
@@ -228,7 +229,7 @@ impl HwQueue {
     }
 
     /// Waits (up to `timeout`) until a submission of `dwords` dwords fits, counting the zero
-    /// padding [`HwQueue::submit_packets`] may put before the ring's end, so that the
+    /// padding [`HwQueue::submit_sdma`] may put before the ring's end, so that the
     /// submission itself cannot time out.
     pub fn make_room(&self, dwords: usize, timeout: Duration) -> Result<()> {
         if dwords == 0 {
@@ -258,17 +259,15 @@ impl HwQueue {
         Ok(())
     }
 
-    /// Submits packets that must not straddle the ring's end: a packet that does not fit
-    /// before the end is preceded by zero dwords (NOPs) up to it.
-    pub fn submit_packets<'a>(
-        &mut self,
-        packets: impl Iterator<Item = &'a [u32]>,
-        timeout: Duration,
-    ) -> Result<()> {
+    /// Submits the packets of `builder`, none of which may straddle the ring's end: a packet
+    /// that does not fit before the end is preceded by zero dwords (NOPs) up to it. Room for
+    /// the whole submission is made first, so a full ring fails it before any packet is
+    /// written (a half-written submission would run later without its tail).
+    pub fn submit_sdma(&mut self, builder: &SdmaBuilder, timeout: Duration) -> Result<()> {
+        self.make_room(builder.words.len(), timeout)?;
         let start = Instant::now();
         let before = self.written;
-        for p in packets {
-            self.too_long(p.len())?;
+        for p in builder.packets() {
             let bytes = p.len() as u64 * 4;
             let to_end = self.ring_bytes - self.written % self.ring_bytes;
             if bytes > to_end {
@@ -293,5 +292,66 @@ impl Drop for HwQueue {
                 .kernel
                 .munmap(self.doorbell_page, DOORBELL_PAGE_BYTES)
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::AmdDriver;
+    use hcq_amd_sys::sdma::{CopyLinear, Packet};
+    use hcq_emu::{EmuConfig, EmuKernel};
+
+    fn copy_packet() -> Packet {
+        Packet::CopyLinear(CopyLinear {
+            extra_info: 0,
+            count: 0,
+            dst_swap: 0,
+            src_swap: 0,
+            src: 0x1000,
+            dst: 0x2000,
+        })
+    }
+
+    #[test]
+    fn an_sdma_submission_that_does_not_fit_writes_nothing() {
+        let emu = Arc::new(EmuKernel::new(EmuConfig {
+            gpus: 1,
+            max_steps: 1000,
+            vram_bytes: 1 << 28,
+        }));
+        let kernel: Arc<dyn seam::Kernel> = emu.clone();
+        let driver = AmdDriver::new(kernel, "amd-emu", true).unwrap();
+        let node = driver.gpus[0].clone();
+        let fd = driver.render_node(&node).unwrap();
+        let mut q = HwQueue::create(&driver.kfd, fd, node.gpu_id, "t", QueueKind::Sdma).unwrap();
+        // Held engines consume nothing: the ring fills and stays full.
+        assert!(emu.hold_engines(0, true));
+        let timeout = Duration::from_millis(50);
+        let mut one = SdmaBuilder::new();
+        one.push(&copy_packet());
+        let packet = one.words.len() as u64;
+        let ring = q.capacity_dwords();
+        // Leave room for one packet but not two, the second needing padding at the ring's end.
+        let fill = ring / packet - 1;
+        for _ in 0..fill {
+            q.submit_sdma(&one, timeout).unwrap();
+        }
+        let free = ring - fill * packet;
+        assert!(free >= packet && free < 2 * packet, "{free} dwords free");
+        let mut two = SdmaBuilder::new();
+        two.push(&copy_packet()).push(&copy_packet());
+        let written = q.written;
+        let e = q.submit_sdma(&two, timeout).unwrap_err();
+        assert!(matches!(e, Error::Timeout { .. }), "{e}");
+        assert_eq!(
+            q.written, written,
+            "part of a failed submission reached the ring"
+        );
+        // One packet still fits.
+        q.submit_sdma(&one, timeout).unwrap();
+        assert_eq!(q.written, written + packet * 4);
+        drop(q);
+        emu.hold_engines(0, false);
     }
 }

@@ -69,8 +69,7 @@ impl AmdDevice {
             st.timeline.event_mailbox_ptr,
             st.timeline.event_id,
         );
-        st.sdma
-            .submit_packets(st.sdma_builder.packets(), self.timeout)?;
+        st.sdma.submit_sdma(&st.sdma_builder, self.timeout)?;
         st.timeline_value += 1;
         Ok(value)
     }
@@ -292,8 +291,7 @@ impl AmdDevice {
             s.timeline.event_mailbox_ptr,
             s.timeline.event_id,
         );
-        s.sdma
-            .submit_packets(s.sdma_builder.packets(), self.timeout)?;
+        s.sdma.submit_sdma(&s.sdma_builder, self.timeout)?;
         s.timeline_value += 1;
         // The destination's compute queue holds its later work until the copy is done, and
         // its timeline records that point.
