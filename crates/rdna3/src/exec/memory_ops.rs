@@ -20,7 +20,11 @@ enum Target {
     Lds(u64),
 }
 
+/// The bytes `len` bytes at LDS address `addr` occupy. The hardware adds the address VGPR and
+/// the instruction offset in 32 bits, wrapping (compilers fold a negative base and a positive
+/// offset into one instruction), so only the low 32 bits of the sum count.
 fn lds_range(lds: &[u8], addr: u64, len: usize) -> Result<std::ops::Range<usize>, FaultKind> {
+    let addr = addr & u64::from(u32::MAX);
     let start = usize::try_from(addr).map_err(|_| FaultKind::LdsOutOfRange { addr })?;
     match start.checked_add(len) {
         Some(end) if end <= lds.len() => Ok(start..end),
