@@ -629,6 +629,24 @@ impl AmdDevice {
         local: [u32; 3],
         wait: bool,
     ) -> Result<Option<Duration>> {
+        self.launch_with_lds(prg, args, address_of, global, local, 0, wait)
+    }
+
+    /// [`AmdDevice::launch`] with `dynamic_lds` bytes of LDS per workgroup beyond what the
+    /// kernel declares (HIP's `extern __shared__` arrays, sized at launch); the kernel's
+    /// `hidden_dynamic_lds_size` argument, when it has one, says how many.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_with_lds<B>(
+        &self,
+        prg: &AmdProgram,
+        args: &[Arg<B>],
+        address_of: impl Fn(&B) -> Result<u64>,
+        global: [u32; 3],
+        local: [u32; 3],
+        dynamic_lds: u32,
+        wait: bool,
+    ) -> Result<Option<Duration>> {
+        let lds = lds_bytes(prg, dynamic_lds)?;
         if prg.device_gpu_id != self.node.gpu_id {
             return Err(Error::InvalidArgument(format!(
                 "program {} was loaded on another device",
@@ -663,17 +681,19 @@ impl AmdDevice {
         };
         seg.fill(0);
         prg.write_kernargs(args, address_of, global, local, seg)?;
+        prg.write_dynamic_lds_size(dynamic_lds, seg);
         let mut dispatch_ptr = 0;
         if dispatch_packet {
             dispatch_ptr = kernargs_addr + (prg.kernarg_size as u64).next_multiple_of(64);
-            self.kernargs.write(
-                dispatch_ptr - self.kernargs.va,
-                &aql_dispatch_packet(&prg.descriptor, global, local, kernargs_addr),
-            );
+            let mut packet = aql_dispatch_packet(&prg.descriptor, global, local, kernargs_addr);
+            packet[28..32].copy_from_slice(&lds.to_le_bytes());
+            self.kernargs
+                .write(dispatch_ptr - self.kernargs.va, &packet);
         }
         st.kernargs_next = kernargs_addr + need;
 
-        let setup = dispatch_setup(prg, &mut st, kernargs_addr, dispatch_ptr);
+        let mut setup = dispatch_setup(prg, &mut st, kernargs_addr, dispatch_ptr);
+        setup.group_segment_size = lds;
         let value = st.timeline_value;
         let st = &mut *st;
         let b = &mut st.builder;
@@ -833,6 +853,21 @@ pub fn validate_dims(global: [u32; 3], local: [u32; 3]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// LDS bytes per workgroup of `prg` with `dynamic` bytes beyond its own, checked against
+/// what a workgroup can have.
+fn lds_bytes(prg: &AmdProgram, dynamic: u32) -> Result<u32> {
+    let fixed = prg.descriptor.group_segment_fixed_size;
+    match fixed.checked_add(dynamic) {
+        Some(total) if total <= hcq_amd_sys::regs::LDS_MAX_BYTES => Ok(total),
+        _ => Err(Error::InvalidArgument(format!(
+            "kernel {} declares {fixed} bytes of LDS; {dynamic} more make more than the {} \
+             bytes a workgroup can have",
+            prg.name,
+            hcq_amd_sys::regs::LDS_MAX_BYTES
+        ))),
+    }
 }
 
 /// The registers and user SGPRs of one dispatch of `prg` with its arguments at

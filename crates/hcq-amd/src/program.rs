@@ -349,6 +349,22 @@ pub fn validate_descriptor(
 }
 
 impl AmdProgram {
+    /// Writes `bytes` into the kernel's `hidden_dynamic_lds_size` argument in `segment`, when
+    /// it has one (code object v5 kernels read their dynamic LDS size there).
+    pub fn write_dynamic_lds_size(&self, bytes: u32, segment: &mut [u8]) {
+        let slot = self
+            .args
+            .iter()
+            .find(|a| matches!(&a.kind, ArgKind::Hidden(k) if k == "dynamic_lds_size"));
+        if let Some(a) = slot {
+            let at = a.offset as usize;
+            let len = (a.size as usize).min(4);
+            if let Some(dst) = segment.get_mut(at..at + len) {
+                dst.copy_from_slice(&bytes.to_le_bytes()[..len]);
+            }
+        }
+    }
+
     /// Checks the caller's arguments against the kernel's and writes the argument segment
     /// (explicit and hidden) into `out`, which is `kernarg_size` bytes.
     pub fn write_kernargs<B>(

@@ -51,6 +51,9 @@ enum Command {
         /// i32:V u32:V i64:V u64:V f32:V f64:V in:PATH out:PATH:BYTES inout:PATH
         #[arg(long = "arg", allow_hyphen_values = true)]
         args: Vec<run::ArgSpec>,
+        /// Bytes of dynamic LDS per workgroup (HIP `extern __shared__` arrays).
+        #[arg(long, default_value_t = 0)]
+        lds: u32,
         #[arg(long)]
         device: Option<String>,
     },
@@ -132,6 +135,7 @@ fn run(cli: Cli) -> Result<(), String> {
             grid,
             block,
             args,
+            lds,
             device,
         } => run::run(run::RunOptions {
             file,
@@ -139,6 +143,7 @@ fn run(cli: Cli) -> Result<(), String> {
             grid,
             block,
             args,
+            dynamic_lds: lds,
             device,
         }),
         Command::Bench {

@@ -95,6 +95,8 @@ pub struct RunOptions {
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub args: Vec<ArgSpec>,
+    /// Bytes of dynamic LDS per workgroup.
+    pub dynamic_lds: u32,
     pub device: Option<String>,
 }
 
@@ -149,9 +151,14 @@ pub fn run(o: RunOptions) -> Result<(), String> {
             }
         })
         .collect();
+    let options = hcq::LaunchOptions {
+        dynamic_lds_bytes: o.dynamic_lds,
+        timed: true,
+    };
     let t = prg
-        .launch_timed(&args, o.grid, o.block)
-        .map_err(|e| e.to_string())?;
+        .launch_with(&args, o.grid, o.block, &options)
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
     for (a, b) in o.args.iter().zip(&buffers) {
         let (path, n) = match (a, b) {
             (ArgSpec::Out(p, n), Some(b)) => (p, (*n).min(b.size())),

@@ -370,3 +370,46 @@ fn bench_copy_prints_three_throughputs_against_memcpy() {
         );
     }
 }
+
+#[test]
+fn run_sizes_dynamic_lds_with_lds() {
+    const SRC: &str = r#"
+extern "C" __attribute__((global)) void rev(int* out) {
+  extern __attribute__((shared)) int tile[];
+  int t = __builtin_amdgcn_workitem_id_x();
+  tile[t] = t * 5;
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+  out[t] = tile[63 - t];
+}
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    std::fs::write(p("rev.hip"), SRC).unwrap();
+    let (src, out) = (p("rev.hip"), format!("out:{}:256", p("o.bin")));
+    let base = [
+        "run", &src, "--kernel", "rev", "--grid", "1", "--block", "64",
+    ];
+    let mut with_lds = base.to_vec();
+    with_lds.extend_from_slice(&["--lds", "256", "--arg", &out]);
+    let o = hcq(&with_lds, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let got: Vec<i32> = std::fs::read(p("o.bin"))
+        .unwrap()
+        .chunks(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let want: Vec<i32> = (0..64).map(|t| (63 - t) * 5).collect();
+    assert_eq!(got, want);
+    // Without the LDS the kernel runs out of its workgroup's LDS: a fault naming the access.
+    let mut without = base.to_vec();
+    without.extend_from_slice(&["--arg", &out]);
+    let o = hcq(&without, &[]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("LDS"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -412,32 +412,10 @@ impl Program {
         Ok(())
     }
 
-    fn run(
-        &self,
-        args: &[Arg<'_>],
-        global: [u32; 3],
-        local: [u32; 3],
-        wait: bool,
-    ) -> Result<Option<Duration>> {
-        self.check_args(args)?;
-        match (&*self.shared.device.backend, &self.shared.inner) {
-            #[cfg(target_os = "linux")]
-            (Backend::Amd(d), ProgramInner::Amd(p)) => {
-                let address_of = |b: &&Buffer| match &b.shared.inner {
-                    BufferInner::Amd(ab) => Ok(ab.gpu_address()),
-                };
-                d.launch(p, args, address_of, global, local, wait)
-            }
-            #[cfg(target_os = "macos")]
-            (Backend::Metal(d), ProgramInner::Metal(p)) => {
-                d.launch(p, args, metal_buffer, global, local, wait)
-            }
-        }
-    }
-
     /// Queues the kernel over `global` workgroups of `local` work-items and returns at once.
     pub fn launch(&self, args: &[Arg<'_>], global: [u32; 3], local: [u32; 3]) -> Result<()> {
-        self.run(args, global, local, false).map(|_| ())
+        self.launch_with(args, global, local, &LaunchOptions::default())
+            .map(|_| ())
     }
 
     /// Runs the kernel, waits for it, and returns its GPU time.
@@ -447,7 +425,55 @@ impl Program {
         global: [u32; 3],
         local: [u32; 3],
     ) -> Result<Duration> {
-        self.run(args, global, local, true)
+        let timed = LaunchOptions {
+            timed: true,
+            ..Default::default()
+        };
+        self.launch_with(args, global, local, &timed)
             .map(|t| t.unwrap_or_default())
     }
+
+    /// Launches with `options`: returns the GPU time when `options.timed` (after waiting for
+    /// the kernel), else `None` at once.
+    pub fn launch_with(
+        &self,
+        args: &[Arg<'_>],
+        global: [u32; 3],
+        local: [u32; 3],
+        options: &LaunchOptions,
+    ) -> Result<Option<Duration>> {
+        self.check_args(args)?;
+        let LaunchOptions {
+            dynamic_lds_bytes,
+            timed,
+        } = *options;
+        match (&*self.shared.device.backend, &self.shared.inner) {
+            #[cfg(target_os = "linux")]
+            (Backend::Amd(d), ProgramInner::Amd(p)) => {
+                let address_of = |b: &&Buffer| match &b.shared.inner {
+                    BufferInner::Amd(ab) => Ok(ab.gpu_address()),
+                };
+                d.launch_with_lds(p, args, address_of, global, local, dynamic_lds_bytes, timed)
+            }
+            #[cfg(target_os = "macos")]
+            (Backend::Metal(d), ProgramInner::Metal(p)) => {
+                if dynamic_lds_bytes > 0 {
+                    return Err(Error::Unsupported(
+                        "dynamic threadgroup memory on Metal (declare it in the kernel)".into(),
+                    ));
+                }
+                d.launch(p, args, metal_buffer, global, local, timed)
+            }
+        }
+    }
+}
+
+/// Launch settings beyond the grid; [`Default`] is what [`Program::launch`] uses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LaunchOptions {
+    /// Bytes of LDS per workgroup beyond what the kernel declares: the size of HIP's
+    /// `extern __shared__` array. The total may not pass the device's 64 KiB.
+    pub dynamic_lds_bytes: u32,
+    /// Wait for the kernel and return its GPU time.
+    pub timed: bool,
 }

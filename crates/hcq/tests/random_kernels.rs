@@ -25,8 +25,7 @@ use reference::{evaluate, Lane};
 use std::fmt::Write;
 use std::sync::OnceLock;
 
-/// The emulated GPU, kept open for the whole process (see the kernel suite's `device()`:
-/// reopening after the last handle dropped fails).
+/// The emulated GPU, opened once for the whole process (see the kernel suite's `device()`).
 fn device() -> Device {
     static DEVICE: OnceLock<Device> = OnceLock::new();
     DEVICE

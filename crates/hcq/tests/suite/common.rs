@@ -6,9 +6,8 @@ use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::{Mutex, OnceLock};
 
-/// The emulated GPU, opened once and kept open for the whole process: the tests run on
-/// several threads, and reopening a device after its last handle dropped fails in the runtime
-/// (`AMDKFD_IOC_ACQUIRE_VM`: EBUSY), so no test may be the one that drops it.
+/// The emulated GPU, opened once for the whole process (hcq keeps an opened device for the
+/// life of the process anyway; this only saves the registry lookup).
 pub fn device() -> Device {
     static DEVICE: OnceLock<Device> = OnceLock::new();
     DEVICE
