@@ -685,8 +685,7 @@ impl AmdDevice {
         let mut dispatch_ptr = 0;
         if dispatch_packet {
             dispatch_ptr = kernargs_addr + (prg.kernarg_size as u64).next_multiple_of(64);
-            let mut packet = aql_dispatch_packet(&prg.descriptor, global, local, kernargs_addr);
-            packet[28..32].copy_from_slice(&lds.to_le_bytes());
+            let packet = aql_dispatch_packet(&prg.descriptor, global, local, kernargs_addr, lds);
             self.kernargs
                 .write(dispatch_ptr - self.kernargs.va, &packet);
         }
@@ -857,7 +856,7 @@ pub fn validate_dims(global: [u32; 3], local: [u32; 3]) -> Result<()> {
 
 /// LDS bytes per workgroup of `prg` with `dynamic` bytes beyond its own, checked against
 /// what a workgroup can have.
-fn lds_bytes(prg: &AmdProgram, dynamic: u32) -> Result<u32> {
+pub(crate) fn lds_bytes(prg: &AmdProgram, dynamic: u32) -> Result<u32> {
     let fixed = prg.descriptor.group_segment_fixed_size;
     match fixed.checked_add(dynamic) {
         Some(total) if total <= hcq_amd_sys::regs::LDS_MAX_BYTES => Ok(total),
@@ -913,6 +912,7 @@ pub(crate) fn aql_dispatch_packet(
     global: [u32; 3],
     local: [u32; 3],
     kernargs: u64,
+    group_segment_size: u32,
 ) -> [u8; 64] {
     let mut p = [0u8; 64];
     let dims: u16 = if global[2] > 1 || local[2] > 1 {
@@ -928,7 +928,7 @@ pub(crate) fn aql_dispatch_packet(
         p[12 + 4 * i..16 + 4 * i].copy_from_slice(&global[i].wrapping_mul(local[i]).to_le_bytes());
     }
     p[24..28].copy_from_slice(&descriptor.private_segment_fixed_size.to_le_bytes());
-    p[28..32].copy_from_slice(&descriptor.group_segment_fixed_size.to_le_bytes());
+    p[28..32].copy_from_slice(&group_segment_size.to_le_bytes());
     p[40..48].copy_from_slice(&kernargs.to_le_bytes());
     p
 }

@@ -58,7 +58,7 @@
 //! synchronises its devices first).
 
 use crate::device::{
-    aql_dispatch_packet, dispatch_setup, lock, validate_dims, AmdDevice, DeviceState,
+    aql_dispatch_packet, dispatch_setup, lds_bytes, lock, validate_dims, AmdDevice, DeviceState,
 };
 use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
 use crate::program::{AmdProgram, ArgKind};
@@ -90,6 +90,8 @@ pub struct GraphLaunch<'a> {
     pub local: [u32; 3],
     /// Whether replays give this launch's dimensions (in [`ReplayValues::dims`]).
     pub symbolic_dims: bool,
+    /// Bytes of LDS per workgroup beyond what the kernel declares (`extern __shared__`).
+    pub dynamic_lds: u32,
 }
 
 /// One end of a graph copy.
@@ -264,6 +266,8 @@ struct DimPatch {
     /// points to.
     aql: Option<(usize, u64)>,
     descriptor: KernelDescriptor,
+    /// LDS bytes per workgroup, dynamic ones included.
+    lds: u32,
 }
 
 /// What the last replay applied, and when it was submitted.
@@ -896,7 +900,7 @@ fn patch_hidden_dims(p: &DimPatch, global: [u32; 3], local: [u32; 3]) {
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), at as *mut u8, size) };
     }
     if let Some((aql_at, segment)) = p.aql {
-        let packet = aql_dispatch_packet(&p.descriptor, global, local, segment);
+        let packet = aql_dispatch_packet(&p.descriptor, global, local, segment, p.lds);
         // SAFETY: the 64-byte AQL packet slot after the launch's argument segment, inside the
         // graph's argument memory; same conditions as above.
         unsafe { std::ptr::copy_nonoverlapping(packet.as_ptr(), aql_at as *mut u8, packet.len()) };
@@ -958,6 +962,7 @@ fn build_compute(
         let prg = l.program;
         validate_dims(l.global, l.local)
             .map_err(|e| Error::InvalidArgument(format!("item {i} ({}): {e}", prg.name)))?;
+        let lds = lds_bytes(prg, l.dynamic_lds)?;
         let mut args = Vec::with_capacity(l.args.len());
         for a in &l.args {
             args.push(match *a {
@@ -978,6 +983,7 @@ fn build_compute(
         image.resize((at + need) as usize, 0);
         let seg = &mut image[at as usize..(at + prg.kernarg_size as u64) as usize];
         prg.write_kernargs(&args, |&a| Ok(a), l.global, l.local, seg)?;
+        prg.write_dynamic_lds_size(l.dynamic_lds, seg);
         for (a, off) in l.args.iter().zip(explicit_arg_offsets(prg, &l.args)) {
             match *a {
                 GraphArg::Input(n) => input_offsets.push((n, at + off)),
@@ -985,7 +991,7 @@ fn build_compute(
                 GraphArg::Fixed(_) => {}
             }
         }
-        placed.push((at, with_aql));
+        placed.push((at, with_aql, lds));
     }
     let kernargs = dev.alloc_mem(
         (image.len() as u64).max(64),
@@ -1009,18 +1015,20 @@ fn build_compute(
     let mut segment_start = 0usize;
     let limit = options.segment_dwords as usize;
     let own = stream_of(p, false);
-    for (&(item, l), &(at, with_aql)) in launches.iter().zip(&placed) {
+    for (&(item, l), &(at, with_aql, lds)) in launches.iter().zip(&placed) {
         let prg = l.program;
         let kernargs_addr = kernargs.va + at;
         let aql_at = at + (prg.kernarg_size as u64).next_multiple_of(64);
         let dispatch_ptr = if with_aql {
-            let packet = aql_dispatch_packet(&prg.descriptor, l.global, l.local, kernargs_addr);
+            let packet =
+                aql_dispatch_packet(&prg.descriptor, l.global, l.local, kernargs_addr, lds);
             image[aql_at as usize..aql_at as usize + 64].copy_from_slice(&packet);
             kernargs.va + aql_at
         } else {
             0
         };
-        let setup = dispatch_setup(prg, &mut st, kernargs_addr, dispatch_ptr);
+        let mut setup = dispatch_setup(prg, &mut st, kernargs_addr, dispatch_ptr);
+        setup.group_segment_size = lds;
         let emit = |b: &mut Pm4Builder| {
             for &(t, value) in &order.waits[item] {
                 b.wait(sync_va + progress(t), value.into());
@@ -1055,6 +1063,7 @@ fn build_compute(
                 hidden: hidden_dims(prg, host + at as usize),
                 aql: with_aql.then_some((host + aql_at as usize, kernargs_addr)),
                 descriptor: prg.descriptor,
+                lds,
             });
         }
     }

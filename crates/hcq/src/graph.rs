@@ -66,7 +66,7 @@
 //!   (`hcq_metal::MetalGraph`); a launch's buffers and inputs bind `[[buffer(0..b)]]` and its
 //!   variables the next slots, in argument order.
 
-use crate::{Backend, Buffer, BufferInner, Device, Program, ProgramInner};
+use crate::{Backend, Buffer, BufferInner, Device, LaunchOptions, Program, ProgramInner};
 #[cfg(target_os = "linux")]
 use hcq_amd::graph::{
     AmdGraph, CopyEnd, GraphArg as AmdArg, GraphCopy, GraphItem, GraphLaunch, GraphOptions, Region,
@@ -272,6 +272,7 @@ struct RecordedLaunch {
     args: Vec<RecordedArg>,
     global: DimExprs,
     local: DimExprs,
+    dynamic_lds: u32,
 }
 
 /// One end of a graph copy: a fixed buffer or a graph input.
@@ -366,6 +367,25 @@ impl GraphBuilder {
         global: DimExprs,
         local: DimExprs,
     ) -> Result<()> {
+        self.launch_with(program, args, global, local, &LaunchOptions::default())
+    }
+
+    /// [`GraphBuilder::launch`] with `options` (dynamic LDS; a graph's launches are not timed
+    /// one by one, so `timed` is an [`Error::InvalidArgument`]).
+    pub fn launch_with(
+        &mut self,
+        program: &Program,
+        args: &[GraphArg<'_>],
+        global: DimExprs,
+        local: DimExprs,
+        options: &LaunchOptions,
+    ) -> Result<()> {
+        if options.timed {
+            return Err(Error::InvalidArgument(format!(
+                "launch of {}: graph launches are not timed one by one",
+                program.name()
+            )));
+        }
         let mut recorded = Vec::with_capacity(args.len());
         for (i, a) in args.iter().enumerate() {
             recorded.push(match *a {
@@ -399,6 +419,7 @@ impl GraphBuilder {
             args: recorded,
             global,
             local,
+            dynamic_lds: options.dynamic_lds_bytes,
         }));
         Ok(())
     }
@@ -632,6 +653,7 @@ impl GraphBuilder {
                             global,
                             local,
                             symbolic_dims: is_symbolic,
+                            dynamic_lds: l.dynamic_lds,
                         }),
                         reads: Vec::new(),
                         writes,
@@ -768,6 +790,9 @@ impl GraphBuilder {
         let mut buffers: Vec<&MetalBuffer<ObjcMetal>> = Vec::new();
         let mut items = Vec::with_capacity(launches.len());
         for l in launches {
+            if l.dynamic_lds > 0 {
+                return unsupported(format!("dynamic threadgroup memory ({})", l.program.name()));
+            }
             let ProgramInner::Metal(p) = &l.program.shared.inner;
             let program = match programs.iter().position(|&q| std::ptr::eq(q, p)) {
                 Some(i) => i,
@@ -782,7 +807,7 @@ impl GraphBuilder {
                 match a {
                     RecordedArg::Buffer(_) | RecordedArg::Input(_) if !vars.is_empty() => {
                         return unsupported(format!(
-                            "argument {i} of {} is a buffer after a variable (Metal binds                              buffers, then variables)",
+                            "argument {i} of {} is a buffer after a variable (Metal binds buffers, then variables)",
                             l.program.name()
                         ));
                     }
@@ -1215,6 +1240,24 @@ impl JitRecorder<'_> {
         global: DimExprs,
         local: DimExprs,
     ) -> Result<()> {
+        self.launch_with(program, args, global, local, &LaunchOptions::default())
+    }
+
+    /// [`JitRecorder::launch`] with `options` (dynamic LDS; `timed` is refused, as in graphs).
+    pub fn launch_with(
+        &mut self,
+        program: &Program,
+        args: &[JitArg<'_>],
+        global: DimExprs,
+        local: DimExprs,
+        options: &LaunchOptions,
+    ) -> Result<()> {
+        if options.timed {
+            return Err(Error::InvalidArgument(format!(
+                "JIT launch of {}: launches are not timed one by one",
+                program.name()
+            )));
+        }
         let missing = |what: &str, n: usize| {
             Error::InvalidArgument(format!("JIT launch of {}: no {what} {n}", program.name()))
         };
@@ -1240,7 +1283,7 @@ impl JitRecorder<'_> {
             eval_dims(&global, self.vars)?,
             eval_dims(&local, self.vars)?,
         );
-        program.launch(&eager, g, l)?;
+        program.launch_with(&eager, g, l, options)?;
         if let Some((builder, slots)) = self.capture.as_mut() {
             let n_inputs = self.inputs.len();
             let graph_args: Vec<GraphArg<'_>> = args
@@ -1255,7 +1298,7 @@ impl JitRecorder<'_> {
                     JitArg::F32(v) => GraphArg::F32(v),
                 })
                 .collect();
-            builder.launch(program, &graph_args, global, local)?;
+            builder.launch_with(program, &graph_args, global, local, options)?;
         }
         Ok(())
     }

@@ -75,3 +75,87 @@ fn extern_shared_arrays_are_sized_at_launch() {
     assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
     assert!(e.to_string().contains("LDS"), "{e}");
 }
+
+#[test]
+fn graphs_and_jits_size_dynamic_lds_too() {
+    use hcq::{DimExpr, GraphArg, GraphBuilder, Jit, JitArg};
+    let dev = Device::open("amd-emu:0").expect("the emulated GPU opens");
+    let prg = dev
+        .program(&dev.compile(SRC).expect("compiles"), "reverse_slices")
+        .unwrap();
+    let groups = 3u32;
+    let max_local = 128u32;
+    let n = (groups * max_local) as usize;
+    let input: Vec<i32> = (0..n as i32).map(|i| i * 7 + 1).collect();
+    let (a, out) = (dev.alloc(n * 4).unwrap(), dev.alloc(n * 4).unwrap());
+    a.write(&input).unwrap();
+    let expect = |local: usize, bias: i32| -> Vec<i32> {
+        (0..groups as usize * local)
+            .map(|i| {
+                let (group, t) = (i / local, i % local);
+                input[group * local + local - 1 - t] + bias + (t & 3) as i32
+            })
+            .collect()
+    };
+    // The workgroup size is a variable; the LDS is sized for the largest.
+    let lds = LaunchOptions {
+        dynamic_lds_bytes: max_local * 4,
+        ..Default::default()
+    };
+    let mut g = GraphBuilder::new();
+    let local = g.var("local", 32, max_local as i32).unwrap();
+    g.launch_with(
+        &prg,
+        &[
+            GraphArg::Buffer(&out),
+            GraphArg::Buffer(&a),
+            GraphArg::I32(500),
+        ],
+        [groups.into(), 1.into(), 1.into()],
+        [DimExpr::from(local), 1.into(), 1.into()],
+        &lds,
+    )
+    .unwrap();
+    let graph = g.build().unwrap();
+    for l in [32usize, 128, 64, 128, 32] {
+        graph.replay(&[], &[l as i32]).unwrap();
+        let got: Vec<i32> = out.read().unwrap();
+        assert_eq!(got[..groups as usize * l], expect(l, 500)[..], "local {l}");
+    }
+    // A timed launch has no place in a graph.
+    let timed = LaunchOptions {
+        timed: true,
+        ..Default::default()
+    };
+    let e = GraphBuilder::new()
+        .launch_with(
+            &prg,
+            &[],
+            [1.into(), 1.into(), 1.into()],
+            [1.into(), 1.into(), 1.into()],
+            &timed,
+        )
+        .unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+
+    let mut jit = Jit::new(&[("bias", -10, 10)], |r| {
+        r.launch_with(
+            &prg,
+            &[JitArg::Output(0), JitArg::Input(0), JitArg::Var(0)],
+            [groups.into(), 1.into(), 1.into()],
+            [64.into(), 1.into(), 1.into()],
+            &lds,
+        )
+    })
+    .unwrap();
+    for bias in [-10, 3, 7, 10] {
+        jit.call(&[&a], &[&out], &[bias]).unwrap();
+        let got: Vec<i32> = out.read().unwrap();
+        assert_eq!(
+            got[..groups as usize * 64],
+            expect(64, bias)[..],
+            "bias {bias}"
+        );
+    }
+    assert!(jit.is_captured());
+}
