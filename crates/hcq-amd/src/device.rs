@@ -231,7 +231,18 @@ const TRACE_SLOTS: u64 = 4096;
 pub(crate) struct PendingSpan {
     name: String,
     queue: &'static str,
-    slot: u64,
+    /// Its place in the sequence of reserved slots (the slot is `seq % TRACE_SLOTS`).
+    seq: u64,
+}
+
+/// The timestamp slots reserved for one command: committed once it is submitted, so a command
+/// that fails before reaching the GPU leaves no span behind.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TraceSlot {
+    seq: u64,
+    /// GPU addresses of the start and end stamps.
+    pub start: u64,
+    pub end: u64,
 }
 
 /// GPU timestamps of traced commands, and the clock pair to convert them to host time.
@@ -244,28 +255,38 @@ pub(crate) struct TraceStamps {
 }
 
 impl TraceStamps {
-    /// GPU addresses of the start and end stamp of a new traced command, or `None` when the
-    /// slots are all pending (the caller synchronises first).
-    pub(crate) fn begin(&mut self, name: &str, queue: &'static str) -> Option<(u64, u64)> {
-        if self.pending.len() as u64 >= TRACE_SLOTS {
-            return None;
+    /// Reserves the stamps of a new traced command, or `None` when the next slot still holds
+    /// a pending command's stamps (the caller synchronises first).
+    pub(crate) fn begin(&mut self) -> Option<TraceSlot> {
+        if let Some(oldest) = self.pending.first() {
+            if self.next - oldest.seq >= TRACE_SLOTS {
+                return None;
+            }
         }
-        let slot = self.next % TRACE_SLOTS;
+        let seq = self.next;
         self.next += 1;
+        let at = self.stamps.va + (seq % TRACE_SLOTS) * 16;
+        Some(TraceSlot {
+            seq,
+            start: at,
+            end: at + 8,
+        })
+    }
+
+    /// Records the submitted command of `slot`; its span is written once it has finished.
+    pub(crate) fn commit(&mut self, slot: TraceSlot, name: &str, queue: &'static str) {
         self.pending.push(PendingSpan {
             name: name.to_string(),
             queue,
-            slot,
+            seq: slot.seq,
         });
-        let at = self.stamps.va + slot * 16;
-        Some((at, at + 8))
     }
 
     /// Turns every pending command into a trace event (all of them have finished).
     fn resolve(&mut self, device: &str) {
         for p in self.pending.drain(..) {
             let mut b = [0u8; 16];
-            self.stamps.read(p.slot * 16, &mut b);
+            self.stamps.read((p.seq % TRACE_SLOTS) * 16, &mut b);
             let start = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
             let end = u64::from_le_bytes(b[8..].try_into().expect("8 bytes"));
             let to_us = |t: u64| {
@@ -425,13 +446,13 @@ impl AmdDevice {
         Ok(())
     }
 
-    /// Timestamp slots for one traced command on `queue`, when tracing is on.
+    /// Timestamp slots for one traced command, when tracing is on; the caller commits them
+    /// ([`AmdDevice::trace_commit`]) once the command is submitted.
     pub(crate) fn trace_begin(
         &self,
         st: &mut DeviceState,
         name: &str,
-        queue: &'static str,
-    ) -> Result<Option<(u64, u64)>> {
+    ) -> Result<Option<TraceSlot>> {
         if !crate::trace::enabled() {
             return Ok(None);
         }
@@ -454,11 +475,23 @@ impl AmdDevice {
                 host0_us: clocks.cpu_clock_counter as f64 / 1e3,
             });
         }
-        if let Some(slots) = st.trace.as_mut().and_then(|t| t.begin(name, queue)) {
-            return Ok(Some(slots));
+        if let Some(slot) = st.trace.as_mut().and_then(TraceStamps::begin) {
+            return Ok(Some(slot));
         }
         self.wait_locked(st)?;
-        Ok(st.trace.as_mut().and_then(|t| t.begin(name, queue)))
+        Ok(st.trace.as_mut().and_then(TraceStamps::begin))
+    }
+
+    /// Records the command submitted with `slot` (from [`AmdDevice::trace_begin`]).
+    pub(crate) fn trace_commit(
+        st: &mut DeviceState,
+        slot: Option<TraceSlot>,
+        name: &str,
+        queue: &'static str,
+    ) {
+        if let (Some(slot), Some(t)) = (slot, st.trace.as_mut()) {
+            t.commit(slot, name, queue);
+        }
     }
 
     /// How often the timeline has swapped to its shadow signal (a diagnostic for tests).
@@ -657,7 +690,7 @@ impl AmdDevice {
         let mut st = lock(&self.state);
         // Before the kernel arguments are placed: both of these may synchronise.
         self.wrap_timeline_if_due(&mut st)?;
-        let stamps = self.trace_begin(&mut st, &prg.name, "compute")?;
+        let stamps = self.trace_begin(&mut st, &prg.name)?;
         // Kernel arguments: an optional dispatch packet first, then the argument segment.
         let dispatch_packet = prg.user_sgprs.dispatch_ptr.is_some();
         let need =
@@ -701,12 +734,12 @@ impl AmdDevice {
         if wait {
             b.timestamp(st.timeline.start_ts_addr());
         }
-        if let Some((start, _)) = stamps {
-            b.timestamp(start);
+        if let Some(slot) = stamps {
+            b.timestamp(slot.start);
         }
         b.exec(&setup, global, local);
-        if let Some((_, end)) = stamps {
-            b.timestamp(end);
+        if let Some(slot) = stamps {
+            b.timestamp(slot.end);
         }
         if wait {
             b.timestamp(st.timeline.end_ts_addr());
@@ -718,6 +751,7 @@ impl AmdDevice {
             st.timeline.event_id,
         );
         st.queue.submit(&b.words, self.timeout)?;
+        Self::trace_commit(st, stamps, &prg.name, "compute");
         st.timeline_value += 1;
         if !wait {
             return Ok(None);

@@ -51,17 +51,17 @@ impl AmdDevice {
         what: &str,
     ) -> Result<u64> {
         self.wrap_timeline_if_due(st)?;
-        let stamps = self.trace_begin(st, what, "copy")?;
+        let stamps = self.trace_begin(st, what)?;
         let value = st.timeline_value;
         let b = &mut st.sdma_builder;
         b.clear();
         b.wait(st.timeline.value_addr(), value - 1);
-        if let Some((start, _)) = stamps {
-            b.timestamp(start);
+        if let Some(slot) = stamps {
+            b.timestamp(slot.start);
         }
         b.copy(dst, src, size);
-        if let Some((_, end)) = stamps {
-            b.timestamp(end);
+        if let Some(slot) = stamps {
+            b.timestamp(slot.end);
         }
         b.signal(
             st.timeline.value_addr(),
@@ -70,6 +70,7 @@ impl AmdDevice {
             st.timeline.event_id,
         );
         st.sdma.submit_sdma(&st.sdma_builder, self.timeout)?;
+        Self::trace_commit(st, stamps, what, "copy");
         st.timeline_value += 1;
         Ok(value)
     }
@@ -272,18 +273,19 @@ impl AmdDevice {
         self.wrap_timeline_if_due(s)?;
         dst_device.wrap_timeline_if_due(d)?;
         // The source's engine does the copy, so the span goes on the source's copy track.
-        let stamps = self.trace_begin(s, &format!("copy to {}", dst_device.name), "copy")?;
+        let span = format!("copy to {}", dst_device.name);
+        let stamps = self.trace_begin(s, &span)?;
         let (sv, dv) = (s.timeline_value, d.timeline_value);
         let b = &mut s.sdma_builder;
         b.clear();
         b.wait(s.timeline.value_addr(), sv - 1);
         b.wait(d.timeline.value_addr(), dv - 1);
-        if let Some((start, _)) = stamps {
-            b.timestamp(start);
+        if let Some(slot) = stamps {
+            b.timestamp(slot.start);
         }
         b.copy(to, from, size);
-        if let Some((_, end)) = stamps {
-            b.timestamp(end);
+        if let Some(slot) = stamps {
+            b.timestamp(slot.end);
         }
         b.signal(
             s.timeline.value_addr(),
@@ -292,6 +294,7 @@ impl AmdDevice {
             s.timeline.event_id,
         );
         s.sdma.submit_sdma(&s.sdma_builder, self.timeout)?;
+        Self::trace_commit(s, stamps, &span, "copy");
         s.timeline_value += 1;
         // The destination's compute queue holds its later work until the copy is done, and
         // its timeline records that point.
