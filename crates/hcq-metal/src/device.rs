@@ -351,6 +351,24 @@ impl<A: MetalApi> MetalDevice<A> {
     where
         A: 'b,
     {
+        let at_start = |b: &'b B| buffer_of(b).map(|m| (m, 0));
+        self.launch_at(prg, args, at_start, global, local, wait)
+    }
+
+    /// [`MetalDevice::launch`] with each buffer argument bound at a byte offset into its
+    /// buffer (`buffer_of` gives both): `setBuffer:offset:atIndex:`.
+    pub fn launch_at<'b, B>(
+        &self,
+        prg: &MetalProgram<A>,
+        args: &'b [Arg<B>],
+        buffer_of: impl Fn(&'b B) -> Result<(&'b MetalBuffer<A>, usize)>,
+        global: Size3,
+        local: Size3,
+        wait: bool,
+    ) -> Result<Option<Duration>>
+    where
+        A: 'b,
+    {
         self.check_program(prg)?;
         check_launch(&prg.name, prg.max_threads, global, local)?;
         if args.len() > MAX_BUFFER_BINDINGS {
@@ -363,10 +381,16 @@ impl<A: MetalApi> MetalDevice<A> {
         let mut buffers = Vec::with_capacity(args.len());
         for (i, a) in args.iter().enumerate() {
             if let Arg::Buffer(b) = a {
-                let b = buffer_of(b)?;
+                let (b, offset) = buffer_of(b)?;
                 self.check_buffer(b)
                     .map_err(|e| Error::InvalidArgument(format!("argument {i}: {e}")))?;
-                buffers.push(b);
+                if offset >= b.size.max(1) {
+                    return Err(Error::InvalidArgument(format!(
+                        "argument {i}: offset {offset} is past the {}-byte buffer",
+                        b.size
+                    )));
+                }
+                buffers.push((b, offset));
             }
         }
         let mut st = lock(&self.state);
@@ -380,8 +404,8 @@ impl<A: MetalApi> MetalDevice<A> {
         for (i, a) in args.iter().enumerate() {
             match a.scalar_bytes() {
                 None => {
-                    if let Some(b) = next_buffer.next() {
-                        self.api.set_buffer(&enc, &b.buf, 0, i);
+                    if let Some((b, offset)) = next_buffer.next() {
+                        self.api.set_buffer(&enc, &b.buf, *offset, i);
                     }
                 }
                 Some(bytes) => self.api.set_bytes(&enc, &bytes[..a.size()], i),

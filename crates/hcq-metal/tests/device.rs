@@ -306,3 +306,39 @@ fn in_flight_membership_is_a_range_check() {
     assert!(!q.contains(seqs[0]) && !q.contains(seqs[1]) && q.contains(seqs[2]));
     assert_eq!(q.len(), 1);
 }
+
+#[test]
+fn launch_at_binds_buffers_at_their_offsets() {
+    fn at_48<'b>(
+        b: &'b &MetalBuffer<FakeMetal>,
+    ) -> hcq_core::Result<(&'b MetalBuffer<FakeMetal>, usize)> {
+        Ok((*b, 48))
+    }
+    fn at_64<'b>(
+        b: &'b &MetalBuffer<FakeMetal>,
+    ) -> hcq_core::Result<(&'b MetalBuffer<FakeMetal>, usize)> {
+        Ok((*b, 64))
+    }
+    let dev = open(FakeMetal::new());
+    let prg = dev.load_program(&dev.compile(SRC).unwrap(), "add").unwrap();
+    let a = buf(&dev, 64);
+    let args = [Arg::Buffer(&a), Arg::I32(1)];
+    dev.api().clear_calls();
+    dev.launch_at(&prg, &args, at_48, [1, 1, 1], [4, 1, 1], false)
+        .unwrap();
+    let bound: Vec<(usize, usize)> = dev
+        .api()
+        .take_calls()
+        .into_iter()
+        .filter_map(|c| match c {
+            Call::SetBuffer { offset, index, .. } => Some((offset, index)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(bound, [(48, 0)]);
+    // An offset at or past the end binds nothing and is an error.
+    let e = dev
+        .launch_at(&prg, &args, at_64, [1, 1, 1], [4, 1, 1], false)
+        .unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+}

@@ -759,9 +759,10 @@ fn amd_buffer(b: &Buffer) -> &hcq_amd::AmdBuffer {
 fn address(b: &Buffer) -> u64 {
     match &b.shared.inner {
         #[cfg(target_os = "linux")]
-        BufferInner::Amd(a) => a.gpu_address(),
-        // A Metal graph has no copies, so no address range is compared with this: only
-        // whether an input changed, which the buffer's id (distinct per buffer) tells.
+        BufferInner::Amd(a) => a.gpu_address() + b.offset() as u64,
+        // A Metal graph has no copies and no views, so no address range is compared with
+        // this: only whether an input changed, which the buffer's id (distinct per buffer)
+        // tells.
         #[cfg(target_os = "macos")]
         BufferInner::Metal(m) => m.id(),
     }
@@ -785,6 +786,17 @@ impl GraphBuilder {
         let unsupported = |why: String| Err(Error::Unsupported(format!("Metal graphs: {why}")));
         if launches.len() != self.items.len() {
             return unsupported("copies are not supported (run them eagerly)".into());
+        }
+        let fixed = launches.iter().flat_map(|l| {
+            l.args.iter().filter_map(|a| match a {
+                RecordedArg::Buffer(b) => Some(b),
+                _ => None,
+            })
+        });
+        if self.inputs.iter().chain(fixed).any(|b| b.offset() != 0) {
+            return unsupported(
+                "buffer views (the indirect command buffer binds whole buffers)".into(),
+            );
         }
         let mut programs: Vec<&MetalProgram<ObjcMetal>> = Vec::new();
         let mut buffers: Vec<&MetalBuffer<ObjcMetal>> = Vec::new();
@@ -1153,6 +1165,12 @@ impl Graph {
                     let devs: Vec<&AmdDevice> = self.devices.iter().map(amd_device).collect();
                     g.replay(&devs, &values)
                 }
+            }
+            #[cfg(target_os = "macos")]
+            (Backend::Metal(_), GraphInner::Metal(_)) if inputs.iter().any(|b| b.offset() != 0) => {
+                Err(Error::Unsupported(
+                    "buffer views as inputs of a Metal graph (it binds whole buffers)".into(),
+                ))
             }
             // Checks the launch limits of the new dimensions before it patches anything.
             #[cfg(target_os = "macos")]

@@ -87,9 +87,9 @@ enum Backend {
 
 /// The Metal buffer behind a buffer argument (every buffer of a Metal device is one).
 #[cfg(target_os = "macos")]
-fn metal_buffer<'b>(b: &'b &Buffer) -> Result<&'b MetalBuffer<ObjcMetal>> {
+fn metal_buffer<'b>(b: &'b &Buffer) -> Result<(&'b MetalBuffer<ObjcMetal>, usize)> {
     match &b.shared.inner {
-        BufferInner::Metal(mb) => Ok(mb),
+        BufferInner::Metal(mb) => Ok((mb, b.offset)),
     }
 }
 
@@ -148,8 +148,9 @@ impl Device {
             shared: Arc::new(BufferShared {
                 device: self.clone(),
                 inner,
-                size,
             }),
+            offset: 0,
+            size,
         })
     }
 
@@ -237,56 +238,89 @@ enum BufferInner {
     Metal(MetalBuffer<ObjcMetal>),
 }
 
-/// Device memory. Cloning is cheap: clones share the memory, which is freed when the last one
-/// is dropped (graphs hold clones of the buffers they use).
+/// Device memory, or a view of part of it ([`Buffer::view`]). Cloning is cheap: clones and
+/// views share the memory, which is freed when the last of them is dropped (graphs hold clones
+/// of the buffers they use).
 #[derive(Clone)]
 pub struct Buffer {
     shared: Arc<BufferShared>,
+    /// Where this buffer starts in its allocation, and its length.
+    offset: usize,
+    size: usize,
 }
 
 struct BufferShared {
     device: Device,
     inner: BufferInner,
-    size: usize,
 }
 
 impl std::fmt::Debug for Buffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "Buffer({} bytes on {})",
-            self.shared.size,
-            self.shared.device.name()
-        )
+        write!(f, "Buffer({} bytes", self.size)?;
+        if self.offset > 0 {
+            write!(f, " at offset {}", self.offset)?;
+        }
+        write!(f, " on {})", self.shared.device.name())
     }
 }
 
 impl Buffer {
     pub fn size(&self) -> usize {
-        self.shared.size
+        self.size
     }
 
     pub fn device(&self) -> &Device {
         &self.shared.device
     }
 
+    /// Where this buffer starts in its allocation (0 unless it is a view).
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// The `size` bytes at `offset` of this buffer, as a buffer of its own that shares the
+    /// memory: kernels receive its start address, copies stay inside it. A range past the
+    /// end is an [`Error::InvalidArgument`].
+    pub fn view(&self, offset: usize, size: usize) -> Result<Buffer> {
+        let start = self.within(offset, size, "view")?;
+        Ok(Buffer {
+            shared: self.shared.clone(),
+            offset: start,
+            size,
+        })
+    }
+
+    /// The allocation offset of `len` bytes at `offset` of this buffer, checked to lie inside
+    /// it.
+    fn within(&self, offset: usize, len: usize, what: &str) -> Result<usize> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.size => Ok(self.offset + offset),
+            _ => Err(Error::InvalidArgument(format!(
+                "{what} of {len} bytes at offset {offset} exceeds the {}-byte buffer",
+                self.size
+            ))),
+        }
+    }
+
     /// Copies host bytes into the buffer at `offset`.
     pub fn copy_in(&self, offset: usize, src: &[u8]) -> Result<()> {
+        let at = self.within(offset, src.len(), "copy")?;
         match (&*self.shared.device.backend, &self.shared.inner) {
             #[cfg(target_os = "linux")]
-            (Backend::Amd(d), BufferInner::Amd(b)) => d.copy_in(b, offset as u64, src),
+            (Backend::Amd(d), BufferInner::Amd(b)) => d.copy_in(b, at as u64, src),
             #[cfg(target_os = "macos")]
-            (Backend::Metal(d), BufferInner::Metal(b)) => d.copy_in(b, offset, src),
+            (Backend::Metal(d), BufferInner::Metal(b)) => d.copy_in(b, at, src),
         }
     }
 
     /// Copies bytes out of the buffer at `offset` into `dst`.
     pub fn copy_out(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
+        let at = self.within(offset, dst.len(), "copy")?;
         match (&*self.shared.device.backend, &self.shared.inner) {
             #[cfg(target_os = "linux")]
-            (Backend::Amd(d), BufferInner::Amd(b)) => d.copy_out(dst, b, offset as u64),
+            (Backend::Amd(d), BufferInner::Amd(b)) => d.copy_out(dst, b, at as u64),
             #[cfg(target_os = "macos")]
-            (Backend::Metal(d), BufferInner::Metal(b)) => d.copy_out(dst, b, offset),
+            (Backend::Metal(d), BufferInner::Metal(b)) => d.copy_out(dst, b, at),
         }
     }
 
@@ -300,6 +334,8 @@ impl Buffer {
         dst_offset: usize,
         size: usize,
     ) -> Result<()> {
+        let src_at = self.within(src_offset, size, "copy")?;
+        let dst_at = dst.within(dst_offset, size, "copy")?;
         match (
             &*self.shared.device.backend,
             &self.shared.inner,
@@ -308,7 +344,7 @@ impl Buffer {
         ) {
             #[cfg(target_os = "linux")]
             (Backend::Amd(s), BufferInner::Amd(sb), Backend::Amd(d), BufferInner::Amd(db)) => {
-                s.transfer(d, db, dst_offset as u64, sb, src_offset as u64, size as u64)
+                s.transfer(d, db, dst_at as u64, sb, src_at as u64, size as u64)
             }
             // A blit on the device that holds both buffers.
             #[cfg(target_os = "macos")]
@@ -318,7 +354,7 @@ impl Buffer {
                 Backend::Metal(_),
                 BufferInner::Metal(db),
             ) if self.shared.device.same(&dst.shared.device) => {
-                s.copy(db, dst_offset, sb, src_offset, size)
+                s.copy(db, dst_at, sb, src_at, size)
             }
             #[cfg(target_os = "macos")]
             (Backend::Metal(_), _, Backend::Metal(_), _) => Err(Error::Unsupported(format!(
@@ -337,13 +373,13 @@ impl Buffer {
     /// Reads the whole buffer as plain values (the size must be a multiple of `T`'s).
     pub fn read<T: bytemuck::Pod>(&self) -> Result<Vec<T>> {
         let n = std::mem::size_of::<T>();
-        if n == 0 || !self.shared.size.is_multiple_of(n) {
+        if n == 0 || !self.size.is_multiple_of(n) {
             return Err(Error::InvalidArgument(format!(
                 "{}-byte buffer is not a whole number of {n}-byte values",
-                self.shared.size
+                self.size
             )));
         }
-        let mut out = vec![T::zeroed(); self.shared.size / n];
+        let mut out = vec![T::zeroed(); self.size / n];
         self.copy_out(0, bytemuck::cast_slice_mut(&mut out))?;
         Ok(out)
     }
@@ -451,7 +487,7 @@ impl Program {
             #[cfg(target_os = "linux")]
             (Backend::Amd(d), ProgramInner::Amd(p)) => {
                 let address_of = |b: &&Buffer| match &b.shared.inner {
-                    BufferInner::Amd(ab) => Ok(ab.gpu_address()),
+                    BufferInner::Amd(ab) => Ok(ab.gpu_address() + b.offset as u64),
                 };
                 d.launch_with_lds(p, args, address_of, global, local, dynamic_lds_bytes, timed)
             }
@@ -462,7 +498,7 @@ impl Program {
                         "dynamic threadgroup memory on Metal (declare it in the kernel)".into(),
                     ));
                 }
-                d.launch(p, args, metal_buffer, global, local, timed)
+                d.launch_at(p, args, metal_buffer, global, local, timed)
             }
         }
     }
