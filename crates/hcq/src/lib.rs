@@ -21,8 +21,8 @@
 //! - `amd-emu:N` (Linux): the N-th emulated gfx1100 GPU (`HCQ_EMU_GPUS` of them, default 1),
 //!   which runs the real machine code in an interpreter below the same driver.
 //! - `metal:N` (macOS): the N-th Metal device of `MTLCopyAllDevices()`; kernels are Metal
-//!   Shading Language. It has never run on a Mac, and graphs are not built on it yet (the
-//!   [`Jit`] runs its work eagerly there).
+//!   Shading Language; graphs of launches become an indirect command buffer. It has never run
+//!   on a Mac.
 //!
 //! ## Contracts
 //! - Work on one device executes in submission order. Copies wait for the work queued before
@@ -31,7 +31,11 @@
 //!   [`Error::DeviceFault`] from the next wait on that device; the device stays usable.
 //! - Every wait is bounded by `HCQ_WAIT_TIMEOUT_MS` (default 30000) and ends in
 //!   [`Error::Timeout`].
-//! - Buffers are freed when dropped; do not drop a buffer that queued work still uses.
+//! - Dropping a buffer that queued work still uses is safe: on AMD its memory goes to the
+//!   device's cache, is reused only by work queued later (which runs after), and is freed only
+//!   once queued work has finished; Metal keeps it alive for its command buffers.
+//! - [`Buffer::view`] gives part of a buffer as a buffer; [`Program::launch_with`] takes
+//!   [`LaunchOptions`] (dynamic LDS, timing).
 //! - Graphs ([`GraphBuilder`], [`Graph`]) and the [`Jit`] replay captured launches with one
 //!   submission, ordered with eager work through the device timeline (see the `graph` module
 //!   docs on [`Graph`]).
