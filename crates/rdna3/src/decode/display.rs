@@ -605,6 +605,50 @@ impl fmt::Display for Inst {
                 }
                 Ok(())
             }
+            Inst::Buffer(i) => {
+                let specs = i.op.operands();
+                let mut list = OperandList::new(f, i.op.mnemonic())?;
+                if !has(specs, "srsrc") {
+                    // Cache invalidations have no operands.
+                    return Ok(());
+                }
+                if has(specs, "vdata") {
+                    let status = u32::from(i.tfe);
+                    list.push(wide(i.vdata, dwords(specs, "vdata") + status))?;
+                }
+                match i.vaddr_dwords() {
+                    0 => list.push("off")?,
+                    n => list.push(wide(i.vaddr, n as u32))?,
+                }
+                list.push(wide(i.srsrc, 4))?;
+                list.push(i.soffset)?;
+                if let Some(code) = i.format.filter(|&code| code != DEFAULT_FORMAT) {
+                    match BufferFormat::from_code(code) {
+                        Some(format) => list.suffix(format_args!("format:[{}]", format.name()))?,
+                        None if code == 0 => list.suffix("format:[BUF_FMT_INVALID]")?,
+                        None => list.suffix(format_args!("format:{code}"))?,
+                    }
+                }
+                for (set, name) in [(i.idxen, "idxen"), (i.offen, "offen")] {
+                    if set {
+                        list.suffix(name)?;
+                    }
+                }
+                if i.offset != 0 {
+                    list.suffix(format_args!("offset:{}", i.offset))?;
+                }
+                for (set, name) in [
+                    (i.glc, "glc"),
+                    (i.slc, "slc"),
+                    (i.dlc, "dlc"),
+                    (i.tfe, "tfe"),
+                ] {
+                    if set {
+                        list.suffix(name)?;
+                    }
+                }
+                Ok(())
+            }
             Inst::Other(i) => f.write_str(i.mnemonic),
         }
     }

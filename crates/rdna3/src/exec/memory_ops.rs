@@ -5,7 +5,9 @@ use super::{
     unimplemented, ExecContext, Flow, Wave, APERTURE_SIZE, PRIVATE_APERTURE_BASE,
     SHARED_APERTURE_BASE, WAVE_SIZE,
 };
-use crate::decode::{AtomicOp, Ds, Flat, FlatSegment, MemAccess, Smem, D16};
+use crate::decode::{
+    integer_min_max_atomic, AtomicOp, Ds, Flat, FlatSegment, MemAccess, Smem, D16,
+};
 use crate::fault::FaultKind;
 use crate::isa::{DsOp, SmemOp};
 use crate::memory::{atomic_rmw_u32, atomic_rmw_u64, read_bytes, write_bytes};
@@ -99,7 +101,7 @@ fn rmw_target(
 }
 
 /// The new memory value of an atomic: `old` combined with `data` (and `compare`).
-fn atomic_update(op: AtomicOp, wide: bool, old: u64, data: u64, compare: u64) -> u64 {
+pub(super) fn atomic_update(op: AtomicOp, wide: bool, old: u64, data: u64, compare: u64) -> u64 {
     let mask = if wide { u64::MAX } else { 0xffff_ffff };
     let (old, data, compare) = (old & mask, data & mask, compare & mask);
     let signed = |x: u64| {
@@ -523,7 +525,7 @@ impl Wave {
     }
 
     /// Places loaded bytes into the destination VGPR(s) of one lane.
-    fn write_loaded(
+    pub(super) fn write_loaded(
         &mut self,
         first: usize,
         lane: usize,
@@ -867,27 +869,6 @@ impl Wave {
         }
         Ok(Flow::Next)
     }
-}
-
-/// FLAT/GLOBAL atomics named `*_atomic_{min,max}_{i,u}{32,64}` (RDNA3 spelling of
-/// smin/umin/smax/umax).
-fn integer_min_max_atomic(mnemonic: &str) -> Option<MemAccess> {
-    let (_, rest) = mnemonic.split_once("_atomic_")?;
-    let (name, ty) = rest.split_once('_')?;
-    let wide = match ty {
-        "i32" | "u32" => false,
-        "i64" | "u64" => true,
-        _ => return None,
-    };
-    let signed = ty.starts_with('i');
-    let op = match (name, signed) {
-        ("min", true) => AtomicOp::Smin,
-        ("min", false) => AtomicOp::Umin,
-        ("max", true) => AtomicOp::Smax,
-        ("max", false) => AtomicOp::Umax,
-        _ => return None,
-    };
-    Some(MemAccess::Atomic { op, wide })
 }
 
 /// The atomic operation of a DS opcode.
