@@ -323,8 +323,9 @@ impl fmt::Display for Inst {
                     ),
                     None => (1, 1),
                 };
-                if i.op == Vop1Op::V_MOV_B16_E32 {
-                    // LLVM 19 prints this one in true16 syntax: VGPR bit 7 selects the half.
+                if matches!(i.op, Vop1Op::V_MOV_B16_E32 | Vop1Op::V_SWAP_B16_E32) {
+                    // True16 syntax (LLVM 19 prints v_mov_b16 so and cannot disassemble
+                    // v_swap_b16): VGPR bit 7 selects the half.
                     list.push(half_register(i.vdst))?;
                     list.push(half_register(i.src0))?;
                 } else if i.op != Vop1Op::V_NOP_E32 {

@@ -451,6 +451,10 @@ pub enum AtomicOp {
     MaxF,
     /// Float compare and exchange.
     CmpSwapF,
+    /// Masked or: `(old & !data) | data2` (LDS only).
+    MaskOr,
+    /// Wrapping step: `old >= data ? old - data : old + data2` (LDS only).
+    Wrap,
 }
 
 /// The memory semantics of a FLAT/GLOBAL/SCRATCH opcode.

@@ -134,6 +134,14 @@ pub(super) fn atomic_update(op: AtomicOp, wide: bool, old: u64, data: u64, compa
                 old
             }
         }
+        AtomicOp::MaskOr => (old & !data) | compare,
+        AtomicOp::Wrap => {
+            if old >= data {
+                old - data
+            } else {
+                old.wrapping_add(compare)
+            }
+        }
         AtomicOp::Add => old.wrapping_add(data),
         AtomicOp::Sub => old.wrapping_sub(data),
         AtomicOp::Csub => old.saturating_sub(data),
@@ -591,6 +599,12 @@ impl Wave {
         if i.op == DS_NOP {
             return Ok(Flow::Next);
         }
+        if matches!(i.op, DS_LOAD_ADDTID_B32 | DS_STORE_ADDTID_B32) {
+            return self.ds_addtid(ctx, i);
+        }
+        if i.op == DS_CONDXCHG32_RTN_B64 {
+            return self.ds_condxchg32(ctx, i);
+        }
         if i.op == DS_SWIZZLE_B32 {
             return self.ds_swizzle(i);
         }
@@ -773,7 +787,10 @@ impl Wave {
         let (op, wide) = ds_atomic(i.op).ok_or_else(|| unimplemented(mnemonic))?;
         let dwords = if wide { 2 } else { 1 };
         let data0 = self.vgpr_range(i.data0, dwords)?.start;
-        let needs_data1 = matches!(op, AtomicOp::CmpSwap | AtomicOp::CmpSwapF);
+        let needs_data1 = matches!(
+            op,
+            AtomicOp::CmpSwap | AtomicOp::CmpSwapF | AtomicOp::MaskOr | AtomicOp::Wrap
+        );
         let data1 = if needs_data1 {
             self.vgpr_range(i.data1, dwords)?.start
         } else {
@@ -822,6 +839,59 @@ impl Wave {
 }
 
 impl Wave {
+    /// DS_LOAD_ADDTID_B32 / DS_STORE_ADDTID_B32: lane `i` accesses the dword at
+    /// `offset + M0[15:0] + 4 i` (no address VGPR).
+    fn ds_addtid(&mut self, ctx: &mut ExecContext<'_>, i: &Ds) -> Result<Flow, FaultKind> {
+        let exec = self.exec();
+        let base = u64::from(self.read_scalar(Operand::M0)? & 0xffff) + u64::from(i.offset16());
+        let load = i.op == DsOp::DS_LOAD_ADDTID_B32;
+        let register = if load {
+            self.vgpr_range(i.vdst, 1)?.start
+        } else {
+            self.vgpr_range(i.data0, 1)?.start
+        };
+        for lane in 0..WAVE_SIZE {
+            if exec >> lane & 1 == 0 {
+                continue;
+            }
+            let addr = base + 4 * lane as u64;
+            if load {
+                self.vgpr[register][lane] = lds_read_u32(ctx.lds, addr)?;
+            } else {
+                lds_write_u32(ctx.lds, addr, self.vgpr[register][lane])?;
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    /// DS_CONDXCHG32_RTN_B64: two dwords at the 8-byte aligned address; each is replaced by
+    /// its half of DATA (bit 31 cleared) when that half's bit 31 is set. Returns both old
+    /// dwords.
+    fn ds_condxchg32(&mut self, ctx: &mut ExecContext<'_>, i: &Ds) -> Result<Flow, FaultKind> {
+        let exec = self.exec();
+        let addr_reg = self.vgpr_range(i.addr, 1)?.start;
+        let data = self.vgpr_range(i.data0, 2)?.start;
+        let dst = self.vgpr_range(i.vdst, 2)?.start;
+        for lane in 0..WAVE_SIZE {
+            if exec >> lane & 1 == 0 {
+                continue;
+            }
+            let first = u64::from(self.vgpr[addr_reg][lane].wrapping_add(i.offset16()) & 0xfff8);
+            let mut old = [0u32; 2];
+            for (half, value) in old.iter_mut().enumerate() {
+                let addr = first + 4 * half as u64;
+                *value = lds_read_u32(ctx.lds, addr)?;
+                let new = self.vgpr[data + half][lane];
+                if new >> 31 != 0 {
+                    lds_write_u32(ctx.lds, addr, new & 0x7fff_ffff)?;
+                }
+            }
+            self.vgpr[dst][lane] = old[0];
+            self.vgpr[dst + 1][lane] = old[1];
+        }
+        Ok(Flow::Next)
+    }
+
     /// DS_SWIZZLE_B32: a lane permutation selected by the 16-bit offset (no LDS access).
     /// Inactive source lanes read 0.
     fn ds_swizzle(&mut self, i: &Ds) -> Result<Flow, FaultKind> {
@@ -908,6 +978,9 @@ fn ds_atomic(op: DsOp) -> Option<(AtomicOp, bool)> {
         DS_STOREXCHG_RTN_B64 => (AtomicOp::Swap, true),
         DS_CMPSTORE_B64 | DS_CMPSTORE_RTN_B64 => (AtomicOp::CmpSwap, true),
         DS_CMPSTORE_F64 | DS_CMPSTORE_RTN_F64 => (AtomicOp::CmpSwapF, true),
+        DS_MSKOR_B32 | DS_MSKOR_RTN_B32 => (AtomicOp::MaskOr, false),
+        DS_MSKOR_B64 | DS_MSKOR_RTN_B64 => (AtomicOp::MaskOr, true),
+        DS_WRAP_RTN_B32 => (AtomicOp::Wrap, false),
         DS_MIN_F64 | DS_MIN_RTN_F64 => (AtomicOp::MinF, true),
         DS_MAX_F64 | DS_MAX_RTN_F64 => (AtomicOp::MaxF, true),
         _ => return None,

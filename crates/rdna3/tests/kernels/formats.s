@@ -339,3 +339,12 @@
 	tbuffer_load_format_x v0, off, s[4:7], 0 format:100
 	tbuffer_load_d16_format_x v0, off, s[4:7], 0 format:[BUF_FMT_16_FLOAT]
 	tbuffer_load_format_x v0, off, s[4:7], 0 glc slc dlc
+	ds_mskor_b32 v1, v2, v3 offset:8
+	ds_mskor_rtn_b32 v0, v1, v2, v3
+	ds_mskor_b64 v1, v[2:3], v[4:5]
+	ds_mskor_rtn_b64 v[6:7], v1, v[2:3], v[4:5] offset:16
+	ds_wrap_rtn_b32 v0, v1, v2, v3 offset:4
+	ds_condxchg32_rtn_b64 v[0:1], v1, v[2:3] offset:12
+	ds_store_addtid_b32 v2 offset:16
+	ds_load_addtid_b32 v0 offset:16
+	v_permlane64_b32 v0, v1
