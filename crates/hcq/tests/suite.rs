@@ -14,6 +14,8 @@ mod arith;
 mod atomics;
 #[path = "suite/bits.rs"]
 mod bits;
+#[path = "suite/buffer.rs"]
+mod buffer;
 #[path = "suite/control.rs"]
 mod control;
 #[path = "suite/convert.rs"]
@@ -32,6 +34,7 @@ mod wave;
 const ARITH: &str = include_str!("../../../kernels/suite/arith.hip");
 const ATOMICS: &str = include_str!("../../../kernels/suite/atomics.hip");
 const BITS: &str = include_str!("../../../kernels/suite/bits.hip");
+const BUFFER: &str = include_str!("../../../kernels/suite/buffer.hip");
 const CONTROL: &str = include_str!("../../../kernels/suite/control.hip");
 const CONVERT: &str = include_str!("../../../kernels/suite/convert.hip");
 const LDS: &str = include_str!("../../../kernels/suite/lds.hip");

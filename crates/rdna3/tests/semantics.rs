@@ -810,3 +810,190 @@ fn mullit_and_offset_nibble_conversion() {
         );
     }
 }
+
+/// LDS of `dwords` dwords, dword `k` holding `f(k)`.
+fn lds_words(dwords: usize, f: impl Fn(usize) -> u32) -> Vec<u8> {
+    (0..dwords).flat_map(|k| f(k).to_le_bytes()).collect()
+}
+
+fn lds_dword(lds: &[u8], k: usize) -> u32 {
+    u32::from_le_bytes(lds[k * 4..k * 4 + 4].try_into().unwrap())
+}
+
+#[test]
+fn ds_masked_or_keeps_unmasked_bits() {
+    let initial = |k: usize| 0x1234_5678u32.rotate_left(k as u32) ^ k as u32;
+    let mask = |lane: usize| 0x00ff_00ffu32.rotate_left(lane as u32);
+    let bits = |lane: usize| 0x0f0f_0f0fu32.wrapping_mul(lane as u32 + 1);
+    let mut w = wave();
+    let mut lds = lds_words(80, initial);
+    set_lanes(&mut w, 1, |lane| lane as u32 * 4);
+    set_lanes(&mut w, 2, mask);
+    set_lanes(&mut w, 3, bits);
+    run_with_lds(&[0xd8b00000, 0x00030201], &mut w, &mut lds); // ds_mskor_rtn_b32 v0, v1, v2, v3
+    for lane in 0..32 {
+        let old = initial(lane);
+        assert_eq!(w.vgpr[0][lane], old, "returned {lane}");
+        let new = (old & !mask(lane)) | bits(lane);
+        assert_eq!(lds_dword(&lds, lane), new, "memory {lane}");
+    }
+    // Without return, at offset 8 (dwords 2..34).
+    let mut lds = lds_words(80, initial);
+    w.vgpr[0] = [0xdead; 32];
+    run_with_lds(&[0xd8300008, 0x00030201], &mut w, &mut lds); // ds_mskor_b32 v1, v2, v3 offset:8
+    for lane in 0..32 {
+        let new = (initial(lane + 2) & !mask(lane)) | bits(lane);
+        assert_eq!(lds_dword(&lds, lane + 2), new, "memory {lane}");
+        assert_eq!(w.vgpr[0][lane], 0xdead, "no return {lane}");
+    }
+    // 64-bit, with return, at offset 16.
+    let mut lds = lds_words(80, initial);
+    set_lanes(&mut w, 1, |lane| lane as u32 * 8);
+    set_lanes(&mut w, 4, |lane| mask(lane + 7));
+    set_lanes(&mut w, 5, |lane| bits(lane + 9));
+    run_with_lds(&[0xd9b00010, 0x06040201], &mut w, &mut lds); // ds_mskor_rtn_b64 v[6:7], v1, v[2:3], v[4:5] offset:16
+    for lane in 0..32 {
+        let at = 4 + lane * 2;
+        let old = u64::from(initial(at)) | (u64::from(initial(at + 1)) << 32);
+        let mask64 = u64::from(mask(lane)) | (u64::from(bits(lane)) << 32);
+        let bits64 = u64::from(mask(lane + 7)) | (u64::from(bits(lane + 9)) << 32);
+        let new = (old & !mask64) | bits64;
+        let returned = u64::from(w.vgpr[6][lane]) | (u64::from(w.vgpr[7][lane]) << 32);
+        assert_eq!(returned, old, "returned {lane}");
+        let stored = u64::from(lds_dword(&lds, at)) | (u64::from(lds_dword(&lds, at + 1)) << 32);
+        assert_eq!(stored, new, "memory {lane}");
+    }
+}
+
+#[test]
+fn ds_wrap_subtracts_or_adds() {
+    let initial = |k: usize| (k as u32 * 7) % 20;
+    let mut w = wave();
+    let mut lds = lds_words(40, initial);
+    set_lanes(&mut w, 1, |lane| lane as u32 * 4);
+    set_lanes(&mut w, 2, |lane| 5 + lane as u32 % 9);
+    set_lanes(&mut w, 3, |lane| 100 + lane as u32);
+    run_with_lds(&[0xd8d00004, 0x00030201], &mut w, &mut lds); // ds_wrap_rtn_b32 v0, v1, v2, v3 offset:4
+    for lane in 0..32 {
+        let old = initial(lane + 1);
+        let (data, data2) = (5 + lane as u32 % 9, 100 + lane as u32);
+        let new = if old >= data { old - data } else { old + data2 };
+        assert_eq!(w.vgpr[0][lane], old, "returned {lane}");
+        assert_eq!(lds_dword(&lds, lane + 1), new, "memory {lane}");
+    }
+}
+
+#[test]
+fn ds_condxchg32_writes_halves_with_bit_31_set() {
+    let initial = |k: usize| 0x1000 + k as u32;
+    let mut w = wave();
+    let mut lds = lds_words(72, initial);
+    // Address + 12, aligned down to 8 bytes: lane i → dwords 2i + 2 and 2i + 3.
+    set_lanes(&mut w, 1, |lane| lane as u32 * 8);
+    let flag = |lane: usize, half: usize| (lane >> half) & 1 != 0;
+    let data = |lane: usize, half: usize| {
+        let value = 0x0055_0000 | (lane as u32) << 4 | half as u32;
+        if flag(lane, half) {
+            value | 0x8000_0000
+        } else {
+            value
+        }
+    };
+    set_lanes(&mut w, 2, |lane| data(lane, 0));
+    set_lanes(&mut w, 3, |lane| data(lane, 1));
+    run_with_lds(&[0xd9f8000c, 0x00000201], &mut w, &mut lds); // ds_condxchg32_rtn_b64 v[0:1], v1, v[2:3] offset:12
+    for lane in 0..32 {
+        for half in 0..2 {
+            let k = 2 * lane + 2 + half;
+            assert_eq!(w.vgpr[half][lane], initial(k), "returned {lane}.{half}");
+            let expected = if flag(lane, half) {
+                data(lane, half) & 0x7fff_ffff
+            } else {
+                initial(k)
+            };
+            assert_eq!(lds_dword(&lds, k), expected, "memory {lane}.{half}");
+        }
+    }
+}
+
+#[test]
+fn ds_addtid_addresses_by_lane_and_m0() {
+    let mut w = wave();
+    let mut lds = vec![0u8; 256];
+    w.sgpr[M0] = 0xabcd_0020; // only M0[15:0] counts
+    w.sgpr[usize::from(EXEC_LO)] = 0x7fff_fffe;
+    set_lanes(&mut w, 2, |lane| 0x100 + lane as u32);
+    run_with_lds(&[0xdac00010, 0x00000200], &mut w, &mut lds); // ds_store_addtid_b32 v2 offset:16
+    for lane in 0..32 {
+        let expected = if lane == 0 || lane == 31 {
+            0
+        } else {
+            0x100 + lane as u32
+        };
+        assert_eq!(
+            lds_dword(&lds, (0x20 + 16) / 4 + lane),
+            expected,
+            "stored {lane}"
+        );
+    }
+    w.sgpr[M0] = 0x30;
+    w.sgpr[usize::from(EXEC_LO)] = u32::MAX;
+    run_with_lds(&[0xdac40010, 0x00000000], &mut w, &mut lds); // ds_load_addtid_b32 v0 offset:16
+    for lane in 0..32 {
+        assert_eq!(
+            w.vgpr[0][lane],
+            lds_dword(&lds, (0x30 + 16) / 4 + lane),
+            "loaded {lane}"
+        );
+    }
+}
+
+#[test]
+fn swap_b16_exchanges_register_halves() {
+    let mut w = wave();
+    set_lanes(&mut w, 1, |lane| 0x1111_0000 | lane as u32);
+    set_lanes(&mut w, 2, |lane| 0x2222_0000 | (lane as u32) << 8);
+    w.sgpr[usize::from(EXEC_LO)] = 0xffff_fff0;
+    // LLVM 19 cannot encode or decode it for gfx1100: VOP1 opcode 102, true16 VGPR halves.
+    let text = decode(&[0x7e02cd82]).unwrap().inst.to_string();
+    assert_eq!(text, "v_swap_b16 v1.l, v2.h");
+    run(&[0x7e02cd82], &mut w);
+    for lane in 0..32 {
+        let (one, two) = (0x1111_0000 | lane as u32, 0x2222_0000 | (lane as u32) << 8);
+        let (one, two) = if lane < 4 {
+            (one, two)
+        } else {
+            (
+                (one & 0xffff_0000) | (two >> 16),
+                (two & 0xffff) | (one & 0xffff) << 16,
+            )
+        };
+        assert_eq!(
+            (w.vgpr[1][lane], w.vgpr[2][lane]),
+            (one, two),
+            "lane {lane}"
+        );
+    }
+    // Both halves of one register.
+    set_lanes(&mut w, 3, |lane| 0xaaaa_0000 | lane as u32);
+    w.sgpr[usize::from(EXEC_LO)] = u32::MAX;
+    run(&[0x7f06cd03], &mut w); // v_swap_b16 v3.h, v3.l (hand-encoded)
+    for lane in 0..32 {
+        assert_eq!(w.vgpr[3][lane], (lane as u32) << 16 | 0xaaaa, "lane {lane}");
+    }
+}
+
+#[test]
+fn permlane64_faults_in_wave32() {
+    let mut w = wave();
+    let decoded = decode(&[0x7e00cf01]).unwrap(); // v_permlane64_b32 v0, v1
+    let mem = HostMemory::new(&[]);
+    let mut lds = [0u8; 64];
+    let mut ctx = ExecContext {
+        mem: &mem,
+        lds: &mut lds,
+    };
+    let fault = w.execute(&mut ctx, &decoded.inst, 4).unwrap_err();
+    assert!(fault.to_string().contains("v_permlane64_b32"), "{fault}");
+    assert!(fault.to_string().contains("wave64"), "{fault}");
+}

@@ -323,8 +323,9 @@ impl fmt::Display for Inst {
                     ),
                     None => (1, 1),
                 };
-                if i.op == Vop1Op::V_MOV_B16_E32 {
-                    // LLVM 19 prints this one in true16 syntax: VGPR bit 7 selects the half.
+                if matches!(i.op, Vop1Op::V_MOV_B16_E32 | Vop1Op::V_SWAP_B16_E32) {
+                    // True16 syntax (LLVM 19 prints v_mov_b16 so and cannot disassemble
+                    // v_swap_b16): VGPR bit 7 selects the half.
                     list.push(half_register(i.vdst))?;
                     list.push(half_register(i.src0))?;
                 } else if i.op != Vop1Op::V_NOP_E32 {
@@ -602,6 +603,50 @@ impl fmt::Display for Inst {
                 }
                 if i.dlc {
                     list.suffix("dlc")?;
+                }
+                Ok(())
+            }
+            Inst::Buffer(i) => {
+                let specs = i.op.operands();
+                let mut list = OperandList::new(f, i.op.mnemonic())?;
+                if !has(specs, "srsrc") {
+                    // Cache invalidations have no operands.
+                    return Ok(());
+                }
+                if has(specs, "vdata") {
+                    let status = u32::from(i.tfe);
+                    list.push(wide(i.vdata, dwords(specs, "vdata") + status))?;
+                }
+                match i.vaddr_dwords() {
+                    0 => list.push("off")?,
+                    n => list.push(wide(i.vaddr, n as u32))?,
+                }
+                list.push(wide(i.srsrc, 4))?;
+                list.push(i.soffset)?;
+                if let Some(code) = i.format.filter(|&code| code != DEFAULT_FORMAT) {
+                    match BufferFormat::from_code(code) {
+                        Some(format) => list.suffix(format_args!("format:[{}]", format.name()))?,
+                        None if code == 0 => list.suffix("format:[BUF_FMT_INVALID]")?,
+                        None => list.suffix(format_args!("format:{code}"))?,
+                    }
+                }
+                for (set, name) in [(i.idxen, "idxen"), (i.offen, "offen")] {
+                    if set {
+                        list.suffix(name)?;
+                    }
+                }
+                if i.offset != 0 {
+                    list.suffix(format_args!("offset:{}", i.offset))?;
+                }
+                for (set, name) in [
+                    (i.glc, "glc"),
+                    (i.slc, "slc"),
+                    (i.dlc, "dlc"),
+                    (i.tfe, "tfe"),
+                ] {
+                    if set {
+                        list.suffix(name)?;
+                    }
                 }
                 Ok(())
             }

@@ -6,10 +6,12 @@
 //! every encoding are additionally lowered to a canonical [`ValuInst`] (VOP3 numbering) that the
 //! executor runs.
 
+mod buffer_format;
 mod display;
 mod symbolic;
 mod valu;
 
+pub use buffer_format::{BufferFormat, NumberFormat, DEFAULT_FORMAT};
 pub use valu::{Compare, CompareCondition, CompareType, Dpp, ValuInst};
 
 use crate::isa::*;
@@ -75,7 +77,9 @@ pub enum Inst {
     Ds(Ds),
     /// FLAT, GLOBAL or SCRATCH memory access.
     Flat(Flat),
-    /// A recognised encoding this decoder does not break down (MUBUF, MTBUF, MIMG, EXP, ...).
+    /// MUBUF or MTBUF access through a buffer resource descriptor.
+    Buffer(Buffer),
+    /// A recognised encoding this decoder does not break down (MIMG, EXP, ...).
     Other(OtherInst),
 }
 
@@ -447,6 +451,10 @@ pub enum AtomicOp {
     MaxF,
     /// Float compare and exchange.
     CmpSwapF,
+    /// Masked or: `(old & !data) | data2` (LDS only).
+    MaskOr,
+    /// Wrapping step: `old >= data ? old - data : old + data2` (LDS only).
+    Wrap,
 }
 
 /// The memory semantics of a FLAT/GLOBAL/SCRATCH opcode.
@@ -551,6 +559,175 @@ pub struct OtherInst {
     pub encoding: Encoding,
     /// Mnemonic if the opcode is known.
     pub mnemonic: &'static str,
+}
+
+/// The opcode of a buffer instruction: untyped (MUBUF) or typed (MTBUF, format in the
+/// instruction).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BufferOpcode {
+    /// MUBUF
+    Mubuf(MubufOp),
+    /// MTBUF
+    Mtbuf(MtbufOp),
+}
+
+impl BufferOpcode {
+    /// LLVM mnemonic.
+    pub const fn mnemonic(self) -> &'static str {
+        match self {
+            Self::Mubuf(op) => op.mnemonic(),
+            Self::Mtbuf(op) => op.mnemonic(),
+        }
+    }
+
+    /// Operand specs.
+    pub const fn operands(self) -> &'static [OperandSpec] {
+        match self {
+            Self::Mubuf(op) => op.operands(),
+            Self::Mtbuf(op) => op.operands(),
+        }
+    }
+}
+
+/// MUBUF / MTBUF: a vector memory access addressed through a 128-bit buffer resource (V#).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Buffer {
+    /// Opcode.
+    pub op: BufferOpcode,
+    /// Data VGPR(s): the source of stores and atomics, the destination of loads and
+    /// returning atomics.
+    pub vdata: Operand,
+    /// Address VGPR(s): the index (`idxen`), then the offset (`offen`).
+    pub vaddr: Operand,
+    /// First of the four SGPRs holding the resource descriptor.
+    pub srsrc: Operand,
+    /// Scalar byte offset added to the address.
+    pub soffset: Operand,
+    /// Unsigned 12-bit byte offset.
+    pub offset: u16,
+    /// VADDR supplies a byte offset.
+    pub offen: bool,
+    /// VADDR supplies a record index.
+    pub idxen: bool,
+    /// GLC (atomics: return the pre-op value).
+    pub glc: bool,
+    /// SLC.
+    pub slc: bool,
+    /// DLC.
+    pub dlc: bool,
+    /// Texture-fail enable: one more VDATA register receives a fetch status.
+    pub tfe: bool,
+    /// MTBUF: the data format (`BufferFormat` number); `None` for MUBUF.
+    pub format: Option<u8>,
+    /// What the instruction does to memory (None: not modelled, e.g. `buffer_load_lds_*`).
+    pub access: Option<BufferAccess>,
+}
+
+impl Buffer {
+    /// VGPRs of VADDR: one per enabled address component.
+    pub fn vaddr_dwords(&self) -> usize {
+        usize::from(self.offen) + usize::from(self.idxen)
+    }
+}
+
+/// The memory semantics of a buffer opcode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BufferAccess {
+    /// Untyped load/store/atomic, as for FLAT.
+    Raw(MemAccess),
+    /// Load of `components` elements converted from a data format (the instruction's for
+    /// MTBUF, the descriptor's for MUBUF).
+    LoadFormat {
+        /// Elements (1..=4).
+        components: u8,
+        /// Elements are packed 16-bit values; placement of a single one.
+        d16: Option<D16>,
+    },
+    /// Store of `components` elements converted to a data format.
+    StoreFormat {
+        /// Elements (1..=4).
+        components: u8,
+        /// Elements are packed 16-bit values; `Some(High)` takes the one element from the
+        /// high half.
+        d16: Option<D16>,
+    },
+    /// Cache invalidation (`buffer_gl0_inv`, `buffer_gl1_inv`): no effect in a functional model.
+    Invalidate,
+}
+
+impl BufferAccess {
+    /// Classifies a MUBUF/MTBUF mnemonic.
+    pub fn classify(mnemonic: &str) -> Option<BufferAccess> {
+        if matches!(mnemonic, "buffer_gl0_inv" | "buffer_gl1_inv") {
+            return Some(BufferAccess::Invalidate);
+        }
+        let rest = mnemonic
+            .strip_prefix("tbuffer_")
+            .or_else(|| mnemonic.strip_prefix("buffer_"))?;
+        if rest.starts_with("load_lds_") {
+            return None;
+        }
+        let format = rest
+            .strip_prefix("load_")
+            .map(|kind| (true, kind))
+            .or_else(|| rest.strip_prefix("store_").map(|kind| (false, kind)))
+            .and_then(|(is_load, kind)| Some((is_load, format_parts(kind)?)));
+        if let Some((is_load, (d16, components))) = format {
+            // A single 16-bit element goes to the low half, leaving the high half as it was.
+            let d16 = match d16 {
+                Some(D16::Full) if components == 1 => Some(D16::Low),
+                other => other,
+            };
+            return Some(if is_load {
+                BufferAccess::LoadFormat { components, d16 }
+            } else {
+                BufferAccess::StoreFormat { components, d16 }
+            });
+        }
+        MemAccess::classify(mnemonic)
+            .or_else(|| integer_min_max_atomic(mnemonic))
+            .map(BufferAccess::Raw)
+    }
+}
+
+/// `(d16, components)` of a format load/store's name after `load_`/`store_`
+/// (`d16_format_xy` → 16-bit elements, 2 of them).
+fn format_parts(kind: &str) -> Option<(Option<D16>, u8)> {
+    let (d16, components) = if let Some(c) = kind.strip_prefix("format_") {
+        (None, c)
+    } else if let Some(c) = kind.strip_prefix("d16_format_") {
+        (Some(D16::Full), c)
+    } else {
+        (Some(D16::High), kind.strip_prefix("d16_hi_format_")?)
+    };
+    let components = match components {
+        "x" => 1,
+        "xy" => 2,
+        "xyz" => 3,
+        "xyzw" => 4,
+        _ => return None,
+    };
+    Some((d16, components))
+}
+
+/// Atomics named `*_atomic_{min,max}_{i,u}{32,64}` (RDNA3 spelling of smin/umin/smax/umax).
+pub fn integer_min_max_atomic(mnemonic: &str) -> Option<MemAccess> {
+    let (_, rest) = mnemonic.split_once("_atomic_")?;
+    let (name, ty) = rest.split_once('_')?;
+    let wide = match ty {
+        "i32" | "u32" => false,
+        "i64" | "u64" => true,
+        _ => return None,
+    };
+    let signed = ty.starts_with('i');
+    let op = match (name, signed) {
+        ("min", true) => AtomicOp::Smin,
+        ("min", false) => AtomicOp::Umin,
+        ("max", true) => AtomicOp::Smax,
+        ("max", false) => AtomicOp::Umax,
+        _ => return None,
+    };
+    Some(MemAccess::Atomic { op, wide })
 }
 
 fn field(value: u64, hi: u32, lo: u32) -> u32 {
@@ -733,7 +910,40 @@ pub fn decode(words: &[u32]) -> Result<Decoded, DecodeError> {
                 words: 2,
             })
         }
-        Encoding::Mubuf | Encoding::Mtbuf | Encoding::Mimg | Encoding::Exp | Encoding::Vinterp => {
+        Encoding::Mubuf | Encoding::Mtbuf => {
+            let raw = reader.qword()?;
+            let (op, format) = if encoding == Encoding::Mubuf {
+                let op = MubufOp::from_u32(field(raw, 25, 18)).ok_or(undecodable)?;
+                (BufferOpcode::Mubuf(op), None)
+            } else {
+                let op = MtbufOp::from_u32(field(raw, 18, 15)).ok_or(undecodable)?;
+                (BufferOpcode::Mtbuf(op), Some(field(raw, 25, 19) as u8))
+            };
+            let soffset = field(raw, 63, 56) as u16;
+            // LLVM reads a literal dword for SOFFSET 255, so the instruction is 3 dwords.
+            let (literal, words) = literal_after(&reader, 2, soffset == 255)?;
+            let inst = Buffer {
+                op,
+                vdata: Operand::Vgpr(field(raw, 47, 40) as u8),
+                vaddr: Operand::Vgpr(field(raw, 39, 32) as u8),
+                srsrc: Operand::from_sreg((field(raw, 52, 48) << 2) as u8),
+                soffset: Operand::from_src(soffset, literal),
+                offset: field(raw, 11, 0) as u16,
+                offen: field(raw, 54, 54) != 0,
+                idxen: field(raw, 55, 55) != 0,
+                glc: field(raw, 14, 14) != 0,
+                slc: field(raw, 12, 12) != 0,
+                dlc: field(raw, 13, 13) != 0,
+                tfe: field(raw, 53, 53) != 0,
+                format,
+                access: BufferAccess::classify(op.mnemonic()),
+            };
+            Ok(Decoded {
+                inst: Inst::Buffer(inst),
+                words,
+            })
+        }
+        Encoding::Mimg | Encoding::Exp | Encoding::Vinterp => {
             reader.qword()?;
             let mnemonic = other_mnemonic(encoding, raw).ok_or(undecodable)?;
             Ok(Decoded {
@@ -753,8 +963,6 @@ pub fn decode(words: &[u32]) -> Result<Decoded, DecodeError> {
 
 fn other_mnemonic(encoding: Encoding, raw: u64) -> Option<&'static str> {
     match encoding {
-        Encoding::Mubuf => MubufOp::from_u32(field(raw, 25, 18)).map(MubufOp::mnemonic),
-        Encoding::Mtbuf => MtbufOp::from_u32(field(raw, 18, 15)).map(MtbufOp::mnemonic),
         Encoding::Mimg => MimgOp::from_u32(field(raw, 25, 18)).map(MimgOp::mnemonic),
         Encoding::Exp => Some(ExpOp::EXP.mnemonic()),
         Encoding::Vinterp => VinterpOp::from_u32(field(raw, 22, 16)).map(VinterpOp::mnemonic),

@@ -5,7 +5,9 @@ use super::{
     unimplemented, ExecContext, Flow, Wave, APERTURE_SIZE, PRIVATE_APERTURE_BASE,
     SHARED_APERTURE_BASE, WAVE_SIZE,
 };
-use crate::decode::{AtomicOp, Ds, Flat, FlatSegment, MemAccess, Smem, D16};
+use crate::decode::{
+    integer_min_max_atomic, AtomicOp, Ds, Flat, FlatSegment, MemAccess, Smem, D16,
+};
 use crate::fault::FaultKind;
 use crate::isa::{DsOp, SmemOp};
 use crate::memory::{atomic_rmw_u32, atomic_rmw_u64, read_bytes, write_bytes};
@@ -103,7 +105,7 @@ fn rmw_target(
 }
 
 /// The new memory value of an atomic: `old` combined with `data` (and `compare`).
-fn atomic_update(op: AtomicOp, wide: bool, old: u64, data: u64, compare: u64) -> u64 {
+pub(super) fn atomic_update(op: AtomicOp, wide: bool, old: u64, data: u64, compare: u64) -> u64 {
     let mask = if wide { u64::MAX } else { 0xffff_ffff };
     let (old, data, compare) = (old & mask, data & mask, compare & mask);
     let signed = |x: u64| {
@@ -134,6 +136,14 @@ fn atomic_update(op: AtomicOp, wide: bool, old: u64, data: u64, compare: u64) ->
                 data
             } else {
                 old
+            }
+        }
+        AtomicOp::MaskOr => (old & !data) | compare,
+        AtomicOp::Wrap => {
+            if old >= data {
+                old - data
+            } else {
+                old.wrapping_add(compare)
             }
         }
         AtomicOp::Add => old.wrapping_add(data),
@@ -527,7 +537,7 @@ impl Wave {
     }
 
     /// Places loaded bytes into the destination VGPR(s) of one lane.
-    fn write_loaded(
+    pub(super) fn write_loaded(
         &mut self,
         first: usize,
         lane: usize,
@@ -592,6 +602,12 @@ impl Wave {
         }
         if i.op == DS_NOP {
             return Ok(Flow::Next);
+        }
+        if matches!(i.op, DS_LOAD_ADDTID_B32 | DS_STORE_ADDTID_B32) {
+            return self.ds_addtid(ctx, i);
+        }
+        if i.op == DS_CONDXCHG32_RTN_B64 {
+            return self.ds_condxchg32(ctx, i);
         }
         if i.op == DS_SWIZZLE_B32 {
             return self.ds_swizzle(i);
@@ -775,7 +791,10 @@ impl Wave {
         let (op, wide) = ds_atomic(i.op).ok_or_else(|| unimplemented(mnemonic))?;
         let dwords = if wide { 2 } else { 1 };
         let data0 = self.vgpr_range(i.data0, dwords)?.start;
-        let needs_data1 = matches!(op, AtomicOp::CmpSwap | AtomicOp::CmpSwapF);
+        let needs_data1 = matches!(
+            op,
+            AtomicOp::CmpSwap | AtomicOp::CmpSwapF | AtomicOp::MaskOr | AtomicOp::Wrap
+        );
         let data1 = if needs_data1 {
             self.vgpr_range(i.data1, dwords)?.start
         } else {
@@ -824,6 +843,59 @@ impl Wave {
 }
 
 impl Wave {
+    /// DS_LOAD_ADDTID_B32 / DS_STORE_ADDTID_B32: lane `i` accesses the dword at
+    /// `offset + M0[15:0] + 4 i` (no address VGPR).
+    fn ds_addtid(&mut self, ctx: &mut ExecContext<'_>, i: &Ds) -> Result<Flow, FaultKind> {
+        let exec = self.exec();
+        let base = u64::from(self.read_scalar(Operand::M0)? & 0xffff) + u64::from(i.offset16());
+        let load = i.op == DsOp::DS_LOAD_ADDTID_B32;
+        let register = if load {
+            self.vgpr_range(i.vdst, 1)?.start
+        } else {
+            self.vgpr_range(i.data0, 1)?.start
+        };
+        for lane in 0..WAVE_SIZE {
+            if exec >> lane & 1 == 0 {
+                continue;
+            }
+            let addr = base + 4 * lane as u64;
+            if load {
+                self.vgpr[register][lane] = lds_read_u32(ctx.lds, addr)?;
+            } else {
+                lds_write_u32(ctx.lds, addr, self.vgpr[register][lane])?;
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    /// DS_CONDXCHG32_RTN_B64: two dwords at the 8-byte aligned address; each is replaced by
+    /// its half of DATA (bit 31 cleared) when that half's bit 31 is set. Returns both old
+    /// dwords.
+    fn ds_condxchg32(&mut self, ctx: &mut ExecContext<'_>, i: &Ds) -> Result<Flow, FaultKind> {
+        let exec = self.exec();
+        let addr_reg = self.vgpr_range(i.addr, 1)?.start;
+        let data = self.vgpr_range(i.data0, 2)?.start;
+        let dst = self.vgpr_range(i.vdst, 2)?.start;
+        for lane in 0..WAVE_SIZE {
+            if exec >> lane & 1 == 0 {
+                continue;
+            }
+            let first = u64::from(self.vgpr[addr_reg][lane].wrapping_add(i.offset16()) & 0xfff8);
+            let mut old = [0u32; 2];
+            for (half, value) in old.iter_mut().enumerate() {
+                let addr = first + 4 * half as u64;
+                *value = lds_read_u32(ctx.lds, addr)?;
+                let new = self.vgpr[data + half][lane];
+                if new >> 31 != 0 {
+                    lds_write_u32(ctx.lds, addr, new & 0x7fff_ffff)?;
+                }
+            }
+            self.vgpr[dst][lane] = old[0];
+            self.vgpr[dst + 1][lane] = old[1];
+        }
+        Ok(Flow::Next)
+    }
+
     /// DS_SWIZZLE_B32: a lane permutation selected by the 16-bit offset (no LDS access).
     /// Inactive source lanes read 0.
     fn ds_swizzle(&mut self, i: &Ds) -> Result<Flow, FaultKind> {
@@ -873,27 +945,6 @@ impl Wave {
     }
 }
 
-/// FLAT/GLOBAL atomics named `*_atomic_{min,max}_{i,u}{32,64}` (RDNA3 spelling of
-/// smin/umin/smax/umax).
-fn integer_min_max_atomic(mnemonic: &str) -> Option<MemAccess> {
-    let (_, rest) = mnemonic.split_once("_atomic_")?;
-    let (name, ty) = rest.split_once('_')?;
-    let wide = match ty {
-        "i32" | "u32" => false,
-        "i64" | "u64" => true,
-        _ => return None,
-    };
-    let signed = ty.starts_with('i');
-    let op = match (name, signed) {
-        ("min", true) => AtomicOp::Smin,
-        ("min", false) => AtomicOp::Umin,
-        ("max", true) => AtomicOp::Smax,
-        ("max", false) => AtomicOp::Umax,
-        _ => return None,
-    };
-    Some(MemAccess::Atomic { op, wide })
-}
-
 /// The atomic operation of a DS opcode.
 fn ds_atomic(op: DsOp) -> Option<(AtomicOp, bool)> {
     use DsOp::*;
@@ -931,6 +982,9 @@ fn ds_atomic(op: DsOp) -> Option<(AtomicOp, bool)> {
         DS_STOREXCHG_RTN_B64 => (AtomicOp::Swap, true),
         DS_CMPSTORE_B64 | DS_CMPSTORE_RTN_B64 => (AtomicOp::CmpSwap, true),
         DS_CMPSTORE_F64 | DS_CMPSTORE_RTN_F64 => (AtomicOp::CmpSwapF, true),
+        DS_MSKOR_B32 | DS_MSKOR_RTN_B32 => (AtomicOp::MaskOr, false),
+        DS_MSKOR_B64 | DS_MSKOR_RTN_B64 => (AtomicOp::MaskOr, true),
+        DS_WRAP_RTN_B32 => (AtomicOp::Wrap, false),
         DS_MIN_F64 | DS_MIN_RTN_F64 => (AtomicOp::MinF, true),
         DS_MAX_F64 | DS_MAX_RTN_F64 => (AtomicOp::MaxF, true),
         _ => return None,

@@ -1,6 +1,7 @@
 //! The wave32 interpreter: wave state and the per-instruction dispatch (one `match` over
 //! [`Inst`]). Each instruction runs over all 32 lanes at once, masked by EXEC.
 
+mod buffer_ops;
 mod fast;
 mod float;
 mod memory_ops;
@@ -272,10 +273,7 @@ impl Wave {
             Inst::Vopd(i) => self.vopd(i),
             Inst::Ds(i) => self.ds(ctx, i),
             Inst::Flat(i) => self.flat(ctx, i),
-            // Cache invalidations have no effect in a functional model.
-            Inst::Other(i) if matches!(i.mnemonic, "buffer_gl0_inv" | "buffer_gl1_inv") => {
-                Ok(Flow::Next)
-            }
+            Inst::Buffer(i) => self.buffer(ctx, i),
             Inst::Other(i) => Err(unimplemented(i.mnemonic)),
         }
     }

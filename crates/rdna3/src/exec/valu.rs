@@ -679,8 +679,19 @@ impl Wave {
         Ok(Flow::Next)
     }
 
-    /// VOP1 operations without a VOP3 form (`v_swap_b32`, `v_swaprel_b32`).
+    /// VOP1 operations without a VOP3 form (`v_swap_b32`, `v_swaprel_b32`, `v_swap_b16`,
+    /// `v_permlane64_b32`).
     pub(super) fn vop1_special(&mut self, i: &Vop1) -> Result<Flow, FaultKind> {
+        if i.op == Vop1Op::V_PERMLANE64_B32_E32 && i.dpp.is_none() {
+            // The ISA defines it for wave64 only and makes it a NOP in wave32, where a
+            // compiler never emits it: running one means the code was built for wave64.
+            return Err(FaultKind::Unsupported(
+                "v_permlane64_b32 in wave32 (the ISA defines it for wave64 only)".to_string(),
+            ));
+        }
+        if i.op == Vop1Op::V_SWAP_B16_E32 && i.dpp.is_none() {
+            return self.swap_b16(i);
+        }
         let swaps = matches!(i.op, Vop1Op::V_SWAP_B32_E32 | Vop1Op::V_SWAPREL_B32_E32);
         if !swaps || i.dpp.is_some() {
             return Err(unimplemented(i.op.mnemonic()));
@@ -705,6 +716,34 @@ impl Wave {
                 self.vgpr[dst][lane] = self.vgpr[source][lane];
                 self.vgpr[source][lane] = old;
             }
+        }
+        Ok(Flow::Next)
+    }
+
+    /// V_SWAP_B16: exchanges two 16-bit register halves. In the true16 encoding, bit 7 of
+    /// each VGPR number selects the high half of VGPR `number & 0x7f`.
+    fn swap_b16(&mut self, i: &Vop1) -> Result<Flow, FaultKind> {
+        let half = |operand: Operand| match operand {
+            Operand::Vgpr(n) => Ok((Operand::Vgpr(n & 0x7f), 16 * u32::from(n >> 7))),
+            other => Err(illegal(format!(
+                "v_swap_b16 operand {other} is not a VGPR half"
+            ))),
+        };
+        let (dst, dst_shift) = half(i.vdst)?;
+        let (source, source_shift) = half(i.src0)?;
+        let dst = self.vgpr_range(dst, 1)?.start;
+        let source = self.vgpr_range(source, 1)?.start;
+        let exec = self.exec();
+        for lane in 0..WAVE_SIZE {
+            if exec >> lane & 1 == 0 {
+                continue;
+            }
+            let old_dst = (self.vgpr[dst][lane] >> dst_shift) & 0xffff;
+            let old_source = (self.vgpr[source][lane] >> source_shift) & 0xffff;
+            let word = &mut self.vgpr[dst][lane];
+            *word = (*word & !(0xffff << dst_shift)) | (old_source << dst_shift);
+            let word = &mut self.vgpr[source][lane];
+            *word = (*word & !(0xffff << source_shift)) | (old_dst << source_shift);
         }
         Ok(Flow::Next)
     }

@@ -311,3 +311,40 @@
 	s_mul_hi_u32 s0, s1, 0xaaaaaaab
 	s_bfe_u64 s[0:1], s[2:3], 0x100010
 	v_cmp_gt_u32_e64 s0, 0x3e8, v1
+	buffer_load_b32 v0, off, s[0:3], 0
+	buffer_load_b32 v0, v1, s[4:7], s2 offen offset:16
+	buffer_load_b32 v0, v1, s[4:7], 0 idxen
+	buffer_load_b64 v[0:1], v[1:2], s[4:7], s8 idxen offen offset:4095 glc slc dlc
+	buffer_load_b96 v[0:2], off, s[4:7], 1
+	buffer_load_b128 v[0:3], off, s[4:7], -1
+	buffer_load_u8 v0, v1, s[4:7], m0 offen
+	buffer_load_i16 v0, v1, s[4:7], null offen
+	buffer_load_d16_hi_u8 v0, v1, s[4:7], 0 offen
+	buffer_load_b32 v[0:1], off, s[4:7], 0 tfe
+	buffer_load_b32 v0, off, s[4:7], 0.5
+	buffer_load_format_xyzw v[0:3], off, s[4:7], 0
+	buffer_load_d16_format_xyz v[0:1], off, s[4:7], 0
+	buffer_store_b128 v[0:3], v1, s[4:7], s3 offen offset:8
+	buffer_store_d16_hi_b16 v0, v1, s[4:7], 0 offen
+	buffer_atomic_add_u32 v0, v1, s[4:7], 0 offen
+	buffer_atomic_add_u32 v0, v1, s[4:7], 0 offen glc
+	buffer_atomic_cmpswap_b64 v[0:3], v4, s[4:7], 0 offen glc
+	buffer_atomic_min_i32 v0, v2, s[4:7], 0 offen glc
+	buffer_load_lds_b32 v1, s[4:7], 0 offen
+	tbuffer_load_format_x v0, off, s[4:7], 0 format:[BUF_FMT_32_FLOAT]
+	tbuffer_load_format_xyzw v[0:3], v4, s[4:7], s1 format:[BUF_FMT_32_32_32_32_UINT] offen offset:16
+	tbuffer_store_format_xy v[0:1], v4, s[4:7], 0 format:[BUF_FMT_16_16_UNORM] idxen
+	tbuffer_load_format_x v0, off, s[4:7], 0
+	tbuffer_load_format_x v0, off, s[4:7], 0 format:0
+	tbuffer_load_format_x v0, off, s[4:7], 0 format:100
+	tbuffer_load_d16_format_x v0, off, s[4:7], 0 format:[BUF_FMT_16_FLOAT]
+	tbuffer_load_format_x v0, off, s[4:7], 0 glc slc dlc
+	ds_mskor_b32 v1, v2, v3 offset:8
+	ds_mskor_rtn_b32 v0, v1, v2, v3
+	ds_mskor_b64 v1, v[2:3], v[4:5]
+	ds_mskor_rtn_b64 v[6:7], v1, v[2:3], v[4:5] offset:16
+	ds_wrap_rtn_b32 v0, v1, v2, v3 offset:4
+	ds_condxchg32_rtn_b64 v[0:1], v1, v[2:3] offset:12
+	ds_store_addtid_b32 v2 offset:16
+	ds_load_addtid_b32 v0 offset:16
+	v_permlane64_b32 v0, v1
