@@ -9,6 +9,8 @@ mod common;
 
 #[path = "ml_kernels/conv.rs"]
 mod conv;
+#[path = "ml_kernels/data.rs"]
+mod data;
 #[path = "ml_kernels/elementwise.rs"]
 mod elementwise;
 #[path = "ml_kernels/gemm.rs"]
@@ -20,3 +22,4 @@ const ELEMENTWISE: &str = include_str!("../../../kernels/ml/elementwise.hip");
 const REDUCE: &str = include_str!("../../../kernels/ml/reduce.hip");
 const GEMM: &str = include_str!("../../../kernels/ml/gemm.hip");
 const CONV: &str = include_str!("../../../kernels/ml/conv.hip");
+const DATA: &str = include_str!("../../../kernels/ml/data.hip");
