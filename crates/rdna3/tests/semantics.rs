@@ -477,6 +477,49 @@ fn maxmin_dot_permlane_cvt() {
     assert_eq!(w.vgpr[0][3] & 0xffff, 13);
 }
 
+#[test]
+fn permlane_inactive_source_lanes_follow_fi_and_bound_ctrl() {
+    let mut w = wave();
+    w.sgpr[0] = 0x7654_3210;
+    w.sgpr[1] = 0xfedc_ba98;
+    let before = 0xdead_0000u32;
+    let source = |lane: usize| 100 + lane as u32;
+    // Only row 0 is active, so every active lane's source (in row 1) is inactive.
+    type Expected = fn(usize) -> u32;
+    let cases: [(u32, &str, Expected); 3] = [
+        // v_permlanex16_b32 v0, v1, s0, s1: not written.
+        (0xd65c0000, "no FI, no BC", |_| 0xdead_0000),
+        // op_sel:[0,1] (BOUND_CTRL): zero.
+        (0xd65c1000, "BC", |_| 0),
+        // op_sel:[1,0] (FI): the inactive lane's value.
+        (0xd65c0800, "FI", |lane| 100 + 16 + lane as u32),
+    ];
+    for (word, what, want) in cases {
+        set_lanes(&mut w, 1, source);
+        set_lanes(&mut w, 0, |_| before);
+        w.sgpr[usize::from(EXEC_LO)] = 0x0000_ffff;
+        run(&[word, 0x00040101], &mut w);
+        for lane in 0..32 {
+            let expected = if lane < 16 { want(lane) } else { before };
+            assert_eq!(w.vgpr[0][lane], expected, "{what}, lane {lane}");
+        }
+    }
+    // v_permlane16_b32 v0, v1, s0, s1 within rows, odd lanes inactive: even lanes reading
+    // themselves are written, even lanes reading an odd lane keep their old value.
+    w.sgpr[0] = 0x6745_2301; // lane i of a row reads lane i ^ 1 for i < 8
+    w.sgpr[1] = 0xfedc_ba98; // and itself for i >= 8
+    set_lanes(&mut w, 0, |_| before);
+    w.sgpr[usize::from(EXEC_LO)] = 0x5555_5555;
+    run(&[0xd65b0000, 0x00040101], &mut w);
+    for lane in 0..32 {
+        let expected = match (lane % 2, lane % 16 < 8) {
+            (0, false) => source(lane),
+            _ => before,
+        };
+        assert_eq!(w.vgpr[0][lane], expected, "permlane16, lane {lane}");
+    }
+}
+
 /// The f32 division expansion clang-19 emits for `n / d` (denormals on), from
 /// `llvm-objdump-19`: v_div_scale ×2, v_rcp, two Newton-Raphson steps, v_div_fmas,
 /// v_div_fixup. Numerator in v0, denominator in v1, quotient in v0.

@@ -1858,14 +1858,32 @@ impl Wave {
                         let select = u64::from(self.read_scalar(v.src[1])?)
                             | u64::from(self.read_scalar(v.src[2])?) << 32;
                         let cross = op == V_PERMLANEX16_B32;
+                        // op_sel[0] is FI and op_sel[1] is BOUND_CTRL, as in DPP: a lane whose
+                        // source lane is inactive reads it anyway with FI, reads 0 with
+                        // BOUND_CTRL, and is left unwritten (keeps `old`) otherwise.
+                        let fetch_inactive = v.opsel & 1 != 0;
+                        let bound_ctrl = v.opsel & 2 != 0;
+                        let wave_exec = self.exec();
+                        let mut written = exec;
                         let mut out = [0u64; WAVE_SIZE];
                         for (lane, value) in out.iter_mut().enumerate() {
                             let row = lane / 16;
                             let source_row = if cross { row ^ 1 } else { row };
                             let index = ((select >> ((lane % 16) * 4)) & 0xf) as usize;
-                            *value = a[source_row * 16 + index];
+                            let source = source_row * 16 + index;
+                            if fetch_inactive || wave_exec >> source & 1 != 0 {
+                                *value = a[source];
+                            } else if !bound_ctrl {
+                                written &= !(1 << lane);
+                            }
                         }
-                        vector(out)
+                        Ok((
+                            Output::Vector {
+                                values: out,
+                                carry: None,
+                            },
+                            written,
+                        ))
                     }
                     _ => Err(unimplemented(op.mnemonic())),
                 }
