@@ -116,15 +116,16 @@ fn bad(msg: impl Into<String>) -> Error {
 
 impl<'a> CodeObject<'a> {
     pub fn parse(bytes: &'a [u8]) -> Result<Self> {
+        // Before the ELF reader, which would read a big-endian header and report its fields.
+        if bytes.starts_with(&elf::ELFMAG) && bytes.get(5) != Some(&elf::ELFDATA2LSB) {
+            return Err(bad(
+                "the ELF is not little-endian (EI_DATA); AMDGPU code objects are",
+            ));
+        }
         let elf = ElfFile64::<Endianness>::parse(bytes)
             .map_err(|e| bad(format!("malformed 64-bit ELF: {e}")))?;
         let hdr = elf.elf_header();
         let e = elf.endian();
-        if hdr.e_ident().data != elf::ELFDATA2LSB {
-            return Err(bad(
-                "the ELF is big-endian; AMDGPU code objects are little-endian",
-            ));
-        }
         if hdr.e_machine(e) != elf::EM_AMDGPU {
             return Err(bad(format!(
                 "ELF machine {} is not AMDGPU ({})",
