@@ -4,7 +4,9 @@ use crate::allocator::BufferCache;
 use crate::compiler::HipCompiler;
 use crate::kfd::Kfd;
 use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
-use crate::program::{validate_descriptor, AlignedCodeObject, AmdProgram, CodeObject};
+use crate::program::{
+    check_arg_layout, validate_descriptor, AlignedCodeObject, AmdProgram, CodeObject,
+};
 use crate::queue::{HwQueue, QueueKind};
 use crate::signal::{ExceptionEvents, GpuException, Signal};
 use crate::topology::{self, GpuNode};
@@ -599,28 +601,42 @@ impl AmdDevice {
                 Error::InvalidCodeObject(format!("descriptor of {name} lies outside the image"))
             })?;
         let descriptor = KernelDescriptor::parse(kd_bytes).expect("64 bytes were sliced");
-        let entry = validate_descriptor(name, &descriptor, kd_offset, co.image_size)?;
+        let entry = validate_descriptor(name, &descriptor, kd_offset, &co)?;
         if descriptor.private_segment_fixed_size > MAX_PRIVATE_SEGMENT_SIZE {
-            return Err(Error::Unsupported(format!(
-                "kernel {name} needs {} bytes of scratch per work-item (at most {MAX_PRIVATE_SEGMENT_SIZE})",
-                descriptor.private_segment_fixed_size
+            return Err(Error::InvalidCodeObject(format!(
+                "kernel {name}: private_segment_fixed_size asks for {} bytes of scratch per \
+                 work-item; {} provides at most {MAX_PRIVATE_SEGMENT_SIZE}",
+                descriptor.private_segment_fixed_size, self.name
             )));
         }
-        image.write(0, &bytes);
         let meta = co.kernels.iter().find(|k| k.name == name);
-        let (args, kernarg_size, kernarg_align) = match meta {
+        let (args, kernarg_size, kernarg_align, max_workgroup_size) = match meta {
             Some(m) => (
                 m.args.clone(),
                 m.kernarg_segment_size.max(descriptor.kernarg_size),
                 m.kernarg_segment_align,
+                m.max_flat_workgroup_size,
             ),
-            None => (Vec::new(), descriptor.kernarg_size, 8),
+            None => (Vec::new(), descriptor.kernarg_size, 8, None),
         };
-        if kernarg_size as u64 > self.kernargs.size / 4 {
+        // A quarter of the ring, so that several launches are in flight between waits.
+        let kernarg_limit = self.kernargs.size / 4;
+        if kernarg_size as u64 > kernarg_limit {
             return Err(Error::InvalidCodeObject(format!(
-                "kernel {name} has a {kernarg_size}-byte argument segment"
+                "kernel {name} has a {kernarg_size}-byte argument segment (kernarg_size {} in \
+                 the descriptor, {} in the metadata); {} takes at most {kernarg_limit}",
+                descriptor.kernarg_size,
+                meta.map_or(0, |m| m.kernarg_segment_size),
+                self.name
             )));
         }
+        check_arg_layout(
+            name,
+            &args,
+            kernarg_size,
+            "the larger of kernarg_size and .kernarg_segment_size",
+        )?;
+        image.write(0, &bytes);
         if descriptor.private_segment_fixed_size > 0 {
             self.ensure_scratch()?;
         }
@@ -633,6 +649,7 @@ impl AmdDevice {
             args,
             kernarg_size,
             kernarg_align: kernarg_align.max(16),
+            max_workgroup_size,
             device_gpu_id: self.node.gpu_id,
         })
     }

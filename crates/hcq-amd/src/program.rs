@@ -12,6 +12,8 @@ use object::{Endianness, Object, ObjectSymbol};
 const R_AMDGPU_RELATIVE64: u32 = 13;
 /// `R_AMDGPU_NONE`.
 const R_AMDGPU_NONE: u32 = 0;
+/// `ELFOSABI_AMDGPU_HSA`: the OS/ABI byte of code objects for the HSA runtime.
+const ELFOSABI_AMDGPU_HSA: u8 = 64;
 /// `NT_AMDGPU_METADATA`.
 const NT_AMDGPU_METADATA: u32 = 32;
 
@@ -51,6 +53,8 @@ pub struct KernelMeta {
     pub args: Vec<ArgInfo>,
     pub kernarg_segment_size: u32,
     pub kernarg_segment_align: u32,
+    /// Most work-items per workgroup the kernel was compiled for, when the metadata says.
+    pub max_flat_workgroup_size: Option<u32>,
 }
 
 /// A copy of a code object aligned for the ELF reader, which reads headers in place and needs
@@ -83,6 +87,16 @@ impl AlignedCodeObject {
     }
 }
 
+/// The most bytes a loaded image (code, data and bss) may span. Kernel libraries take
+/// kilobytes to a few megabytes; a larger span comes from a corrupt segment address or size,
+/// and would be allocated on the host and on the device before anything else could fail.
+pub const MAX_IMAGE_BYTES: u64 = 256 << 20;
+/// Largest `.kernarg_segment_align` honoured: the argument ring starts on a page, so any
+/// alignment up to a page holds after the ring wraps.
+pub const MAX_KERNARG_ALIGN: u32 = 4096;
+/// Kernel names listed at most in a "no kernel named" error.
+const NAMES_LISTED: usize = 32;
+
 /// A parsed code object, before upload.
 #[derive(Debug)]
 pub struct CodeObject<'a> {
@@ -90,6 +104,9 @@ pub struct CodeObject<'a> {
     /// Bytes the loaded image spans (highest segment end).
     pub image_size: u64,
     pub kernels: Vec<KernelMeta>,
+    /// Image ranges that hold file bytes (the rest is zero fill), and whether they are
+    /// executable.
+    loaded: Vec<(std::ops::Range<u64>, bool)>,
     elf: ElfFile64<'a, Endianness>,
 }
 
@@ -99,113 +116,242 @@ fn bad(msg: impl Into<String>) -> Error {
 
 impl<'a> CodeObject<'a> {
     pub fn parse(bytes: &'a [u8]) -> Result<Self> {
+        // Before the ELF reader, which would read a big-endian header and report its fields.
+        if bytes.starts_with(&elf::ELFMAG) && bytes.get(5) != Some(&elf::ELFDATA2LSB) {
+            return Err(bad(
+                "the ELF is not little-endian (EI_DATA); AMDGPU code objects are",
+            ));
+        }
         let elf = ElfFile64::<Endianness>::parse(bytes)
-            .map_err(|e| bad(format!("not a 64-bit ELF: {e}")))?;
+            .map_err(|e| bad(format!("malformed 64-bit ELF: {e}")))?;
         let hdr = elf.elf_header();
         let e = elf.endian();
         if hdr.e_machine(e) != elf::EM_AMDGPU {
             return Err(bad(format!(
-                "ELF machine {} is not AMDGPU",
-                hdr.e_machine(e)
+                "ELF machine {} is not AMDGPU ({})",
+                hdr.e_machine(e),
+                elf::EM_AMDGPU
+            )));
+        }
+        let os_abi = hdr.e_ident().os_abi;
+        if os_abi != ELFOSABI_AMDGPU_HSA {
+            return Err(bad(format!(
+                "ELF OS/ABI {os_abi} is not AMDHSA ({}): not a code object for the HSA runtime",
+                ELFOSABI_AMDGPU_HSA
+            )));
+        }
+        let e_type = hdr.e_type(e);
+        if e_type != elf::ET_DYN {
+            return Err(bad(format!(
+                "ELF type {e_type} is not a shared object ({}); an AMDHSA code object is \
+                 linked (clang without -c, or ld.lld -shared)",
+                elf::ET_DYN
             )));
         }
         let mut image_size = 0u64;
-        for ph in elf.elf_program_headers() {
-            if ph.p_type(e) == elf::PT_LOAD {
-                let end = ph
-                    .p_vaddr(e)
-                    .checked_add(ph.p_memsz(e))
-                    .ok_or_else(|| bad("segment address overflows"))?;
-                if ph.p_filesz(e) > ph.p_memsz(e) {
-                    return Err(bad("segment file size exceeds its memory size"));
-                }
-                image_size = image_size.max(end);
+        let mut loaded = Vec::new();
+        let mut spans: Vec<(u64, u64, usize)> = Vec::new();
+        for (i, ph) in elf.elf_program_headers().iter().enumerate() {
+            if ph.p_type(e) != elf::PT_LOAD {
+                continue;
             }
+            let (vaddr, memsz) = (ph.p_vaddr(e), ph.p_memsz(e));
+            let (offset, filesz) = (ph.p_offset(e), ph.p_filesz(e));
+            let end = vaddr.checked_add(memsz).ok_or_else(|| {
+                bad(format!(
+                    "segment {i}: address 0x{vaddr:x} + size 0x{memsz:x} overflows 64 bits"
+                ))
+            })?;
+            if end > MAX_IMAGE_BYTES {
+                return Err(bad(format!(
+                    "segment {i} ends at 0x{end:x} (p_vaddr 0x{vaddr:x}, p_memsz 0x{memsz:x}); \
+                     the image may span at most {MAX_IMAGE_BYTES} bytes"
+                )));
+            }
+            if filesz > memsz {
+                return Err(bad(format!(
+                    "segment {i}: file size 0x{filesz:x} exceeds its memory size 0x{memsz:x}"
+                )));
+            }
+            if offset
+                .checked_add(filesz)
+                .is_none_or(|end| end > bytes.len() as u64)
+            {
+                return Err(bad(format!(
+                    "segment {i}: file bytes 0x{offset:x} + 0x{filesz:x} lie outside the \
+                     {}-byte file",
+                    bytes.len()
+                )));
+            }
+            if memsz > 0 {
+                spans.push((vaddr, end, i));
+            }
+            let executable = ph.p_flags(e) & elf::PF_X != 0;
+            loaded.push((vaddr..vaddr + filesz, executable));
+            image_size = image_size.max(end);
         }
         if image_size == 0 {
             return Err(bad("no loadable segments"));
         }
-        if image_size > 1 << 32 {
-            return Err(bad(format!(
-                "image of {image_size} bytes is implausibly large"
-            )));
+        // Overlapping segments would overwrite each other's bytes in the image.
+        spans.sort_unstable();
+        for pair in spans.windows(2) {
+            let ((_, end_a, a), (start_b, _, b)) = (pair[0], pair[1]);
+            if start_b < end_a {
+                return Err(bad(format!(
+                    "segments {a} and {b} overlap at 0x{start_b:x}"
+                )));
+            }
         }
         let kernels = parse_metadata(&elf)?;
         Ok(CodeObject {
             bytes,
             image_size,
             kernels,
+            loaded,
             elf,
         })
     }
 
-    /// Names of the kernels (from `.kd` symbols).
+    /// Names of the kernels (from `.kd` symbols), each once, in symbol-table order.
     pub fn kernel_names(&self) -> Vec<String> {
+        let mut seen = std::collections::HashSet::new();
         self.elf
             .dynamic_symbols()
             .chain(self.elf.symbols())
             .filter_map(|s| s.name().ok()?.strip_suffix(".kd").map(str::to_string))
-            .fold(Vec::new(), |mut v, n| {
-                if !v.contains(&n) {
-                    v.push(n);
-                }
-                v
-            })
+            .filter(|n| seen.insert(n.clone()))
+            .collect()
     }
 
     /// Address (relative to the image) of `<name>.kd`.
     pub fn descriptor_offset(&self, name: &str) -> Result<u64> {
         let want = format!("{name}.kd");
-        self.elf
+        let Some(sym) = self
+            .elf
             .dynamic_symbols()
             .chain(self.elf.symbols())
             .find(|s| s.name().is_ok_and(|n| n == want))
-            .map(|s| s.address())
-            .ok_or_else(|| {
-                let names = self.kernel_names();
-                bad(format!(
-                    "no kernel named {name:?} (the code object has: {})",
-                    names.join(", ")
-                ))
-            })
+        else {
+            let names = self.kernel_names();
+            let mut listed = names
+                .iter()
+                .take(NAMES_LISTED)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ");
+            if names.len() > NAMES_LISTED {
+                listed += &format!(" and {} more", names.len() - NAMES_LISTED);
+            }
+            return Err(bad(format!(
+                "no kernel named {name:?} (the code object has: {listed})"
+            )));
+        };
+        if sym.is_undefined() {
+            return Err(bad(format!("symbol {want} is undefined")));
+        }
+        let (at, size) = (sym.address(), sym.size());
+        // A hand-written object may leave the size 0; anything else must be the descriptor's.
+        if size != 0 && size != kd::KERNEL_DESCRIPTOR_SIZE as u64 {
+            return Err(bad(format!(
+                "symbol {want} is {size} bytes; a kernel descriptor is {}",
+                kd::KERNEL_DESCRIPTOR_SIZE
+            )));
+        }
+        // The command processor reads descriptors at 64-byte alignment (AMDGPU ABI), and the
+        // image is loaded on a page.
+        if at % 64 != 0 {
+            return Err(bad(format!(
+                "descriptor {want} at 0x{at:x} is not 64-byte aligned"
+            )));
+        }
+        let end = at.saturating_add(kd::KERNEL_DESCRIPTOR_SIZE as u64);
+        if !self
+            .loaded
+            .iter()
+            .any(|(r, _)| r.start <= at && end <= r.end)
+        {
+            return Err(bad(format!(
+                "descriptor {want} at 0x{at:x} does not lie in the file bytes of a loaded segment"
+            )));
+        }
+        Ok(at)
+    }
+
+    /// Whether `at..at + len` of the image holds file bytes of an executable segment.
+    pub fn is_code(&self, at: u64, len: u64) -> bool {
+        let end = at.saturating_add(len);
+        self.loaded
+            .iter()
+            .any(|(r, exec)| *exec && r.start <= at && end <= r.end)
     }
 
     /// The loaded image: every PT_LOAD segment at its address, zero-filled gaps and bss, with
     /// `R_AMDGPU_RELATIVE64` relocations applied for a load at `base`.
     pub fn image(&self, base: u64) -> Result<Vec<u8>> {
         let e = self.elf.endian();
+        // `parse` bounded the size by MAX_IMAGE_BYTES.
         let mut img = vec![0u8; self.image_size as usize];
-        for ph in self.elf.elf_program_headers() {
+        for (i, ph) in self.elf.elf_program_headers().iter().enumerate() {
             if ph.p_type(e) != elf::PT_LOAD {
                 continue;
             }
             let data = ph
                 .data(e, self.bytes)
-                .map_err(|_| bad("segment data lies outside the file"))?;
+                .map_err(|_| bad(format!("segment {i}: data lies outside the file")))?;
+            // `parse` checked that the segment lies inside the image.
             let at = ph.p_vaddr(e) as usize;
             img[at..at + data.len()].copy_from_slice(data);
         }
-        for sh in self.elf.elf_section_table().iter() {
+        let names = self.elf.elf_section_table();
+        for sh in names.iter() {
+            let section = || {
+                names
+                    .section_name(e, sh)
+                    .map(|n| String::from_utf8_lossy(n).into_owned())
+                    .unwrap_or_else(|_| "?".into())
+            };
+            if sh.sh_type(e) == elf::SHT_REL && sh.sh_size(e) > 0 {
+                return Err(Error::Unsupported(format!(
+                    "relocation section {} without addends (SHT_REL)",
+                    section()
+                )));
+            }
             if sh.sh_type(e) != elf::SHT_RELA {
                 continue;
             }
-            let relas: &[elf::Rela64<Endianness>] = sh
-                .data_as_array(e, self.bytes)
-                .map_err(|_| bad("relocation section lies outside the file"))?;
-            for r in relas {
+            let relas: &[elf::Rela64<Endianness>] =
+                sh.data_as_array(e, self.bytes).map_err(|_| {
+                    bad(format!(
+                        "relocation section {} lies outside the file",
+                        section()
+                    ))
+                })?;
+            for (k, r) in relas.iter().enumerate() {
                 let ty = r.r_type(e, false);
                 if ty == R_AMDGPU_NONE {
                     continue;
                 }
                 if ty != R_AMDGPU_RELATIVE64 {
                     return Err(Error::Unsupported(format!(
-                        "relocation type {ty} in code object"
+                        "relocation {k} of {} has type {ty}; hcq applies only \
+                         R_AMDGPU_RELATIVE64 ({R_AMDGPU_RELATIVE64})",
+                        section()
                     )));
                 }
-                let at = r.r_offset(e) as usize;
+                let at = r.r_offset(e);
                 let value = base.wrapping_add(r.r_addend(e) as u64);
-                img.get_mut(at..at.wrapping_add(8))
-                    .ok_or_else(|| bad("relocation outside the image"))?
+                usize::try_from(at)
+                    .ok()
+                    .and_then(|at| img.get_mut(at..at.checked_add(8)?))
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "relocation {k} of {} patches 0x{at:x}, outside the \
+                             {}-byte image",
+                            section(),
+                            self.image_size
+                        ))
+                    })?
                     .copy_from_slice(&value.to_le_bytes());
             }
         }
@@ -220,10 +366,17 @@ fn parse_metadata(elf: &ElfFile64<'_, Endianness>) -> Result<Vec<KernelMeta>> {
         if sh.sh_type(e) != elf::SHT_NOTE {
             continue;
         }
-        let Ok(Some(mut notes)) = sh.notes(e, data) else {
-            continue;
+        let mut notes = match sh.notes(e, data) {
+            Ok(Some(notes)) => notes,
+            Ok(None) => continue,
+            Err(err) => return Err(bad(format!("note section: {err}"))),
         };
-        while let Ok(Some(note)) = notes.next() {
+        loop {
+            let note = match notes.next() {
+                Ok(Some(note)) => note,
+                Ok(None) => break,
+                Err(err) => return Err(bad(format!("note section: {err}"))),
+            };
             if note.name() == b"AMDGPU" && note.n_type(e) == NT_AMDGPU_METADATA {
                 return parse_msgpack(note.desc());
             }
@@ -232,59 +385,219 @@ fn parse_metadata(elf: &ElfFile64<'_, Endianness>) -> Result<Vec<KernelMeta>> {
     Ok(Vec::new())
 }
 
-fn parse_msgpack(mut desc: &[u8]) -> Result<Vec<KernelMeta>> {
+/// `.value_kind`s the AMDHSA metadata defines for arguments the caller passes, besides
+/// `global_buffer` and `by_value`; hcq knows them but cannot pass them.
+const OTHER_VALUE_KINDS: &[&str] = &[
+    "dynamic_shared_pointer",
+    "sampler",
+    "image",
+    "pipe",
+    "queue",
+];
+
+/// The kind of a MessagePack value, for error messages.
+fn kind_of(v: &rmpv::Value) -> String {
     use rmpv::Value;
+    match v {
+        Value::Nil => "nil".into(),
+        Value::Boolean(b) => format!("the boolean {b}"),
+        Value::Integer(i) => format!("the integer {i}"),
+        Value::F32(_) | Value::F64(_) => format!("the float {v}"),
+        Value::String(s) if s.as_str().is_none() => "a string that is not UTF-8".into(),
+        Value::String(_) => format!("the string {v}"),
+        Value::Binary(b) => format!("{} bytes of binary", b.len()),
+        Value::Array(a) => format!("a list of {}", a.len()),
+        Value::Map(m) => format!("a map of {}", m.len()),
+        Value::Ext(t, _) => format!("an extension value of type {t}"),
+    }
+}
+
+/// The value of `key` in the map `v` (`None` if `v` is no map or lacks the key).
+fn lookup<'v>(v: &'v rmpv::Value, key: &str) -> Option<&'v rmpv::Value> {
+    v.as_map()?
+        .iter()
+        .find(|(k, _)| k.as_str() == Some(key))
+        .map(|(_, v)| v)
+}
+
+/// `key` of `v` as a string, if present; `what` names `v` in errors.
+fn meta_str(v: &rmpv::Value, key: &str, what: &str) -> Result<Option<String>> {
+    match lookup(v, key) {
+        None => Ok(None),
+        Some(x) => x.as_str().map(|s| Some(s.to_string())).ok_or_else(|| {
+            bad(format!(
+                "metadata: {key} of {what} is {}, not a string",
+                kind_of(x)
+            ))
+        }),
+    }
+}
+
+/// `key` of `v` as a 32-bit unsigned integer, if present; `what` names `v` in errors.
+fn meta_u32(v: &rmpv::Value, key: &str, what: &str) -> Result<Option<u32>> {
+    let Some(x) = lookup(v, key) else {
+        return Ok(None);
+    };
+    let n = x.as_u64().ok_or_else(|| {
+        bad(format!(
+            "metadata: {key} of {what} is {}, not a non-negative integer",
+            kind_of(x)
+        ))
+    })?;
+    u32::try_from(n).map(Some).map_err(|_| {
+        bad(format!(
+            "metadata: {key} of {what} is {n}, more than 32 bits"
+        ))
+    })
+}
+
+fn parse_msgpack(mut desc: &[u8]) -> Result<Vec<KernelMeta>> {
     let root = rmpv::decode::read_value(&mut desc)
         .map_err(|e| bad(format!("metadata note is not MessagePack: {e}")))?;
-    let get = |v: &'_ Value, key: &str| -> Option<Value> {
-        v.as_map()?
-            .iter()
-            .find(|(k, _)| k.as_str() == Some(key))
-            .map(|(_, v)| v.clone())
-    };
+    if root.as_map().is_none() {
+        return Err(bad(format!("metadata is {}, not a map", kind_of(&root))));
+    }
     let kernels =
-        get(&root, "amdhsa.kernels").ok_or_else(|| bad("metadata lacks amdhsa.kernels"))?;
-    let mut out = Vec::new();
-    for k in kernels
-        .as_array()
-        .ok_or_else(|| bad("amdhsa.kernels is not a list"))?
-    {
-        let s = |key: &str| get(k, key).and_then(|v| v.as_str().map(str::to_string));
-        let n = |v: &Value, key: &str| get(v, key).and_then(|v| v.as_u64()).map(|x| x as u32);
-        let name = s(".name").ok_or_else(|| bad("kernel metadata without .name"))?;
+        lookup(&root, "amdhsa.kernels").ok_or_else(|| bad("metadata lacks amdhsa.kernels"))?;
+    let kernels = kernels.as_array().ok_or_else(|| {
+        bad(format!(
+            "amdhsa.kernels is {}, not a list",
+            kind_of(kernels)
+        ))
+    })?;
+    let mut out: Vec<KernelMeta> = Vec::new();
+    for (i, k) in kernels.iter().enumerate() {
+        let entry = format!("kernel {i} of amdhsa.kernels");
+        if k.as_map().is_none() {
+            return Err(bad(format!(
+                "metadata: {entry} is {}, not a map",
+                kind_of(k)
+            )));
+        }
+        let name = meta_str(k, ".name", &entry)?
+            .ok_or_else(|| bad(format!("metadata: {entry} has no .name")))?;
+        if out.iter().any(|m| m.name == name) {
+            return Err(bad(format!("metadata lists kernel {name} twice")));
+        }
+        let what = format!("kernel {name}");
         let mut args = Vec::new();
-        if let Some(list) = get(k, ".args") {
-            for a in list.as_array().ok_or_else(|| bad(".args is not a list"))? {
-                let kind = get(a, ".value_kind")
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default();
+        if let Some(list) = lookup(k, ".args") {
+            let list = list.as_array().ok_or_else(|| {
+                bad(format!(
+                    "metadata: .args of {what} is {}, not a list",
+                    kind_of(list)
+                ))
+            })?;
+            for (j, a) in list.iter().enumerate() {
+                let arg = format!("argument {j} of kernel {name}");
+                if a.as_map().is_none() {
+                    return Err(bad(format!("metadata: {arg} is {}, not a map", kind_of(a))));
+                }
+                let kind = meta_str(a, ".value_kind", &arg)?
+                    .ok_or_else(|| bad(format!("metadata: {arg} has no .value_kind")))?;
                 let kind = match kind.as_str() {
                     "global_buffer" => ArgKind::Buffer,
                     "by_value" => ArgKind::Value,
                     h if h.starts_with("hidden_") => {
                         ArgKind::Hidden(h["hidden_".len()..].to_string())
                     }
-                    other => ArgKind::Other(other.to_string()),
+                    known if OTHER_VALUE_KINDS.contains(&known) => {
+                        ArgKind::Other(known.to_string())
+                    }
+                    unknown => {
+                        return Err(bad(format!(
+                            "metadata: {arg} has .value_kind {unknown:?}, which the AMDHSA \
+                             metadata does not define"
+                        )))
+                    }
                 };
-                args.push(ArgInfo {
-                    name: get(a, ".name").and_then(|v| v.as_str().map(str::to_string)),
-                    offset: n(a, ".offset")
-                        .ok_or_else(|| bad(format!("{name}: argument without .offset")))?,
-                    size: n(a, ".size")
-                        .ok_or_else(|| bad(format!("{name}: argument without .size")))?,
+                let info = ArgInfo {
+                    name: meta_str(a, ".name", &arg)?,
+                    offset: meta_u32(a, ".offset", &arg)?
+                        .ok_or_else(|| bad(format!("metadata: {arg} has no .offset")))?,
+                    size: meta_u32(a, ".size", &arg)?
+                        .ok_or_else(|| bad(format!("metadata: {arg} has no .size")))?,
                     kind,
-                });
+                };
+                // The runtime writes a buffer's 64-bit address there.
+                if info.kind == ArgKind::Buffer && info.size != 8 {
+                    return Err(bad(format!(
+                        "metadata: {arg} is a global_buffer of {} bytes; pointers are 8",
+                        info.size
+                    )));
+                }
+                args.push(info);
             }
         }
+        let kernarg_segment_size = meta_u32(k, ".kernarg_segment_size", &what)?;
+        if let Some(size) = kernarg_segment_size {
+            check_arg_layout(&name, &args, size, ".kernarg_segment_size")?;
+        }
+        let kernarg_segment_align = meta_u32(k, ".kernarg_segment_align", &what)?.unwrap_or(8);
+        if !kernarg_segment_align.is_power_of_two() || kernarg_segment_align > MAX_KERNARG_ALIGN {
+            return Err(bad(format!(
+                "metadata: .kernarg_segment_align of {what} is {kernarg_segment_align}; it \
+                 must be a power of two up to {MAX_KERNARG_ALIGN}"
+            )));
+        }
+        let max_flat_workgroup_size = meta_u32(k, ".max_flat_workgroup_size", &what)?;
+        if max_flat_workgroup_size == Some(0) {
+            return Err(bad(format!(
+                "metadata: .max_flat_workgroup_size of {what} is 0"
+            )));
+        }
         out.push(KernelMeta {
-            symbol: s(".symbol").unwrap_or_else(|| format!("{name}.kd")),
-            kernarg_segment_size: n(k, ".kernarg_segment_size").unwrap_or(0),
-            kernarg_segment_align: n(k, ".kernarg_segment_align").unwrap_or(8).max(1),
+            symbol: meta_str(k, ".symbol", &what)?.unwrap_or_else(|| format!("{name}.kd")),
+            kernarg_segment_size: kernarg_segment_size.unwrap_or(0),
+            kernarg_segment_align,
+            max_flat_workgroup_size,
             name,
             args,
         });
     }
     Ok(out)
+}
+
+/// Checks that every argument lies inside a `segment_size`-byte argument segment and that no
+/// two overlap; `limit` names where the size came from.
+pub fn check_arg_layout(
+    kernel: &str,
+    args: &[ArgInfo],
+    segment_size: u32,
+    limit: &str,
+) -> Result<()> {
+    let label = |a: &ArgInfo| match &a.name {
+        Some(n) => format!("argument {n} ({})", type_of(a)),
+        None => format!("an argument ({})", type_of(a)),
+    };
+    let mut spans: Vec<(u64, u64, &ArgInfo)> = Vec::with_capacity(args.len());
+    for a in args {
+        let end = a.offset as u64 + a.size as u64;
+        if end > segment_size as u64 {
+            return Err(bad(format!(
+                "kernel {kernel}: {} at bytes {}..{end} lies beyond the {segment_size}-byte \
+                 argument segment ({limit})",
+                label(a),
+                a.offset
+            )));
+        }
+        if a.size > 0 {
+            spans.push((a.offset as u64, end, a));
+        }
+    }
+    spans.sort_by_key(|&(start, end, _)| (start, end));
+    for pair in spans.windows(2) {
+        let ((start_a, end_a, a), (start_b, end_b, b)) = (pair[0], pair[1]);
+        if start_b < end_a {
+            return Err(bad(format!(
+                "kernel {kernel}: {} at bytes {start_a}..{end_a} overlaps {} at bytes \
+                 {start_b}..{end_b}",
+                label(a),
+                label(b)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A kernel uploaded to a GPU, ready to launch.
@@ -302,27 +615,43 @@ pub struct AmdProgram {
     /// Bytes to reserve for kernel arguments, hidden ones included.
     pub kernarg_size: u32,
     pub kernarg_align: u32,
+    /// Most work-items per workgroup the kernel was compiled for, when its metadata says.
+    pub max_workgroup_size: Option<u32>,
     pub(crate) device_gpu_id: u32,
 }
 
-/// Checks a descriptor against what this runtime and the image allow.
+/// Checks a descriptor against gfx11, this runtime and the code object: returns the entry
+/// point's offset in the image.
 pub fn validate_descriptor(
     name: &str,
     d: &KernelDescriptor,
     kd_offset: u64,
-    image_size: u64,
+    co: &CodeObject<'_>,
 ) -> Result<u64> {
+    d.check_gfx11()
+        .map_err(|problem| bad(format!("kernel {name}: descriptor: {problem}")))?;
     if d.kernel_code_properties & kd::props::ENABLE_WAVEFRONT_SIZE32 == 0 {
         return Err(Error::Unsupported(format!(
             "kernel {name} is compiled for wave64; only wave32 is supported"
         )));
     }
-    let entry = (kd_offset as i64)
-        .checked_add(d.kernel_code_entry_byte_offset)
-        .filter(|&e| e >= 0 && (e as u64) < image_size);
+    if d.kernarg_preload != 0 {
+        return Err(Error::Unsupported(format!(
+            "kernel {name} expects arguments preloaded into SGPRs (kernarg_preload \
+             0x{:04x}); hcq passes them in memory only",
+            d.kernarg_preload
+        )));
+    }
+    let offset = d.kernel_code_entry_byte_offset;
+    let entry = i64::try_from(kd_offset)
+        .ok()
+        .and_then(|kd| kd.checked_add(offset))
+        .and_then(|e| u64::try_from(e).ok())
+        .filter(|&e| co.is_code(e, 4));
     let Some(entry) = entry else {
         return Err(bad(format!(
-            "kernel {name}: code entry lies outside the image"
+            "kernel {name}: code entry (descriptor at 0x{kd_offset:x} + offset {offset}) lies \
+             outside the loaded code"
         )));
     };
     if entry % 256 != 0 {
@@ -332,20 +661,22 @@ pub fn validate_descriptor(
     }
     if d.group_segment_fixed_size > hcq_amd_sys::regs::LDS_MAX_BYTES {
         return Err(bad(format!(
-            "kernel {name} wants {} bytes of LDS (at most 65536)",
-            d.group_segment_fixed_size
+            "kernel {name}: group_segment_fixed_size asks for {} bytes of LDS; a gfx11 \
+             workgroup has at most {}",
+            d.group_segment_fixed_size,
+            hcq_amd_sys::regs::LDS_MAX_BYTES
         )));
     }
     let layout = d.user_sgpr_layout();
     let rsrc2 = hcq_amd_sys::regs::PgmRsrc2(d.compute_pgm_rsrc2);
-    if layout.count > 16 || rsrc2.user_sgpr() < layout.count {
+    if rsrc2.user_sgpr() < layout.count {
         return Err(bad(format!(
             "kernel {name}: descriptor enables {} user SGPRs but rsrc2 has {}",
             layout.count,
             rsrc2.user_sgpr()
         )));
     }
-    Ok(entry as u64)
+    Ok(entry)
 }
 
 impl AmdProgram {
@@ -375,32 +706,57 @@ impl AmdProgram {
         local: [u32; 3],
         out: &mut [u8],
     ) -> Result<()> {
-        let mut put = |offset: u32, bytes: &[u8]| {
-            let at = offset as usize;
-            if let Some(dst) = out.get_mut(at..at + bytes.len()) {
-                dst.copy_from_slice(bytes);
+        let threads: u64 = local.iter().map(|&x| x as u64).product();
+        if let Some(max) = self.max_workgroup_size {
+            if threads > max as u64 {
+                return Err(Error::InvalidArgument(format!(
+                    "kernel {} was compiled for workgroups of at most {max} work-items \
+                     (.max_flat_workgroup_size), launched with {threads} ({local:?})",
+                    self.name
+                )));
             }
+        }
+        let segment = out.len();
+        let name = &self.name;
+        // Load checks the metadata's layout against the segment; this keeps any write that
+        // would still fall outside from happening.
+        let mut put = |offset: u32, bytes: &[u8]| -> Result<()> {
+            let at = offset as usize;
+            out.get_mut(at..at + bytes.len())
+                .ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "kernel {name}: {} bytes at offset {at} do not fit its {segment}-byte \
+                         argument segment",
+                        bytes.len()
+                    ))
+                })?
+                .copy_from_slice(bytes);
+            Ok(())
         };
         if self.args.is_empty() {
             // No metadata: pack pointers and values in order with natural alignment and check the
             // total against the descriptor.
-            let mut off = 0u32;
+            let mut offsets = Vec::with_capacity(args.len());
+            let mut off = 0u64;
             for a in args {
-                let size = a.size() as u32;
+                let size = a.size() as u64;
                 off = off.next_multiple_of(size);
-                match a {
-                    Arg::Buffer(b) => put(off, &address_of(b)?.to_le_bytes()),
-                    s => put(off, &s.scalar_bytes().unwrap_or_default()[..size as usize]),
-                }
+                offsets.push(off as u32);
                 off += size;
             }
-            if off != self.descriptor.kernarg_size {
+            if off != self.descriptor.kernarg_size as u64 {
                 return Err(Error::InvalidArgument(format!(
                     "kernel {} takes {} bytes of arguments, the {} given take {off}",
                     self.name,
                     self.descriptor.kernarg_size,
                     args.len()
                 )));
+            }
+            for (a, off) in args.iter().zip(offsets) {
+                match a {
+                    Arg::Buffer(b) => put(off, &address_of(b)?.to_le_bytes())?,
+                    s => put(off, &s.scalar_bytes().unwrap_or_default()[..s.size()])?,
+                }
             }
             return Ok(());
         }
@@ -425,7 +781,7 @@ impl AmdProgram {
             };
             match (&info.kind, a) {
                 (ArgKind::Buffer, Arg::Buffer(b)) => {
-                    put(info.offset, &address_of(b)?.to_le_bytes())
+                    put(info.offset, &address_of(b)?.to_le_bytes())?
                 }
                 (ArgKind::Buffer, other) => {
                     return Err(Error::InvalidArgument(format!(
@@ -454,7 +810,7 @@ impl AmdProgram {
                     put(
                         info.offset,
                         &s.scalar_bytes().unwrap_or_default()[..s.size()],
-                    );
+                    )?;
                 }
                 (ArgKind::Other(kind), _) | (ArgKind::Hidden(kind), _) => {
                     return Err(Error::Unsupported(format!(
@@ -475,35 +831,302 @@ impl AmdProgram {
             let ArgKind::Hidden(kind) = &info.kind else {
                 continue;
             };
-            let axis = |s: &str| match s.as_bytes().last() {
-                Some(b'x') => 0,
-                Some(b'y') => 1,
-                _ => 2,
-            };
             let value: u64 = match kind.as_str() {
-                k if k.starts_with("block_count_") => global[axis(k)] as u64,
-                k if k.starts_with("group_size_") => local[axis(k)] as u64,
-                // Grids are whole workgroups, so no partial workgroup remains.
-                k if k.starts_with("remainder_") => 0,
-                k if k.starts_with("global_offset_") => 0,
+                "block_count_x" => global[0] as u64,
+                "block_count_y" => global[1] as u64,
+                "block_count_z" => global[2] as u64,
+                "group_size_x" => local[0] as u64,
+                "group_size_y" => local[1] as u64,
+                "group_size_z" => local[2] as u64,
                 "grid_dims" => dims_used as u64,
+                // Grids are whole workgroups, so no partial workgroup remains; there are no
+                // global offsets; and the buffers and pointers hcq does not provide (printf,
+                // hostcall, heap, queue) are null, which newer kinds also get.
                 _ => 0,
             };
             let bytes = value.to_le_bytes();
-            put(info.offset, &bytes[..(info.size as usize).min(8)]);
+            put(info.offset, &bytes[..(info.size as usize).min(8)])?;
         }
         Ok(())
     }
 }
 
-fn describe(a: &ArgInfo) -> String {
-    let ty = match &a.kind {
+/// What an argument holds, for messages: `buffer`, `4-byte value`, or its kind.
+fn type_of(a: &ArgInfo) -> String {
+    match &a.kind {
         ArgKind::Buffer => "buffer".to_string(),
         ArgKind::Value => format!("{}-byte value", a.size),
-        ArgKind::Hidden(k) | ArgKind::Other(k) => k.clone(),
-    };
+        ArgKind::Hidden(k) => format!("hidden_{k}"),
+        ArgKind::Other(k) => k.clone(),
+    }
+}
+
+fn describe(a: &ArgInfo) -> String {
+    let ty = type_of(a);
     match &a.name {
         Some(n) => format!("{n}: {ty}"),
         None => ty,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmpv::Value;
+
+    fn arg(name: &str, offset: i64, size: i64, kind: &str) -> Value {
+        Value::Map(vec![
+            (".name".into(), name.into()),
+            (".offset".into(), offset.into()),
+            (".size".into(), size.into()),
+            (".value_kind".into(), kind.into()),
+        ])
+    }
+
+    /// Metadata of one kernel `k(int* x, int n)` with its hidden block count, 24 bytes.
+    fn kernel() -> Value {
+        Value::Map(vec![
+            (".name".into(), "k".into()),
+            (".symbol".into(), "k.kd".into()),
+            (".kernarg_segment_size".into(), 24.into()),
+            (".kernarg_segment_align".into(), 8.into()),
+            (
+                ".args".into(),
+                Value::Array(vec![
+                    arg("x", 0, 8, "global_buffer"),
+                    arg("n", 8, 4, "by_value"),
+                    arg("", 16, 4, "hidden_block_count_x"),
+                ]),
+            ),
+        ])
+    }
+
+    fn root(kernels: Vec<Value>) -> Value {
+        Value::Map(vec![("amdhsa.kernels".into(), Value::Array(kernels))])
+    }
+
+    fn encode(v: &Value) -> Vec<u8> {
+        let mut out = Vec::new();
+        rmpv::encode::write_value(&mut out, v).unwrap();
+        out
+    }
+
+    fn set(map: &mut Value, key: &str, value: Value) {
+        let Value::Map(m) = map else {
+            panic!("not a map")
+        };
+        m.retain(|(k, _)| k.as_str() != Some(key));
+        m.push((key.into(), value));
+    }
+
+    fn remove(map: &mut Value, key: &str) {
+        let Value::Map(m) = map else {
+            panic!("not a map")
+        };
+        m.retain(|(k, _)| k.as_str() != Some(key));
+    }
+
+    /// Parses metadata of the kernel after `edit`; the error message when it fails.
+    fn parse_edited(edit: impl FnOnce(&mut Value)) -> Result<Vec<KernelMeta>, String> {
+        let mut k = kernel();
+        edit(&mut k);
+        parse_msgpack(&encode(&root(vec![k]))).map_err(|e| {
+            assert!(matches!(e, Error::InvalidCodeObject(_)), "{e:?}");
+            e.to_string()
+        })
+    }
+
+    fn edit_arg(k: &mut Value, index: usize, key: &str, value: Value) {
+        let Value::Map(m) = k else {
+            panic!("not a map")
+        };
+        let (_, Value::Array(args)) = m
+            .iter_mut()
+            .find(|(k, _)| k.as_str() == Some(".args"))
+            .unwrap()
+        else {
+            panic!("no args")
+        };
+        set(&mut args[index], key, value);
+    }
+
+    #[test]
+    fn well_formed_metadata_parses() {
+        let m = parse_edited(|_| {}).unwrap();
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].kernarg_segment_size, 24);
+        assert_eq!(m[0].args[2].kind, ArgKind::Hidden("block_count_x".into()));
+    }
+
+    #[test]
+    fn numbers_of_the_wrong_type_or_range_are_named() {
+        let cases: [(&str, Value, &str); 8] = [
+            (
+                ".offset",
+                "8".into(),
+                r#".offset of argument 1 of kernel k is the string "8""#,
+            ),
+            (
+                ".offset",
+                (-8).into(),
+                "is the integer -8, not a non-negative integer",
+            ),
+            (
+                ".offset",
+                ((1u64 << 32) + 8).into(),
+                "is 4294967304, more than 32 bits",
+            ),
+            (".size", 2.5.into(), "the float 2.5"),
+            (
+                ".size",
+                Value::Nil,
+                ".size of argument 1 of kernel k is nil",
+            ),
+            (".size", u64::MAX.into(), "more than 32 bits"),
+            (
+                ".value_kind",
+                3.into(),
+                ".value_kind of argument 1 of kernel k is the integer 3",
+            ),
+            (
+                ".name",
+                Value::Boolean(true),
+                ".name of argument 1 of kernel k is the boolean",
+            ),
+        ];
+        for (key, value, needle) in cases {
+            let e = parse_edited(|k| edit_arg(k, 1, key, value.clone())).unwrap_err();
+            assert!(e.contains(needle), "{key} = {value}: {e}");
+        }
+        let e = parse_edited(|k| set(k, ".kernarg_segment_size", (-1).into())).unwrap_err();
+        assert!(e.contains(".kernarg_segment_size of kernel k"), "{e}");
+        // A string whose bytes are not UTF-8: encode a placeholder, then replace its bytes.
+        let mut k = kernel();
+        edit_arg(&mut k, 0, ".name", "\u{1}\u{2}".into());
+        let mut bytes = encode(&root(vec![k]));
+        let at = bytes.windows(2).position(|w| w == [1, 2]).unwrap();
+        bytes[at..at + 2].copy_from_slice(&[0xff, 0xfe]);
+        let e = parse_msgpack(&bytes).unwrap_err().to_string();
+        assert!(e.contains("not UTF-8"), "{e}");
+    }
+
+    #[test]
+    fn missing_keys_and_wrong_shapes_are_named() {
+        for key in [".offset", ".size", ".value_kind"] {
+            let e = parse_edited(|k| {
+                let Value::Map(m) = k else { unreachable!() };
+                let (_, Value::Array(args)) = m
+                    .iter_mut()
+                    .find(|(k, _)| k.as_str() == Some(".args"))
+                    .unwrap()
+                else {
+                    unreachable!()
+                };
+                remove(&mut args[0], key);
+            })
+            .unwrap_err();
+            assert!(
+                e.contains(&format!("argument 0 of kernel k has no {key}")),
+                "{e}"
+            );
+        }
+        let e = parse_edited(|k| set(k, ".args", "x".into())).unwrap_err();
+        assert!(e.contains(".args of kernel k is the string"), "{e}");
+        let e = parse_edited(|k| set(k, ".args", Value::Array(vec![3.into()]))).unwrap_err();
+        assert!(
+            e.contains("argument 0 of kernel k is the integer 3, not a map"),
+            "{e}"
+        );
+        let e = parse_edited(|k| remove(k, ".name")).unwrap_err();
+        assert!(e.contains("kernel 0 of amdhsa.kernels has no .name"), "{e}");
+        // A kernel without .args takes none.
+        assert!(parse_edited(|k| remove(k, ".args")).unwrap()[0]
+            .args
+            .is_empty());
+
+        for (root, needle) in [
+            (Value::Array(vec![]), "metadata is a list of 0, not a map"),
+            (Value::Map(vec![]), "lacks amdhsa.kernels"),
+            (
+                Value::Map(vec![("amdhsa.kernels".into(), 7.into())]),
+                "amdhsa.kernels is the integer 7, not a list",
+            ),
+            (root(vec![kernel(), kernel()]), "lists kernel k twice"),
+        ] {
+            let e = parse_msgpack(&encode(&root)).unwrap_err().to_string();
+            assert!(e.contains(needle), "{e}");
+        }
+    }
+
+    #[test]
+    fn value_kinds_outside_the_metadata_format_are_refused() {
+        let e =
+            parse_edited(|k| edit_arg(k, 1, ".value_kind", "vlobal_buffer".into())).unwrap_err();
+        assert!(e.contains(r#".value_kind "vlobal_buffer""#), "{e}");
+        let e = parse_edited(|k| edit_arg(k, 1, ".value_kind", "".into())).unwrap_err();
+        assert!(e.contains(r#".value_kind """#), "{e}");
+        // Defined kinds hcq cannot pass load, and fail at launch.
+        let m = parse_edited(|k| edit_arg(k, 1, ".value_kind", "image".into())).unwrap();
+        assert_eq!(m[0].args[1].kind, ArgKind::Other("image".into()));
+    }
+
+    #[test]
+    fn arguments_must_fit_the_segment_without_overlapping() {
+        let e = parse_edited(|k| edit_arg(k, 1, ".offset", 22.into())).unwrap_err();
+        assert!(
+            e.contains("argument n (4-byte value) at bytes 22..26 lies beyond the 24-byte"),
+            "{e}"
+        );
+        let e = parse_edited(|k| edit_arg(k, 1, ".offset", 4.into())).unwrap_err();
+        assert!(
+            e.contains("argument x (buffer) at bytes 0..8 overlaps argument n (4-byte value) at bytes 4..8"),
+            "{e}"
+        );
+        let e = parse_edited(|k| edit_arg(k, 2, ".offset", 8.into())).unwrap_err();
+        assert!(e.contains("overlaps"), "{e}");
+        let e = parse_edited(|k| set(k, ".kernarg_segment_size", 12.into())).unwrap_err();
+        assert!(
+            e.contains("lies beyond the 12-byte argument segment"),
+            "{e}"
+        );
+        let e = parse_edited(|k| edit_arg(k, 0, ".size", 4.into())).unwrap_err();
+        assert!(e.contains("global_buffer of 4 bytes"), "{e}");
+        // Offsets near 2^32 do not wrap around.
+        let e = parse_edited(|k| edit_arg(k, 1, ".offset", u32::MAX.into())).unwrap_err();
+        assert!(e.contains("4294967295..4294967299"), "{e}");
+    }
+
+    #[test]
+    fn alignment_and_workgroup_limits_are_checked() {
+        for align in [0u64, 3, 8192, 1 << 31] {
+            let e = parse_edited(|k| set(k, ".kernarg_segment_align", align.into())).unwrap_err();
+            assert!(e.contains("power of two up to 4096"), "{align}: {e}");
+        }
+        let e = parse_edited(|k| set(k, ".max_flat_workgroup_size", 0.into())).unwrap_err();
+        assert!(
+            e.contains(".max_flat_workgroup_size of kernel k is 0"),
+            "{e}"
+        );
+        let m = parse_edited(|k| set(k, ".max_flat_workgroup_size", 256.into())).unwrap();
+        assert_eq!(m[0].max_flat_workgroup_size, Some(256));
+    }
+
+    #[test]
+    fn hostile_encodings_fail_cleanly() {
+        // Nesting deeper than the decoder allows, and lengths no data backs.
+        let deep = vec![0x91u8; 100_000];
+        let mut long_list = vec![0x81, 0xae];
+        long_list.extend(b"amdhsa.kernels");
+        long_list.extend([0xdd, 0xff, 0xff, 0xff, 0xff]);
+        for bytes in [
+            deep,
+            vec![0xdf, 0xff, 0xff, 0xff, 0xff],
+            vec![0xdb, 0xff, 0xff, 0xff, 0xff],
+            long_list,
+            vec![],
+        ] {
+            let e = parse_msgpack(&bytes).unwrap_err();
+            assert!(matches!(e, Error::InvalidCodeObject(_)), "{e:?}");
+        }
     }
 }
