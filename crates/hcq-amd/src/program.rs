@@ -740,7 +740,8 @@ impl AmdProgram {
             let mut off = 0u64;
             for a in args {
                 let size = a.size() as u64;
-                off = off.next_multiple_of(size);
+                let align = size.clamp(1, 8).next_power_of_two();
+                off = off.next_multiple_of(align);
                 offsets.push(off as u32);
                 off += size;
             }

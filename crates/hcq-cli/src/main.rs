@@ -48,7 +48,7 @@ enum Command {
         /// Work-items per workgroup, as X or X,Y or X,Y,Z.
         #[arg(long, value_parser = run::parse_dims)]
         block: [u32; 3],
-        /// i32:V u32:V i64:V u64:V f32:V f64:V in:PATH out:PATH:BYTES inout:PATH
+        /// i8/u8/i16/u16/i32/u32/i64/u64/f32/f64:V bool:V bytes:HEX in:PATH out:PATH:BYTES inout:PATH
         #[arg(long = "arg", allow_hyphen_values = true)]
         args: Vec<run::ArgSpec>,
         /// Bytes of dynamic LDS per workgroup (HIP `extern __shared__` arrays).

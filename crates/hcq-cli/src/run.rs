@@ -12,12 +12,35 @@ pub enum ArgSpec {
     U64(u64),
     F32(f32),
     F64(f64),
+    I8(i8),
+    U8(u8),
+    I16(i16),
+    U16(u16),
+    Bool(bool),
+    /// A by-value argument given as hex bytes (a struct, a vector type, a half's bits).
+    Bytes(hcq::ArgBytes),
     /// A device buffer filled from a file.
     In(PathBuf),
     /// A zeroed device buffer of this many bytes, written to the file afterwards.
     Out(PathBuf, usize),
     /// Filled from the file and written back to it.
     InOut(PathBuf),
+}
+
+/// `00ff10..`: bytes in memory order, two hex digits each.
+fn hex_bytes(text: &str) -> Result<hcq::ArgBytes, String> {
+    if text.is_empty() || !text.len().is_multiple_of(2) {
+        return Err("expected an even number of hex digits".into());
+    }
+    let bytes = (0..text.len())
+        .step_by(2)
+        .map(|i| {
+            text.get(i..i + 2)
+                .and_then(|d| u8::from_str_radix(d, 16).ok())
+                .ok_or_else(|| format!("{text:?} is not hex"))
+        })
+        .collect::<Result<Vec<u8>, String>>()?;
+    hcq::ArgBytes::new(&bytes).map_err(|e| e.to_string())
 }
 
 fn scalar<T: std::str::FromStr>(kind: &str, v: &str) -> Result<T, String> {
@@ -35,7 +58,10 @@ impl std::str::FromStr for ArgSpec {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         let (kind, rest) = s.split_once(':').ok_or_else(|| {
-            format!("--arg {s:?}: expected KIND:VALUE (i32 u32 i64 u64 f32 f64 in out inout)")
+            format!(
+                "--arg {s:?}: expected KIND:VALUE (i8 u8 i16 u16 i32 u32 i64 u64 f32 f64 bool \
+                 bytes in out inout)"
+            )
         })?;
         Ok(match kind {
             "i32" => ArgSpec::I32(scalar(kind, rest)?),
@@ -44,6 +70,16 @@ impl std::str::FromStr for ArgSpec {
             "u64" => ArgSpec::U64(scalar(kind, rest)?),
             "f32" => ArgSpec::F32(scalar(kind, rest)?),
             "f64" => ArgSpec::F64(scalar(kind, rest)?),
+            "i8" => ArgSpec::I8(scalar(kind, rest)?),
+            "u8" => ArgSpec::U8(scalar(kind, rest)?),
+            "i16" => ArgSpec::I16(scalar(kind, rest)?),
+            "u16" => ArgSpec::U16(scalar(kind, rest)?),
+            "bool" => ArgSpec::Bool(match rest {
+                "true" | "1" => true,
+                "false" | "0" => false,
+                _ => return Err(format!("--arg {s:?}: a bool is true, false, 1 or 0")),
+            }),
+            "bytes" => ArgSpec::Bytes(hex_bytes(rest).map_err(|e| format!("--arg {s:?}: {e}"))?),
             "in" if !rest.is_empty() => ArgSpec::In(rest.into()),
             "inout" if !rest.is_empty() => ArgSpec::InOut(rest.into()),
             "out" => {
@@ -146,6 +182,12 @@ pub fn run(o: RunOptions) -> Result<(), String> {
             (ArgSpec::U64(v), _) => Arg::U64(*v),
             (ArgSpec::F32(v), _) => Arg::F32(*v),
             (ArgSpec::F64(v), _) => Arg::F64(*v),
+            (ArgSpec::I8(v), _) => Arg::I8(*v),
+            (ArgSpec::U8(v), _) => Arg::U8(*v),
+            (ArgSpec::I16(v), _) => Arg::I16(*v),
+            (ArgSpec::U16(v), _) => Arg::U16(*v),
+            (ArgSpec::Bool(v), _) => Arg::Bool(*v),
+            (ArgSpec::Bytes(v), _) => Arg::Bytes(*v),
             (ArgSpec::In(_) | ArgSpec::Out(..) | ArgSpec::InOut(_), None) => {
                 unreachable!("buffers were made above")
             }

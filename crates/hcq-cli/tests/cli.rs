@@ -413,3 +413,58 @@ extern "C" __attribute__((global)) void rev(int* out) {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+#[test]
+fn run_passes_narrow_scalars_and_struct_bytes() {
+    const SRC: &str = r#"
+struct Three { int a; int b; int c; };
+extern "C" __attribute__((global)) void take(int* out, bool f, unsigned char u, short s,
+                                             struct Three t) {
+  out[0] = f; out[1] = u; out[2] = s; out[3] = t.a; out[4] = t.b; out[5] = t.c;
+}
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    std::fs::write(p("take.hip"), SRC).unwrap();
+    let (src, out) = (p("take.hip"), format!("out:{}:24", p("o.bin")));
+    // a = 1, b = -2, c = 0x01020304, little-endian.
+    let args = [
+        "run",
+        &src,
+        "--kernel",
+        "take",
+        "--grid",
+        "1",
+        "--block",
+        "1",
+        "--arg",
+        &out,
+        "--arg",
+        "bool:true",
+        "--arg",
+        "u8:250",
+        "--arg",
+        "i16:-300",
+        "--arg",
+        "bytes:01000000feffffff04030201",
+    ];
+    let o = hcq(&args, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let got: Vec<i32> = std::fs::read(p("o.bin"))
+        .unwrap()
+        .chunks(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(got, [1, 250, -300, 1, -2, 0x01020304]);
+    let mut bad = args.to_vec();
+    bad[17] = "bytes:0100";
+    let o = hcq(&bad, &[]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(
+        err.contains("argument 4") && err.contains("12 bytes"),
+        "{err}"
+    );
+    bad[17] = "bytes:0g";
+    assert!(!hcq(&bad, &[]).status.success());
+}

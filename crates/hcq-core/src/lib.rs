@@ -8,6 +8,63 @@ mod error;
 pub use cache::{CompileCache, CompileKey};
 pub use error::{Error, Result};
 
+/// Most bytes an [`Arg::Bytes`] holds.
+pub const ARG_BYTES_MAX: usize = 128;
+
+/// The bytes of an argument passed by value that is not a plain number: a struct, a vector
+/// type, a small array (at most [`ARG_BYTES_MAX`] bytes, stored inline so [`Arg`] stays
+/// `Copy`). Derefs to its bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ArgBytes {
+    len: u8,
+    data: [u8; ARG_BYTES_MAX],
+}
+
+impl ArgBytes {
+    /// `bytes`, little-endian as the kernel reads them; more than [`ARG_BYTES_MAX`] bytes is
+    /// an [`Error::InvalidArgument`].
+    pub fn new(bytes: &[u8]) -> Result<ArgBytes> {
+        if bytes.len() > ARG_BYTES_MAX {
+            return Err(Error::InvalidArgument(format!(
+                "a by-value argument of {} bytes (at most {ARG_BYTES_MAX})",
+                bytes.len()
+            )));
+        }
+        let mut data = [0; ARG_BYTES_MAX];
+        data[..bytes.len()].copy_from_slice(bytes);
+        Ok(ArgBytes {
+            len: bytes.len() as u8,
+            data,
+        })
+    }
+
+    fn of(bytes: &[u8]) -> ArgBytes {
+        Self::new(bytes).expect("scalars are at most 8 bytes")
+    }
+}
+
+impl Default for ArgBytes {
+    fn default() -> Self {
+        ArgBytes {
+            len: 0,
+            data: [0; ARG_BYTES_MAX],
+        }
+    }
+}
+
+impl std::ops::Deref for ArgBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.data[..self.len as usize]
+    }
+}
+
+impl std::fmt::Debug for ArgBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ArgBytes({:02x?})", &**self)
+    }
+}
+
 /// One kernel argument, in kernel-signature order.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Arg<B> {
@@ -19,14 +76,27 @@ pub enum Arg<B> {
     U64(u64),
     F32(f32),
     F64(f64),
+    I8(i8),
+    U8(u8),
+    I16(i16),
+    U16(u16),
+    /// An IEEE half (`_Float16`, `__half`) given by its bits.
+    F16(u16),
+    /// A C++ `bool` (one byte).
+    Bool(bool),
+    /// Any other by-value argument (a struct, a vector type), as its bytes.
+    Bytes(ArgBytes),
 }
 
 impl<B> Arg<B> {
     /// Bytes the argument occupies in the kernel-argument segment.
     pub fn size(&self) -> usize {
         match self {
+            Arg::I8(_) | Arg::U8(_) | Arg::Bool(_) => 1,
+            Arg::I16(_) | Arg::U16(_) | Arg::F16(_) => 2,
             Arg::I32(_) | Arg::U32(_) | Arg::F32(_) => 4,
             Arg::Buffer(_) | Arg::I64(_) | Arg::U64(_) | Arg::F64(_) => 8,
+            Arg::Bytes(b) => b.len(),
         }
     }
     /// Short type name for error messages.
@@ -39,21 +109,51 @@ impl<B> Arg<B> {
             Arg::U64(_) => "u64",
             Arg::F32(_) => "f32",
             Arg::F64(_) => "f64",
+            Arg::I8(_) => "i8",
+            Arg::U8(_) => "u8",
+            Arg::I16(_) => "i16",
+            Arg::U16(_) => "u16",
+            Arg::F16(_) => "f16",
+            Arg::Bool(_) => "bool",
+            Arg::Bytes(_) => "bytes",
         }
     }
-    /// The scalar's little-endian bytes (`None` for buffers).
-    pub fn scalar_bytes(&self) -> Option<[u8; 8]> {
-        let mut b = [0u8; 8];
-        match *self {
+    /// The value's little-endian bytes, [`Arg::size`] of them (`None` for buffers).
+    pub fn scalar_bytes(&self) -> Option<ArgBytes> {
+        Some(match *self {
             Arg::Buffer(_) => return None,
-            Arg::I32(v) => b[..4].copy_from_slice(&v.to_le_bytes()),
-            Arg::U32(v) => b[..4].copy_from_slice(&v.to_le_bytes()),
-            Arg::F32(v) => b[..4].copy_from_slice(&v.to_le_bytes()),
-            Arg::I64(v) => b = v.to_le_bytes(),
-            Arg::U64(v) => b = v.to_le_bytes(),
-            Arg::F64(v) => b = v.to_le_bytes(),
-        }
-        Some(b)
+            Arg::I32(v) => ArgBytes::of(&v.to_le_bytes()),
+            Arg::U32(v) => ArgBytes::of(&v.to_le_bytes()),
+            Arg::F32(v) => ArgBytes::of(&v.to_le_bytes()),
+            Arg::I64(v) => ArgBytes::of(&v.to_le_bytes()),
+            Arg::U64(v) => ArgBytes::of(&v.to_le_bytes()),
+            Arg::F64(v) => ArgBytes::of(&v.to_le_bytes()),
+            Arg::I8(v) => ArgBytes::of(&v.to_le_bytes()),
+            Arg::U8(v) => ArgBytes::of(&[v]),
+            Arg::I16(v) => ArgBytes::of(&v.to_le_bytes()),
+            Arg::U16(v) | Arg::F16(v) => ArgBytes::of(&v.to_le_bytes()),
+            Arg::Bool(v) => ArgBytes::of(&[v as u8]),
+            Arg::Bytes(b) => b,
+        })
+    }
+    /// The same value with another buffer type (`None` for buffers).
+    pub fn map_scalar<C>(&self) -> Option<Arg<C>> {
+        Some(match *self {
+            Arg::Buffer(_) => return None,
+            Arg::I32(v) => Arg::I32(v),
+            Arg::U32(v) => Arg::U32(v),
+            Arg::I64(v) => Arg::I64(v),
+            Arg::U64(v) => Arg::U64(v),
+            Arg::F32(v) => Arg::F32(v),
+            Arg::F64(v) => Arg::F64(v),
+            Arg::I8(v) => Arg::I8(v),
+            Arg::U8(v) => Arg::U8(v),
+            Arg::I16(v) => Arg::I16(v),
+            Arg::U16(v) => Arg::U16(v),
+            Arg::F16(v) => Arg::F16(v),
+            Arg::Bool(v) => Arg::Bool(v),
+            Arg::Bytes(b) => Arg::Bytes(b),
+        })
     }
 }
 

@@ -246,6 +246,9 @@ pub enum GraphArg<'a> {
     U64(u64),
     F32(f32),
     F64(f64),
+    /// Any other value fixed for the life of the graph (`Arg::Bool`, `Arg::F16`,
+    /// `Arg::Bytes`, ...; not a buffer).
+    Value(crate::Arg<'a>),
 }
 
 /// A declared variable.
@@ -404,6 +407,15 @@ impl GraphBuilder {
                 GraphArg::U64(v) => RecordedArg::Scalar(Arg::U64(v)),
                 GraphArg::F32(v) => RecordedArg::Scalar(Arg::F32(v)),
                 GraphArg::F64(v) => RecordedArg::Scalar(Arg::F64(v)),
+                GraphArg::Value(v) => match v.map_scalar() {
+                    Some(v) => RecordedArg::Scalar(v),
+                    None => {
+                        return Err(Error::InvalidArgument(format!(
+                            "argument {i} of {}: a buffer goes in GraphArg::Buffer",
+                            program.name()
+                        )))
+                    }
+                },
             });
         }
         for e in global.iter().chain(&local) {
@@ -928,15 +940,7 @@ fn metal_dim(e: &DimExpr) -> Result<MetalDim> {
 
 #[cfg(target_os = "linux")]
 fn scalar(s: Arg<()>) -> Arg<u64> {
-    match s {
-        Arg::Buffer(()) => Arg::U64(0),
-        Arg::I32(v) => Arg::I32(v),
-        Arg::U32(v) => Arg::U32(v),
-        Arg::I64(v) => Arg::I64(v),
-        Arg::U64(v) => Arg::U64(v),
-        Arg::F32(v) => Arg::F32(v),
-        Arg::F64(v) => Arg::F64(v),
-    }
+    s.map_scalar().unwrap_or(Arg::U64(0))
 }
 
 enum GraphInner {
@@ -1231,6 +1235,8 @@ pub enum JitArg<'a> {
     I32(i32),
     U32(u32),
     F32(f32),
+    /// Any other value (`Arg::Bool`, `Arg::Bytes`, ...; not a buffer).
+    Value(crate::Arg<'a>),
 }
 
 /// What a [`Jit`] closure launches through. The closure sees variables only as symbols
@@ -1295,6 +1301,7 @@ impl JitRecorder<'_> {
                 JitArg::I32(v) => Arg::I32(v),
                 JitArg::U32(v) => Arg::U32(v),
                 JitArg::F32(v) => Arg::F32(v),
+                JitArg::Value(v) => v,
             });
         }
         let (g, l) = (
@@ -1314,6 +1321,7 @@ impl JitRecorder<'_> {
                     JitArg::I32(v) => GraphArg::I32(v),
                     JitArg::U32(v) => GraphArg::U32(v),
                     JitArg::F32(v) => GraphArg::F32(v),
+                    JitArg::Value(v) => GraphArg::Value(v),
                 })
                 .collect();
             builder.launch_with(program, &graph_args, global, local, options)?;

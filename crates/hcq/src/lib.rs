@@ -48,7 +48,7 @@ pub use graph::{
     Var, VarSpec,
 };
 
-pub use hcq_core::{DeviceInfo, Error, Result};
+pub use hcq_core::{ArgBytes, DeviceInfo, Error, Result, ARG_BYTES_MAX};
 #[cfg(target_os = "linux")]
 pub use hcq_emu::ShaderCounts;
 #[cfg(target_os = "linux")]
