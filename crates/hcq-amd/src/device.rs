@@ -5,7 +5,7 @@ use crate::compiler::HipCompiler;
 use crate::kfd::Kfd;
 use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
 use crate::program::{
-    check_arg_layout, validate_descriptor, AlignedCodeObject, AmdProgram, CodeObject,
+    check_arg_layout, check_target, validate_descriptor, AlignedCodeObject, AmdProgram, CodeObject,
 };
 use crate::queue::{HwQueue, QueueKind};
 use crate::signal::{ExceptionEvents, GpuException, Signal};
@@ -584,6 +584,7 @@ impl AmdDevice {
     pub fn load_program(&self, code_object: &[u8], name: &str) -> Result<AmdProgram> {
         let aligned = AlignedCodeObject::new(code_object);
         let co = CodeObject::parse(aligned.bytes())?;
+        check_target(aligned.bytes(), &self.node.arch, &self.name)?;
         let kd_offset = co.descriptor_offset(name)?;
         let image = self.alloc_mem(
             co.image_size,

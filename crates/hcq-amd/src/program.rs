@@ -620,6 +620,65 @@ pub struct AmdProgram {
     pub(crate) device_gpu_id: u32,
 }
 
+/// `EF_AMDGPU_MACH` (the low byte of `e_flags`) per target, as clang-19 writes it for each
+/// `--offload-arch`.
+const MACHS: &[(&str, u8)] = &[
+    ("gfx900", 0x2c),
+    ("gfx906", 0x2f),
+    ("gfx908", 0x30),
+    ("gfx90a", 0x3f),
+    ("gfx940", 0x40),
+    ("gfx941", 0x4b),
+    ("gfx942", 0x4c),
+    ("gfx1010", 0x33),
+    ("gfx1011", 0x34),
+    ("gfx1012", 0x35),
+    ("gfx1030", 0x36),
+    ("gfx1031", 0x37),
+    ("gfx1032", 0x38),
+    ("gfx1033", 0x39),
+    ("gfx1034", 0x3e),
+    ("gfx1035", 0x3d),
+    ("gfx1036", 0x45),
+    ("gfx1100", 0x41),
+    ("gfx1101", 0x46),
+    ("gfx1102", 0x47),
+    ("gfx1103", 0x44),
+    ("gfx1150", 0x43),
+    ("gfx1151", 0x4a),
+    ("gfx1152", 0x55),
+    ("gfx1200", 0x48),
+    ("gfx1201", 0x4e),
+];
+
+/// `gfx11-generic` (code object v6), which runs on every gfx11 target.
+const MACH_GFX11_GENERIC: u8 = 0x54;
+
+/// Checks that `code_object` was built for `arch`, the device `device`'s target: machine code
+/// for another target decodes into other instructions. A device whose target is not in
+/// [`MACHS`] is trusted with any object.
+pub fn check_target(code_object: &[u8], arch: &str, device: &str) -> Result<()> {
+    let Some(&(_, want)) = MACHS.iter().find(|(a, _)| *a == arch) else {
+        return Ok(());
+    };
+    let flags = code_object
+        .get(0x30..0x34)
+        .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+        .ok_or_else(|| bad("the ELF header is cut short"))?;
+    let mach = flags as u8;
+    if mach == want || (mach == MACH_GFX11_GENERIC && arch.starts_with("gfx11")) {
+        return Ok(());
+    }
+    let built_for = match MACHS.iter().find(|(_, m)| *m == mach) {
+        Some((a, _)) => a.to_string(),
+        None if mach == MACH_GFX11_GENERIC => "gfx11-generic".to_string(),
+        None => format!("an unknown target (EF_AMDGPU_MACH {mach:#x})"),
+    };
+    Err(bad(format!(
+        "the code object is built for {built_for}; {device} is {arch}"
+    )))
+}
+
 /// Checks a descriptor against gfx11, this runtime and the code object: returns the entry
 /// point's offset in the image.
 pub fn validate_descriptor(
