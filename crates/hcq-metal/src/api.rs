@@ -120,6 +120,14 @@ pub trait MetalApi {
     );
     /// `[encoder setBytes:length:atIndex:]`.
     fn set_bytes(&self, encoder: &Self::ComputeEncoder, bytes: &[u8], index: usize);
+    /// `[encoder setThreadgroupMemoryLength:atIndex:]`: `length` bytes (a multiple of 16) of
+    /// threadgroup memory for the kernel's `[[threadgroup(index)]]` argument.
+    fn set_threadgroup_memory_length(
+        &self,
+        encoder: &Self::ComputeEncoder,
+        length: usize,
+        index: usize,
+    );
     /// `[encoder dispatchThreadgroups:threadsPerThreadgroup:]`.
     fn dispatch_threadgroups(
         &self,

@@ -11,6 +11,8 @@ use std::time::Duration;
 /// Metal's limit on buffer bindings per kernel (`[[buffer(0..30)]]`), which is also what an
 /// indirect compute command can hold.
 pub const MAX_BUFFER_BINDINGS: usize = 31;
+/// Threadgroup memory every Apple GPU family offers (`maxThreadgroupMemoryLength`).
+pub const MAX_THREADGROUP_MEMORY: usize = 32 * 1024;
 
 /// Command buffers the device's queue may have outstanding (as tinygrad asks for).
 pub const MAX_COMMAND_BUFFERS: usize = 1024;
@@ -352,11 +354,14 @@ impl<A: MetalApi> MetalDevice<A> {
         A: 'b,
     {
         let at_start = |b: &'b B| buffer_of(b).map(|m| (m, 0));
-        self.launch_at(prg, args, at_start, global, local, wait)
+        self.launch_at(prg, args, at_start, global, local, 0, wait)
     }
 
     /// [`MetalDevice::launch`] with each buffer argument bound at a byte offset into its
-    /// buffer (`buffer_of` gives both): `setBuffer:offset:atIndex:`.
+    /// buffer (`buffer_of` gives both): `setBuffer:offset:atIndex:`, and `threadgroup_bytes`
+    /// of threadgroup memory (rounded up to 16) for the kernel's `[[threadgroup(0)]]`
+    /// argument when nonzero.
+    #[allow(clippy::too_many_arguments)]
     pub fn launch_at<'b, B>(
         &self,
         prg: &MetalProgram<A>,
@@ -364,12 +369,21 @@ impl<A: MetalApi> MetalDevice<A> {
         buffer_of: impl Fn(&'b B) -> Result<(&'b MetalBuffer<A>, usize)>,
         global: Size3,
         local: Size3,
+        threadgroup_bytes: usize,
         wait: bool,
     ) -> Result<Option<Duration>>
     where
         A: 'b,
     {
         self.check_program(prg)?;
+        let threadgroup_bytes = threadgroup_bytes.next_multiple_of(16);
+        if threadgroup_bytes > MAX_THREADGROUP_MEMORY {
+            return Err(Error::InvalidArgument(format!(
+                "{threadgroup_bytes} bytes of threadgroup memory for {} (at most \
+                 {MAX_THREADGROUP_MEMORY})",
+                prg.name
+            )));
+        }
         check_launch(&prg.name, prg.max_threads, global, local)?;
         if args.len() > MAX_BUFFER_BINDINGS {
             return Err(Error::InvalidArgument(format!(
@@ -410,6 +424,10 @@ impl<A: MetalApi> MetalDevice<A> {
                 }
                 Some(bytes) => self.api.set_bytes(&enc, &bytes[..a.size()], i),
             }
+        }
+        if threadgroup_bytes > 0 {
+            self.api
+                .set_threadgroup_memory_length(&enc, threadgroup_bytes, 0);
         }
         self.api.dispatch_threadgroups(&enc, global, local);
         self.api.end_encoding(&enc);

@@ -83,6 +83,11 @@ pub enum Call {
         bytes: Vec<u8>,
         index: usize,
     },
+    SetThreadgroupMemoryLength {
+        encoder: FakeEncoder,
+        length: usize,
+        index: usize,
+    },
     DispatchThreadgroups {
         encoder: FakeEncoder,
         groups: Size3,
@@ -465,6 +470,13 @@ impl MetalApi for FakeMetal {
         self.record(Call::SetBytes {
             encoder: *encoder,
             bytes: bytes.to_vec(),
+            index,
+        });
+    }
+    fn set_threadgroup_memory_length(&self, encoder: &FakeEncoder, length: usize, index: usize) {
+        self.record(Call::SetThreadgroupMemoryLength {
+            encoder: *encoder,
+            length,
             index,
         });
     }

@@ -183,6 +183,17 @@ impl MetalApi for ObjcMetal {
         unsafe { encoder.setBuffer_offset_atIndex(Some(buffer), offset, index) };
     }
 
+    fn set_threadgroup_memory_length(
+        &self,
+        encoder: &Self::ComputeEncoder,
+        length: usize,
+        index: usize,
+    ) {
+        // SAFETY: the callers round `length` to a multiple of 16 and keep it within the
+        // device's threadgroup memory; `index` is 0, a valid threadgroup binding.
+        unsafe { encoder.setThreadgroupMemoryLength_atIndex(length, index) };
+    }
+
     fn set_bytes(&self, encoder: &Self::ComputeEncoder, bytes: &[u8], index: usize) {
         let Some(ptr) = NonNull::new(bytes.as_ptr().cast_mut()) else {
             return;

@@ -324,7 +324,7 @@ fn launch_at_binds_buffers_at_their_offsets() {
     let a = buf(&dev, 64);
     let args = [Arg::Buffer(&a), Arg::I32(1)];
     dev.api().clear_calls();
-    dev.launch_at(&prg, &args, at_48, [1, 1, 1], [4, 1, 1], false)
+    dev.launch_at(&prg, &args, at_48, [1, 1, 1], [4, 1, 1], 0, false)
         .unwrap();
     let bound: Vec<(usize, usize)> = dev
         .api()
@@ -338,7 +338,50 @@ fn launch_at_binds_buffers_at_their_offsets() {
     assert_eq!(bound, [(48, 0)]);
     // An offset at or past the end binds nothing and is an error.
     let e = dev
-        .launch_at(&prg, &args, at_64, [1, 1, 1], [4, 1, 1], false)
+        .launch_at(&prg, &args, at_64, [1, 1, 1], [4, 1, 1], 0, false)
+        .unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+}
+
+#[test]
+fn launch_at_sizes_threadgroup_memory() {
+    fn whole<'b>(
+        b: &'b &MetalBuffer<FakeMetal>,
+    ) -> hcq_core::Result<(&'b MetalBuffer<FakeMetal>, usize)> {
+        Ok((*b, 0))
+    }
+    let dev = open(FakeMetal::new());
+    let prg = dev.load_program(&dev.compile(SRC).unwrap(), "add").unwrap();
+    let a = buf(&dev, 64);
+    let args = [Arg::Buffer(&a), Arg::I32(1)];
+    let lengths = |dev: &MetalDevice<FakeMetal>| -> Vec<(usize, usize)> {
+        dev.api()
+            .take_calls()
+            .into_iter()
+            .filter_map(|c| match c {
+                Call::SetThreadgroupMemoryLength { length, index, .. } => Some((length, index)),
+                _ => None,
+            })
+            .collect()
+    };
+    dev.api().clear_calls();
+    // Rounded up to Metal's 16-byte granule; none set when none is asked for.
+    dev.launch_at(&prg, &args, whole, [1, 1, 1], [4, 1, 1], 100, false)
+        .unwrap();
+    assert_eq!(lengths(&dev), [(112, 0)]);
+    dev.launch_at(&prg, &args, whole, [1, 1, 1], [4, 1, 1], 0, false)
+        .unwrap();
+    assert_eq!(lengths(&dev), []);
+    let e = dev
+        .launch_at(
+            &prg,
+            &args,
+            whole,
+            [1, 1, 1],
+            [4, 1, 1],
+            32 * 1024 + 1,
+            false,
+        )
         .unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
 }

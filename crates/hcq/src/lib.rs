@@ -496,14 +496,15 @@ impl Program {
                 d.launch_with_lds(p, args, address_of, global, local, dynamic_lds_bytes, timed)
             }
             #[cfg(target_os = "macos")]
-            (Backend::Metal(d), ProgramInner::Metal(p)) => {
-                if dynamic_lds_bytes > 0 {
-                    return Err(Error::Unsupported(
-                        "dynamic threadgroup memory on Metal (declare it in the kernel)".into(),
-                    ));
-                }
-                d.launch_at(p, args, metal_buffer, global, local, timed)
-            }
+            (Backend::Metal(d), ProgramInner::Metal(p)) => d.launch_at(
+                p,
+                args,
+                metal_buffer,
+                global,
+                local,
+                dynamic_lds_bytes as usize,
+                timed,
+            ),
         }
     }
 }
@@ -512,7 +513,8 @@ impl Program {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LaunchOptions {
     /// Bytes of LDS per workgroup beyond what the kernel declares: the size of HIP's
-    /// `extern __shared__` array. The total may not pass the device's 64 KiB.
+    /// `extern __shared__` array (at most 64 KiB in all), or on Metal the threadgroup memory
+    /// of the kernel's `[[threadgroup(0)]]` argument (at most 32 KiB).
     pub dynamic_lds_bytes: u32,
     /// Wait for the kernel and return its GPU time.
     pub timed: bool,
