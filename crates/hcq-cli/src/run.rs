@@ -248,10 +248,26 @@ mod tests {
             "in:a.bin".parse::<ArgSpec>().unwrap(),
             ArgSpec::In("a.bin".into())
         );
+        assert_eq!("bool:true".parse::<ArgSpec>().unwrap(), ArgSpec::Bool(true));
+        assert_eq!("i8:-128".parse::<ArgSpec>().unwrap(), ArgSpec::I8(-128));
+        assert_eq!(
+            "u16:0xffff".parse::<ArgSpec>().unwrap(),
+            ArgSpec::U16(0xffff)
+        );
+        assert_eq!(
+            "bytes:00ff".parse::<ArgSpec>().unwrap(),
+            ArgSpec::Bytes(hcq::ArgBytes::new(&[0, 255]).unwrap())
+        );
         for bad in [
             "i32",
             "i32:x",
-            "i8:1",
+            "i12:1",
+            "u8:256",
+            "i8:128",
+            "bool:yes",
+            "bytes:",
+            "bytes:abc",
+            "bytes:zz",
             "out:/tmp/x",
             "out:/tmp/x:-1",
             "in:",
