@@ -6,6 +6,10 @@
 
 #[path = "ml_kernels/common.rs"]
 mod common;
+// The kernel suite's device, compile cache, inputs and checks; not all of it is used here.
+#[path = "suite/common.rs"]
+#[allow(dead_code)]
+mod shared;
 
 #[path = "ml_kernels/conv.rs"]
 mod conv;

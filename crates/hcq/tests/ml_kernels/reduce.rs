@@ -48,8 +48,8 @@ fn row_sum_max_argmax_every_workgroup_size() {
             let sum: f64 = row.iter().map(|&v| v as f64).sum();
             let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
             let first = row.iter().position(|&v| v == max).unwrap() as i32;
-            check.f32_exact(sums[r], sum as f32, || format!("sum of row {r}"));
-            check.f32_exact(maxes[r], max, || format!("max of row {r}"));
+            check.f32(sums[r], sum as f32, || format!("sum of row {r}"));
+            check.f32(maxes[r], max, || format!("max of row {r}"));
             check.eq(argmaxes[r], first, || format!("argmax of row {r}"));
         }
         check.finish();

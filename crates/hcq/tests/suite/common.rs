@@ -1,5 +1,6 @@
-//! Shared pieces of the kernel suite: the device, compiled sources, deterministic inputs,
-//! launches, element-by-element checks, and host models of the GPU's number formats.
+//! Shared pieces of the kernel suite (and of the ML kernel tests, which include this file):
+//! the device, compiled sources, deterministic inputs, launches, element-by-element checks,
+//! and host models of the GPU's number formats.
 
 use hcq::{Arg, Buffer, Device, Program};
 use std::collections::HashMap;
@@ -96,6 +97,11 @@ impl Rng {
 
     pub fn chance(&mut self, num: u64, den: u64) -> bool {
         self.next_u64() % den < num
+    }
+
+    #[allow(dead_code)] // used by the ML kernel tests, which include this file
+    pub fn f32s(&mut self, n: usize, lo: f32, hi: f32) -> Vec<f32> {
+        (0..n).map(|_| self.f32_in(lo, hi)).collect()
     }
 
     pub fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
@@ -491,6 +497,18 @@ impl Check {
                 ctx(),
                 f16_to_f64(got),
                 f16_to_f64(want)
+            )
+        });
+    }
+
+    /// `|got - want| <= tolerance`, `want` computed in f64.
+    #[allow(dead_code)] // used by the ML kernel tests, which include this file
+    pub fn close(&mut self, got: f32, want: f64, tolerance: f64, ctx: impl FnOnce() -> String) {
+        let err = (got as f64 - want).abs();
+        self.ok(err <= tolerance, || {
+            format!(
+                "{}: got {got:e}, want {want:e}, error {err:e} > {tolerance:e}",
+                ctx()
             )
         });
     }
