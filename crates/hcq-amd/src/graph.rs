@@ -52,7 +52,7 @@
 //! device's timeline, which each device signals only after the whole previous replay, the
 //! progress words are never reset under a running replay: replays pipeline.
 //!
-//! Replays are not traced (`HCQ_TRACE`): the graph shows as one gap in the compute track.
+//! With `HCQ_TRACE`, each replay is one "graph replay" span on the lead's compute track.
 //!
 //! The owner must not drop an [`AmdGraph`] while a replay may still run (hcq's `Graph`
 //! synchronises its devices first).
@@ -174,6 +174,10 @@ fn progress(s: usize) -> u64 {
 fn stream_of(part: usize, copy: bool) -> usize {
     2 * part + copy as usize
 }
+
+/// What a replay is called in the Chrome trace (one span on the lead's compute track, from
+/// the start of its streams to the end of the last of them).
+const TRACE_NAME: &str = "graph replay";
 
 /// The kickoff number restarts from 1 before it passes this (waits compare 32 bits).
 const KICKOFF_LIMIT: u32 = 1 << 31;
@@ -793,12 +797,19 @@ impl AmdGraph {
 
     /// One stream on one device: wait for the timeline, call the stream, signal the timeline.
     fn submit_single(&self, dev: &AmdDevice, st: &mut DeviceState) -> Result<()> {
+        let stamps = dev.trace_begin(st, TRACE_NAME)?;
         let value = st.timeline_value;
         let b = &mut st.builder;
         b.clear();
         b.wait(st.timeline.value_addr(), value - 1);
+        if let Some(slot) = stamps {
+            b.timestamp(slot.start);
+        }
         if let Some(c) = &self.parts[0].compute {
             b.indirect_buffer(c.stream.va, c.first_segment_dwords);
+        }
+        if let Some(slot) = stamps {
+            b.timestamp(slot.end);
         }
         b.signal(
             st.timeline.value_addr(),
@@ -806,7 +817,9 @@ impl AmdGraph {
             st.timeline.event_mailbox_ptr,
             st.timeline.event_id,
         );
-        st.queue.submit(&b.words, dev.timeout)
+        st.queue.submit(&b.words, dev.timeout)?;
+        AmdDevice::trace_commit(st, stamps, TRACE_NAME, "compute");
+        Ok(())
     }
 
     /// Several streams: the lead resets the progress words and kicks off replay `kickoff`;
@@ -820,6 +833,7 @@ impl AmdGraph {
         sync_va: u64,
         kickoff: u32,
     ) -> Result<()> {
+        let stamps = devs[0].trace_begin(&mut states[0], TRACE_NAME)?;
         let prior: Vec<(u64, u64)> = states
             .iter()
             .map(|st| (st.timeline.value_addr(), st.timeline_value - 1))
@@ -838,6 +852,9 @@ impl AmdGraph {
                     }
                 }
                 b.signal(sync_va + KICKOFF, kickoff.into(), 0, 0);
+                if let Some(slot) = stamps {
+                    b.timestamp(slot.start);
+                }
             } else {
                 b.wait(sync_va + KICKOFF, kickoff.into());
             }
@@ -849,6 +866,9 @@ impl AmdGraph {
                 if end > 0 && s != stream_of(p, false) {
                     b.wait(sync_va + progress(s), end.into());
                 }
+            }
+            if let (0, Some(slot)) = (p, stamps) {
+                b.timestamp(slot.end);
             }
             b.signal(
                 st.timeline.value_addr(),
@@ -874,6 +894,7 @@ impl AmdGraph {
             }
             st.queue.submit(&st.builder.words, d.timeout)?;
         }
+        AmdDevice::trace_commit(&mut states[0], stamps, TRACE_NAME, "compute");
         Ok(())
     }
 }
