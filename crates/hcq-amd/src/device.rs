@@ -5,7 +5,7 @@ use crate::compiler::HipCompiler;
 use crate::kfd::Kfd;
 use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
 use crate::program::{
-    check_arg_layout, check_target, validate_descriptor, AlignedCodeObject, AmdProgram, CodeObject,
+    check_arg_layout, validate_descriptor, AlignedCodeObject, AmdProgram, CodeObject,
 };
 use crate::queue::{HwQueue, QueueKind};
 use crate::signal::{ExceptionEvents, GpuException, Signal};
@@ -348,9 +348,6 @@ pub struct DeviceOptions {
     pub timeline_start: u64,
     /// Value past which the timeline swaps to its shadow signal.
     pub timeline_limit: u64,
-    /// How long a wait (for the GPU, or for room in a ring) may take before it is a
-    /// `Timeout`; the default reads `HCQ_WAIT_TIMEOUT_MS`.
-    pub wait_timeout: Duration,
 }
 
 impl Default for DeviceOptions {
@@ -359,7 +356,6 @@ impl Default for DeviceOptions {
             kernargs_bytes: KERNARGS_BYTES,
             timeline_start: 1,
             timeline_limit: TIMELINE_LIMIT,
-            wait_timeout: wait_timeout(),
         }
     }
 }
@@ -432,7 +428,7 @@ impl AmdDevice {
             kernargs,
             exceptions,
             compiler,
-            timeout: options.wait_timeout,
+            timeout: wait_timeout(),
             cache: Arc::new(BufferCache::default()),
             timeline_limit: options.timeline_limit,
             node,
@@ -584,7 +580,7 @@ impl AmdDevice {
     pub fn load_program(&self, code_object: &[u8], name: &str) -> Result<AmdProgram> {
         let aligned = AlignedCodeObject::new(code_object);
         let co = CodeObject::parse(aligned.bytes())?;
-        check_target(aligned.bytes(), &self.node.arch, &self.name)?;
+        co.check_target(&self.node.arch, &self.name)?;
         let kd_offset = co.descriptor_offset(name)?;
         let image = self.alloc_mem(
             co.image_size,
@@ -742,8 +738,7 @@ impl AmdDevice {
         }
         st.kernargs_next = kernargs_addr + need;
 
-        let mut setup = dispatch_setup(prg, &mut st, kernargs_addr, dispatch_ptr);
-        setup.group_segment_size = lds;
+        let setup = dispatch_setup(prg, &mut st, kernargs_addr, dispatch_ptr, lds);
         let value = st.timeline_value;
         let st = &mut *st;
         let b = &mut st.builder;
@@ -922,13 +917,15 @@ pub(crate) fn lds_bytes(prg: &AmdProgram, dynamic: u32) -> Result<u32> {
 }
 
 /// The registers and user SGPRs of one dispatch of `prg` with its arguments at
-/// `kernargs_addr` (and its AQL packet at `dispatch_ptr`, 0 when it has none); takes the next
-/// dispatch id.
+/// `kernargs_addr` (and its AQL packet at `dispatch_ptr`, 0 when it has none) and
+/// `group_segment_size` bytes of LDS per workgroup ([`lds_bytes`]); takes the next dispatch
+/// id.
 pub(crate) fn dispatch_setup(
     prg: &AmdProgram,
     st: &mut DeviceState,
     kernargs_addr: u64,
     dispatch_ptr: u64,
+    group_segment_size: u32,
 ) -> DispatchSetup {
     let mut user_data = [0u32; 16];
     let mut put64 = |at: Option<u32>, v: u64| {
@@ -949,7 +946,7 @@ pub(crate) fn dispatch_setup(
         code_entry: prg.code_entry,
         rsrc1: prg.descriptor.compute_pgm_rsrc1,
         rsrc2: prg.descriptor.compute_pgm_rsrc2,
-        group_segment_size: prg.descriptor.group_segment_fixed_size,
+        group_segment_size,
         scratch_base: st.scratch.as_ref().map_or(0, |s| s.va),
         user_data,
         user_data_count: hcq_amd_sys::regs::PgmRsrc2(prg.descriptor.compute_pgm_rsrc2).user_sgpr()

@@ -1048,8 +1048,7 @@ fn build_compute(
         } else {
             0
         };
-        let mut setup = dispatch_setup(prg, &mut st, kernargs_addr, dispatch_ptr);
-        setup.group_segment_size = lds;
+        let setup = dispatch_setup(prg, &mut st, kernargs_addr, dispatch_ptr, lds);
         let emit = |b: &mut Pm4Builder| {
             for &(t, value) in &order.waits[item] {
                 b.wait(sync_va + progress(t), value.into());

@@ -654,29 +654,27 @@ const MACHS: &[(&str, u8)] = &[
 /// `gfx11-generic` (code object v6), which runs on every gfx11 target.
 const MACH_GFX11_GENERIC: u8 = 0x54;
 
-/// Checks that `code_object` was built for `arch`, the device `device`'s target: machine code
-/// for another target decodes into other instructions. A device whose target is not in
-/// [`MACHS`] is trusted with any object.
-pub fn check_target(code_object: &[u8], arch: &str, device: &str) -> Result<()> {
-    let Some(&(_, want)) = MACHS.iter().find(|(a, _)| *a == arch) else {
-        return Ok(());
-    };
-    let flags = code_object
-        .get(0x30..0x34)
-        .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
-        .ok_or_else(|| bad("the ELF header is cut short"))?;
-    let mach = flags as u8;
-    if mach == want || (mach == MACH_GFX11_GENERIC && arch.starts_with("gfx11")) {
-        return Ok(());
+impl CodeObject<'_> {
+    /// Checks that the object was built for `arch`, the target of device `device`: machine
+    /// code for another target decodes into other instructions. A device whose target is not
+    /// in [`MACHS`] is trusted with any object.
+    pub fn check_target(&self, arch: &str, device: &str) -> Result<()> {
+        let Some(&(_, want)) = MACHS.iter().find(|(a, _)| *a == arch) else {
+            return Ok(());
+        };
+        let mach = self.elf.elf_header().e_flags(self.elf.endian()) as u8;
+        if mach == want || (mach == MACH_GFX11_GENERIC && arch.starts_with("gfx11")) {
+            return Ok(());
+        }
+        let built_for = match MACHS.iter().find(|(_, m)| *m == mach) {
+            Some((a, _)) => a.to_string(),
+            None if mach == MACH_GFX11_GENERIC => "gfx11-generic".to_string(),
+            None => format!("an unknown target (EF_AMDGPU_MACH {mach:#x})"),
+        };
+        Err(bad(format!(
+            "the code object is built for {built_for}; {device} is {arch}"
+        )))
     }
-    let built_for = match MACHS.iter().find(|(_, m)| *m == mach) {
-        Some((a, _)) => a.to_string(),
-        None if mach == MACH_GFX11_GENERIC => "gfx11-generic".to_string(),
-        None => format!("an unknown target (EF_AMDGPU_MACH {mach:#x})"),
-    };
-    Err(bad(format!(
-        "the code object is built for {built_for}; {device} is {arch}"
-    )))
 }
 
 /// Checks a descriptor against gfx11, this runtime and the code object: returns the entry
@@ -815,7 +813,7 @@ impl AmdProgram {
             for (a, off) in args.iter().zip(offsets) {
                 match a {
                     Arg::Buffer(b) => put(off, &address_of(b)?.to_le_bytes())?,
-                    s => put(off, &s.scalar_bytes().unwrap_or_default()[..s.size()])?,
+                    s => put(off, &s.scalar_bytes().unwrap_or_default())?,
                 }
             }
             return Ok(());
@@ -867,10 +865,7 @@ impl AmdProgram {
                             s.type_name()
                         )));
                     }
-                    put(
-                        info.offset,
-                        &s.scalar_bytes().unwrap_or_default()[..s.size()],
-                    )?;
+                    put(info.offset, &s.scalar_bytes().unwrap_or_default())?;
                 }
                 (ArgKind::Other(kind), _) | (ArgKind::Hidden(kind), _) => {
                     return Err(Error::Unsupported(format!(

@@ -12,18 +12,6 @@ use hcq_emu::EmuKernel;
 
 const LONG: Duration = Duration::from_secs(10);
 
-/// Waits until signal `i` reaches `value`, sleeping in `WAIT_EVENTS` like `_wait_signal`.
-fn wait_signal(dev: &Dev, sig: &Signals, i: u64, value: u64, event: &CreateEventArgs) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < LONG {
-        if sig.value(i) >= value {
-            return true;
-        }
-        dev.wait_event(event.event_id, 100);
-    }
-    false
-}
-
 #[test]
 fn release_mem_writes_the_signal_and_wakes_wait_events() {
     let k = EmuKernel::new(small_config());

@@ -109,18 +109,6 @@ impl SdmaQueue<'_, '_> {
     }
 }
 
-/// Waits until signal `i` reaches `value`, sleeping in `WAIT_EVENTS` like `_wait_signal`.
-fn wait_signal(dev: &Dev, sig: &Signals, i: u64, value: u64, event: &CreateEventArgs) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < LONG {
-        if sig.value(i) >= value {
-            return true;
-        }
-        dev.wait_event(event.event_id, 100);
-    }
-    false
-}
-
 /// The bytes of a buffer, read through its CPU view.
 fn read(buf: &Buf) -> Vec<u8> {
     let mut out = vec![0u8; buf.size as usize];

@@ -422,7 +422,7 @@ impl<A: MetalApi> MetalDevice<A> {
                         self.api.set_buffer(&enc, &b.buf, *offset, i);
                     }
                 }
-                Some(bytes) => self.api.set_bytes(&enc, &bytes[..a.size()], i),
+                Some(bytes) => self.api.set_bytes(&enc, &bytes, i),
             }
         }
         if threadgroup_bytes > 0 {

@@ -1138,12 +1138,13 @@ impl Graph {
             }
             state.dims = dims;
         }
+        // Inputs other GPUs' copy engines write into are mapped there before anything changes.
         #[cfg(target_os = "linux")]
-        for (i, b) in inputs.iter().enumerate() {
-            if state.addresses[i] != address(b) {
-                for &d in &self.input_peers[i] {
+        for (i, peers) in self.input_peers.iter().enumerate() {
+            if !peers.is_empty() && state.addresses[i] != address(inputs[i]) {
+                for &d in peers {
                     let gpu = amd_device(&self.devices[d]).node.gpu_id;
-                    amd_buffer(b).memory().map_to(gpu)?;
+                    amd_buffer(inputs[i]).memory().map_to(gpu)?;
                 }
             }
         }

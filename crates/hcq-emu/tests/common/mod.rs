@@ -427,3 +427,15 @@ impl Signals {
         self.events.va + 8 * u64::from(ev.event_slot_index)
     }
 }
+
+/// Waits until signal `i` reaches `value`, sleeping in `WAIT_EVENTS` like `_wait_signal`.
+pub fn wait_signal(dev: &Dev, sig: &Signals, i: u64, value: u64, event: &CreateEventArgs) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(10) {
+        if sig.value(i) >= value {
+            return true;
+        }
+        dev.wait_event(event.event_id, 100);
+    }
+    false
+}
