@@ -27,6 +27,20 @@ pub const fn request_nr(request: u64) -> u64 {
 pub const fn request_size(request: u64) -> usize {
     ((request >> 16) & 0x3fff) as usize
 }
+/// Direction bits of a request: [`IOC_DIR_WRITE`] (the kernel reads the argument),
+/// [`IOC_DIR_READ`] (it writes it back), both, or neither.
+pub const fn request_dir(request: u64) -> u64 {
+    (request >> 30) & 3
+}
+/// Direction bit: the caller passes data to the kernel.
+pub const IOC_DIR_WRITE: u64 = IOC_WRITE;
+/// Direction bit: the kernel returns data to the caller.
+pub const IOC_DIR_READ: u64 = IOC_READ;
+/// Whether `request` is a well-formed KFD request: type byte `'K'`, nothing above the 32
+/// bits Linux decodes, and a direction that moves an argument.
+pub const fn is_kfd_request(request: u64) -> bool {
+    request >> 32 == 0 && (request >> 8) & 0xff == b'K' as u64 && request_dir(request) != 0
+}
 
 pub const KFD_IOCTL_MAJOR_VERSION: u32 = 1;
 

@@ -7,6 +7,8 @@
 //! - [`regs`]: gfx11 compute registers and their bit fields.
 //! - [`kd`]: the kernel descriptor of a code object.
 //! - [`signal`]: the `amd_signal_t` layout.
+//! - [`shared`]: reading, writing, copying and filling memory the GPU shares with the host
+//!   (atomic accesses, never plain loads and stores).
 //!
 //! Hardware structures are declared once here so that the code that builds them and the code
 //! that executes them cannot disagree.
@@ -17,4 +19,5 @@ pub mod pm4;
 pub mod regs;
 pub mod sdma;
 pub mod seam;
+pub mod shared;
 pub mod signal;

@@ -288,7 +288,15 @@ impl TraceStamps {
     fn resolve(&mut self, device: &str) {
         for p in self.pending.drain(..) {
             let mut b = [0u8; 16];
-            self.stamps.read((p.seq % TRACE_SLOTS) * 16, &mut b);
+            // The slot index is taken modulo the slots the buffer holds, so the read cannot
+            // fall outside it; were it ever to, the span is left out rather than made up.
+            if self
+                .stamps
+                .read((p.seq % TRACE_SLOTS) * 16, &mut b)
+                .is_err()
+            {
+                continue;
+            }
             let start = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
             let end = u64::from_le_bytes(b[8..].try_into().expect("8 bytes"));
             let to_us = |t: u64| {
@@ -318,6 +326,8 @@ pub(crate) struct DeviceState {
     /// The value the next submission will signal.
     pub(crate) timeline_value: u64,
     kernargs_next: u64,
+    /// Host buffer the next launch's arguments are built in (kept to reuse its allocation).
+    kernarg_image: Vec<u8>,
     pub(crate) builder: Pm4Builder,
     pub(crate) scratch: Option<GpuMemory>,
     pub(crate) dispatch_id: u64,
@@ -421,6 +431,7 @@ impl AmdDevice {
                 shadow_timeline,
                 timeline_value: options.timeline_start,
                 kernargs_next: kernargs.va,
+                kernarg_image: Vec::new(),
                 builder: Pm4Builder::new(),
                 scratch: None,
                 dispatch_id: 0,
@@ -633,7 +644,7 @@ impl AmdDevice {
             kernarg_size,
             "the larger of kernarg_size and .kernarg_segment_size",
         )?;
-        image.write(0, &bytes);
+        image.write(0, &bytes)?;
         if descriptor.private_segment_fixed_size > 0 {
             self.ensure_scratch()?;
         }
@@ -717,24 +728,25 @@ impl AmdDevice {
         }
         let kernargs_addr = at;
         let off = kernargs_addr - self.kernargs.va;
-        // SAFETY: `off + kernarg_size` lies inside the kernarg mapping (checked above), the GPU
-        // is not reading this range (everything that used it finished before the ring wrapped),
-        // and the device lock makes this the only writer.
-        let seg = unsafe {
-            std::slice::from_raw_parts_mut(
-                self.kernargs.as_ptr().add(off as usize),
-                prg.kernarg_size as usize,
-            )
-        };
-        seg.fill(0);
-        prg.write_kernargs(args, address_of, global, local, seg)?;
-        prg.write_dynamic_lds_size(dynamic_lds, seg);
+        // The arguments are built in host memory and then stored into the ring: GPU memory is
+        // never a Rust slice (a kernel may read past its own arguments while they are written).
+        let mut segment = std::mem::take(&mut st.kernarg_image);
+        segment.clear();
+        segment.resize(prg.kernarg_size as usize, 0);
+        let placed = prg
+            .write_kernargs(args, address_of, global, local, &mut segment)
+            .and_then(|()| {
+                prg.write_dynamic_lds_size(dynamic_lds, &mut segment);
+                self.kernargs.write(off, &segment)
+            });
+        st.kernarg_image = segment;
+        placed?;
         let mut dispatch_ptr = 0;
         if dispatch_packet {
             dispatch_ptr = kernargs_addr + (prg.kernarg_size as u64).next_multiple_of(64);
             let packet = aql_dispatch_packet(&prg.descriptor, global, local, kernargs_addr, lds);
             self.kernargs
-                .write(dispatch_ptr - self.kernargs.va, &packet);
+                .write(dispatch_ptr - self.kernargs.va, &packet)?;
         }
         st.kernargs_next = kernargs_addr + need;
 

@@ -65,6 +65,7 @@ use crate::program::{AmdProgram, ArgKind};
 use hcq_amd_sys::kd::KernelDescriptor;
 use hcq_amd_sys::pm4::{DispatchPatch, IndirectBuffer, Pm4Builder, IB_MAX_DWORDS};
 use hcq_amd_sys::sdma::{split, Packet, SdmaBuilder};
+use hcq_amd_sys::shared;
 use hcq_core::{Arg, Error, Result};
 use std::sync::{Mutex, MutexGuard};
 
@@ -478,15 +479,15 @@ impl Ordering {
     }
 }
 
-/// Writes `value` at CPU address `at`.
+/// Writes `bytes` at CPU address `at` of GPU memory.
 ///
 /// # Safety
-/// `at..at + 8` must lie in a live CPU mapping the caller may write, which the GPU does not
-/// read meanwhile.
-unsafe fn write_u64(at: usize, value: u64) {
-    // SAFETY: per this function's contract; the word may be unaligned (kernel-argument
-    // offsets come from the metadata, copy-packet words are dword-aligned).
-    unsafe { (at as *mut u64).write_unaligned(value) }
+/// `at..at + bytes.len()` must lie in a live CPU mapping of GPU memory the caller may write;
+/// the words may be unaligned (kernel-argument offsets come from the metadata).
+unsafe fn write_gpu_bytes(at: usize, bytes: &[u8]) {
+    // SAFETY: per this function's contract; GPU memory is never a Rust reference and is
+    // accessed atomically by everyone.
+    unsafe { shared::store(at as *mut u8, bytes) }
 }
 
 impl AmdGraph {
@@ -540,7 +541,7 @@ impl AmdGraph {
             for d in &devs[1..] {
                 m.map_to(d.node.gpu_id)?;
             }
-            m.write(0, &vec![0; bytes as usize]);
+            m.write(0, &vec![0; bytes as usize])?;
             Some(m)
         } else {
             None
@@ -627,18 +628,21 @@ impl AmdGraph {
         self.input_patches.get(n).map_or(0, Vec::len)
     }
 
-    /// Runs `edit` over the compute stream words of `part`. Callers hold the graph's lock and
-    /// have waited for the previous replay.
-    fn edit_stream(&self, part: usize, edit: impl FnOnce(&mut [u32])) {
+    /// Overwrites the compute stream words of `part` from dword `at` with `values`. Callers
+    /// hold the graph's lock and have waited for the previous replay.
+    fn store_stream_words(&self, part: usize, at: usize, values: &[u32]) {
         let Some(c) = &self.parts[part].compute else {
             return;
         };
-        // SAFETY: the stream mapping holds `dwords` dwords for the life of the graph; callers
-        // hold the graph's lock (the only writer) and have waited for the previous replay, so
-        // the GPU does not read these words meanwhile.
-        let words =
-            unsafe { std::slice::from_raw_parts_mut(c.stream.as_ptr() as *mut u32, c.dwords) };
-        edit(words);
+        match at.checked_add(values.len()) {
+            Some(end) if end <= c.dwords => {}
+            _ => return,
+        }
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        // SAFETY: the stream mapping holds `dwords` dwords for the life of the graph and
+        // `at + values.len() <= dwords` (checked); callers hold the graph's lock (the only
+        // writer) and have waited for the previous replay.
+        unsafe { write_gpu_bytes(c.stream.as_ptr() as usize + 4 * at, &bytes) };
     }
 
     /// Replays the graph on `devs` (the devices it was built on, in the same order) with
@@ -738,7 +742,7 @@ impl AmdGraph {
             self.patch(applied, values, dims_changed);
             if kickoff_wraps {
                 let sync = self.sync.as_ref().expect("checked above");
-                sync.write(KICKOFF, &[0; 4]);
+                sync.write(KICKOFF, &[0; 4])?;
                 applied.kickoff = 0;
             }
         }
@@ -766,7 +770,7 @@ impl AmdGraph {
                     // graph owns (argument segments, copy streams) for its whole life; the
                     // previous replay has finished and the graph's lock makes this the only
                     // writer.
-                    unsafe { write_u64(p.at, new.wrapping_add(p.offset)) };
+                    unsafe { write_gpu_bytes(p.at, &new.wrapping_add(p.offset).to_le_bytes()) };
                 }
                 *old = new;
             }
@@ -776,7 +780,7 @@ impl AmdGraph {
                 for &at in &self.var_patches[n] {
                     // SAFETY: as for the inputs above: a 4-byte argument word in the graph's
                     // argument memory, not read by the GPU meanwhile.
-                    unsafe { (at as *mut i32).write_unaligned(new) };
+                    unsafe { write_gpu_bytes(at, &new.to_le_bytes()) };
                 }
                 *old = new;
             }
@@ -788,7 +792,8 @@ impl AmdGraph {
                 if old.as_ref().map(|d| d[k]) == Some((global, local)) {
                     continue;
                 }
-                self.edit_stream(p.part, |words| p.dispatch.set_dims(words, global, local));
+                self.store_stream_words(p.part, p.dispatch.local_at(), &local);
+                self.store_stream_words(p.part, p.dispatch.global_at(), &global);
                 patch_hidden_dims(p, global, local);
             }
             applied.dims = Some(new.to_vec());
@@ -918,13 +923,13 @@ fn patch_hidden_dims(p: &DimPatch, global: [u32; 3], local: [u32; 3]) {
         // SAFETY: `at..at + size` (size <= 8) is a hidden-argument slot inside the graph's
         // argument memory, found at build; the caller has waited for the previous replay and
         // holds the graph's lock.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), at as *mut u8, size) };
+        unsafe { write_gpu_bytes(at, &bytes[..size]) };
     }
     if let Some((aql_at, segment)) = p.aql {
         let packet = aql_dispatch_packet(&p.descriptor, global, local, segment, p.lds);
         // SAFETY: the 64-byte AQL packet slot after the launch's argument segment, inside the
         // graph's argument memory; same conditions as above.
-        unsafe { std::ptr::copy_nonoverlapping(packet.as_ptr(), aql_at as *mut u8, packet.len()) };
+        unsafe { write_gpu_bytes(aql_at, &packet) };
     }
 }
 
@@ -1110,8 +1115,8 @@ fn build_compute(
     let first_segment_dwords = chains
         .first()
         .map_or(dwords, |&c| c + IndirectBuffer::DWORDS) as u32;
-    kernargs.write(0, &image);
-    stream.write(0, bytemuck_words(&words));
+    kernargs.write(0, &image)?;
+    stream.write(0, bytemuck_words(&words))?;
     Ok(Some(ComputeStream {
         _kernargs: kernargs,
         stream,
@@ -1179,7 +1184,7 @@ fn build_copies(
     }
     let dwords = b.words.len();
     let stream = dev.alloc_mem((dwords as u64 * 4).max(64), MemoryKind::Gtt, UNCACHED_GTT)?;
-    stream.write(0, bytemuck_words(&b.words));
+    stream.write(0, bytemuck_words(&b.words))?;
     let host = stream.as_ptr() as usize;
     for (n, k, offset) in address_words {
         patches.inputs[n].push(AddressPatch {

@@ -22,9 +22,21 @@ impl Kfd {
     }
 
     fn ioctl<T>(&self, call: &'static str, request: u64, arg: &mut T) -> Result<()> {
-        debug_assert_eq!(abi::request_size(request), std::mem::size_of::<T>());
-        // SAFETY: `arg` is a live, exclusive `T`, and every request constant is built from the
-        // size of the struct type it is used with.
+        // The kernel copies as many bytes as the request encodes: a request built for another
+        // struct would make it read or write past `arg`. Checked in every build, before the
+        // call.
+        if abi::request_size(request) != std::mem::size_of::<T>() || !abi::is_kfd_request(request) {
+            return Err(Error::Driver {
+                call,
+                source: std::io::Error::other(format!(
+                    "request {request:#x} encodes {} bytes for a {}-byte argument",
+                    abi::request_size(request),
+                    std::mem::size_of::<T>()
+                )),
+            });
+        }
+        // SAFETY: `arg` is a live, exclusive `T`, and the request encodes exactly its size
+        // (checked above).
         unsafe {
             self.kernel
                 .ioctl(self.fd, request, arg as *mut T as *mut c_void)
@@ -191,5 +203,48 @@ impl Kfd {
 impl Drop for Kfd {
     fn drop(&mut self) {
         self.kernel.close(self.fd);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hcq_emu::{EmuConfig, EmuKernel};
+
+    #[test]
+    fn a_request_encoding_another_size_than_its_struct_is_refused_before_the_kernel_sees_it() {
+        let kernel: Arc<dyn Kernel> = Arc::new(EmuKernel::new(EmuConfig {
+            gpus: 1,
+            max_steps: 1000,
+            vram_bytes: 64 << 20,
+        }));
+        let kfd = Kfd::open(kernel).unwrap();
+        // GET_VERSION encodes 8 bytes; hand it a 4-byte and a 64-byte argument.
+        let mut small = [0xa5u8; 4];
+        let e = kfd
+            .ioctl("AMDKFD_IOC_GET_VERSION", abi::IOC_GET_VERSION, &mut small)
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("encodes 8 bytes for a 4-byte argument"),
+            "{e}"
+        );
+        assert_eq!(
+            small, [0xa5; 4],
+            "the kernel wrote past a too small argument"
+        );
+        let mut large = [0xa5u8; 64];
+        assert!(kfd
+            .ioctl("AMDKFD_IOC_GET_VERSION", abi::IOC_GET_VERSION, &mut large)
+            .is_err());
+        assert_eq!(large, [0xa5; 64]);
+        // A request of another driver's type byte is refused the same way.
+        let mut v = abi::GetVersionArgs::default();
+        let foreign = (abi::IOC_GET_VERSION & !0xff00) | (u64::from(b'T') << 8);
+        assert!(kfd.ioctl("foreign", foreign, &mut v).is_err());
+        // The right struct goes through.
+        kfd.ioctl("AMDKFD_IOC_GET_VERSION", abi::IOC_GET_VERSION, &mut v)
+            .unwrap();
+        assert_eq!(v.major_version, abi::KFD_IOCTL_MAJOR_VERSION);
     }
 }

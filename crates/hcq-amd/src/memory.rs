@@ -3,6 +3,7 @@
 use crate::kfd::Kfd;
 use hcq_amd_sys::kfd as abi;
 use hcq_amd_sys::seam::{self, Fd};
+use hcq_amd_sys::shared;
 use hcq_core::{Error, Result};
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
@@ -228,43 +229,39 @@ impl GpuMemory {
         self.va as *mut u8
     }
 
-    /// Copies host bytes into the mapping at `offset`.
-    ///
-    /// The caller makes sure the GPU is not using the range (the device orders this).
-    pub fn write(&self, offset: u64, src: &[u8]) {
-        assert!(
-            offset
-                .checked_add(src.len() as u64)
-                .is_some_and(|end| end <= self.size),
-            "write out of bounds"
-        );
-        // SAFETY: the range was checked to lie inside the live mapping; `src` cannot overlap it
-        // as the mapping is not handed out as a Rust slice.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                src.as_ptr(),
-                self.as_ptr().add(offset as usize),
-                src.len(),
-            )
-        };
+    /// The host address of `len` bytes at `offset`, or `InvalidArgument` when the range does
+    /// not lie inside the buffer.
+    fn range(&self, offset: u64, len: usize, what: &str) -> Result<*mut u8> {
+        let end = u64::try_from(len).ok().and_then(|n| offset.checked_add(n));
+        match end {
+            Some(end) if end <= self.size => Ok(self.as_ptr().wrapping_add(offset as usize)),
+            _ => Err(Error::InvalidArgument(format!(
+                "{what} of {len} bytes at offset {offset} outside the {}-byte buffer at {:#x}",
+                self.size, self.va
+            ))),
+        }
     }
 
-    /// Copies from the mapping at `offset` into host bytes.
-    pub fn read(&self, offset: u64, dst: &mut [u8]) {
-        assert!(
-            offset
-                .checked_add(dst.len() as u64)
-                .is_some_and(|end| end <= self.size),
-            "read out of bounds"
-        );
-        // SAFETY: as in `write`.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                self.as_ptr().add(offset as usize),
-                dst.as_mut_ptr(),
-                dst.len(),
-            )
-        };
+    /// Copies host bytes into the mapping at `offset`; a range outside the buffer is
+    /// `InvalidArgument` and writes nothing.
+    ///
+    /// The GPU may access the mapping concurrently (the caller orders this through signals),
+    /// so the bytes are stored atomically, never through a Rust reference to GPU memory.
+    pub fn write(&self, offset: u64, src: &[u8]) -> Result<()> {
+        let at = self.range(offset, src.len(), "write")?;
+        // SAFETY: `range` checked the bytes lie inside this live CPU mapping, which is never
+        // handed out as a Rust reference; the GPU side accesses it atomically.
+        unsafe { shared::store(at, src) };
+        Ok(())
+    }
+
+    /// Copies from the mapping at `offset` into host bytes; a range outside the buffer is
+    /// `InvalidArgument` and reads nothing.
+    pub fn read(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
+        let at = self.range(offset, dst.len(), "read")?;
+        // SAFETY: as in `write`, for reads into the private `dst`.
+        unsafe { shared::load(at, dst) };
+        Ok(())
     }
 }
 
@@ -287,5 +284,79 @@ impl Drop for GpuMemory {
             };
         }
         let _ = self.kfd.free_memory(self.handle);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{AmdDevice, AmdDriver};
+    use hcq_emu::{EmuConfig, EmuKernel};
+
+    fn device() -> AmdDevice {
+        let kernel: Arc<dyn seam::Kernel> = Arc::new(EmuKernel::new(EmuConfig {
+            gpus: 1,
+            max_steps: 1000,
+            vram_bytes: 64 << 20,
+        }));
+        let driver = AmdDriver::new(kernel, "amd-emu", true).unwrap();
+        AmdDevice::open(&driver, 0).unwrap()
+    }
+
+    #[test]
+    fn read_and_write_inside_the_buffer_round_trip() {
+        let dev = device();
+        let m = dev
+            .alloc_mem(8192, MemoryKind::Gtt, AllocFlags::default())
+            .unwrap();
+        let data: Vec<u8> = (0..300u32).map(|k| (k * 7 + 1) as u8).collect();
+        for offset in [0u64, 1, 3, 8, 4095, 8192 - 300] {
+            m.write(offset, &data).unwrap();
+            let mut back = vec![0u8; data.len()];
+            m.read(offset, &mut back).unwrap();
+            assert_eq!(back, data, "offset {offset}");
+        }
+        // Empty ranges up to and at the end are fine.
+        m.write(8192, &[]).unwrap();
+        m.read(8192, &mut []).unwrap();
+    }
+
+    #[test]
+    fn read_and_write_outside_the_buffer_are_errors_that_touch_nothing() {
+        let dev = device();
+        let m = dev
+            .alloc_mem(4096, MemoryKind::Gtt, AllocFlags::default())
+            .unwrap();
+        m.write(0, &[0x5a; 4096]).unwrap();
+        let cases: [(u64, usize); 5] = [
+            (4096, 1),
+            (4000, 97),
+            (1 << 40, 4),
+            (u64::MAX, 1),
+            (u64::MAX - 2, 8),
+        ];
+        for (offset, len) in cases {
+            let e = m.write(offset, &vec![0xff; len]).unwrap_err();
+            assert!(
+                matches!(&e, Error::InvalidArgument(msg) if msg.contains("outside the 4096-byte buffer")),
+                "write {offset}+{len}: {e}"
+            );
+            let mut out = vec![0x11; len];
+            let e = m.read(offset, &mut out).unwrap_err();
+            assert!(
+                matches!(e, Error::InvalidArgument(_)),
+                "read {offset}+{len}: {e}"
+            );
+            assert!(
+                out.iter().all(|&b| b == 0x11),
+                "read {offset}+{len} wrote the output"
+            );
+        }
+        let mut all = vec![0u8; 4096];
+        m.read(0, &mut all).unwrap();
+        assert!(
+            all.iter().all(|&b| b == 0x5a),
+            "a refused write changed the buffer"
+        );
     }
 }

@@ -7,6 +7,7 @@ use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
 use hcq_amd_sys::kfd as abi;
 use hcq_amd_sys::sdma::SdmaBuilder;
 use hcq_amd_sys::seam::{self, Fd};
+use hcq_amd_sys::shared;
 use hcq_core::{Error, Result};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -196,16 +197,18 @@ impl HwQueue {
 
     /// Copies dwords to the ring at the current write position, wrapping at its end.
     fn put(&mut self, words: &[u32]) {
-        let ring = self.ring.as_ptr() as *mut u32;
+        let ring = self.ring.as_ptr();
         let ring_dwords = (self.ring_bytes / 4) as usize;
         let at = ((self.written % self.ring_bytes) / 4) as usize;
         let first = words.len().min(ring_dwords - at);
+        let (head, wrapped) = words.split_at(first);
         // SAFETY: `at + first <= ring_dwords`, the wrapped rest starts at 0 and is shorter than
-        // the ring (callers reserve first), the mapping is live, and the engine does not read
-        // these slots (checked against its read pointer by `reserve`).
+        // the ring (callers reserve first), and the mapping is live. The engine does not read
+        // these slots (checked against its read pointer by `reserve`), and everything that
+        // touches ring memory does so atomically.
         unsafe {
-            std::ptr::copy_nonoverlapping(words.as_ptr(), ring.add(at), first);
-            std::ptr::copy_nonoverlapping(words.as_ptr().add(first), ring, words.len() - first);
+            shared::store(ring.add(4 * at), words_as_bytes(head));
+            shared::store(ring, words_as_bytes(wrapped));
         }
         self.written += words.len() as u64 * 4;
     }
@@ -293,6 +296,14 @@ impl Drop for HwQueue {
                 .munmap(self.doorbell_page, DOORBELL_PAGE_BYTES)
         };
     }
+}
+
+/// The bytes of `words` in memory order (the ring's little-endian dwords on the hosts hcq
+/// supports).
+fn words_as_bytes(words: &[u32]) -> &[u8] {
+    // SAFETY: any initialised u32 slice is a valid byte slice of four times its length, with
+    // the same lifetime.
+    unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), std::mem::size_of_val(words)) }
 }
 
 #[cfg(test)]

@@ -114,7 +114,7 @@ impl AmdDevice {
             let free_at = staging.done[slot];
             self.wait_value_locked(st, free_at)?;
             let staging = st.staging.as_mut().expect("created above");
-            staging.slots[slot].write(0, chunk);
+            staging.slots[slot].write(0, chunk)?;
             let from = staging.slots[slot].va;
             let dst = buf.gpu_address() + offset + (i as u64) * MAX_COPY_SIZE;
             let value = self.queue_copy(st, dst, from, chunk.len() as u64, "copy in")?;
@@ -231,7 +231,7 @@ impl AmdDevice {
             if epoch == st.timeline_swaps {
                 self.wait_value_locked(st, value)?;
             }
-            st.staging.as_ref().expect("created above").slots[slot].read(0, chunk);
+            st.staging.as_ref().expect("created above").slots[slot].read(0, chunk)?;
         }
         Ok(())
     }

@@ -14,7 +14,11 @@ use crate::memory::Snapshot;
 /// The per-GPU decoded-instruction cache.
 pub(crate) use rdna3::CodeCache;
 
-impl rdna3::Memory for Snapshot {
+// SAFETY: `Snapshot::translate` returns a pointer only inside one BO it maps; the snapshot
+// holds that BO's storage, so the host memory stays mapped while the dispatch (which holds the
+// snapshot) runs. BO memory is never handed out as a Rust reference: the driver and the
+// engines reach it through atomics (`hcq_amd_sys::shared` and `Snapshot`'s accessors).
+unsafe impl rdna3::Memory for Snapshot {
     fn translate(&self, addr: u64, len: u64) -> Option<*mut u8> {
         Snapshot::translate(self, addr, len)
     }

@@ -28,7 +28,6 @@ const MAX_MAP_DEVICES: u32 = 1024;
 const MAX_WAIT_EVENTS: u32 = 2 * SIGNAL_EVENT_LIMIT;
 /// The mmap-type bits of a `/dev/kfd` offset.
 const MMAP_TYPE_MASK: u64 = 3 << kfd::MMAP_TYPE_SHIFT;
-const IOC_DIR_READ: u64 = 2;
 /// Smallest ring accepted, in bytes.
 const MIN_RING_BYTES: u32 = 1024;
 /// Stack of a command processor thread (the interpreter keeps wave state on it).
@@ -49,39 +48,55 @@ unsafe fn with_args<T: Copy>(
     // SAFETY: the caller guarantees `arg` points to a `T`; it may be unaligned.
     let mut a = unsafe { arg.cast::<T>().read_unaligned() };
     let result = f(&mut a);
-    if (request >> 30) & IOC_DIR_READ != 0 {
+    if request_dir(request) & IOC_DIR_READ != 0 {
         // SAFETY: requests that return data pass a writable `T` (caller's guarantee).
         unsafe { arg.cast::<T>().write_unaligned(a) };
     }
     result
 }
 
-/// The error for a request this kernel does not implement as given.
-fn unknown_request(request: u64) -> io::Error {
-    let known = [
-        IOC_GET_VERSION,
-        IOC_CREATE_QUEUE,
-        IOC_DESTROY_QUEUE,
-        IOC_GET_CLOCK_COUNTERS,
-        IOC_CREATE_EVENT,
-        IOC_DESTROY_EVENT,
-        IOC_SET_EVENT,
-        IOC_RESET_EVENT,
-        IOC_WAIT_EVENTS,
-        IOC_ACQUIRE_VM,
-        IOC_ALLOC_MEMORY_OF_GPU,
-        IOC_FREE_MEMORY_OF_GPU,
-        IOC_MAP_MEMORY_TO_GPU,
-        IOC_UNMAP_MEMORY_FROM_GPU,
-        IOC_AVAILABLE_MEMORY,
-    ];
-    let is_kfd = (request >> 8) & 0xff == u64::from(b'K');
-    if is_kfd && known.iter().any(|&k| request_nr(k) == request_nr(request)) {
-        // A known request with the wrong size or direction.
-        errno(libc::EINVAL)
-    } else {
-        errno(libc::ENOTTY)
+/// Every request this kernel answers. Each constant encodes the size of its argument struct
+/// and the direction the data moves, as the header's `_IOR`/`_IOW`/`_IOWR` do.
+const KNOWN_REQUESTS: [u64; 15] = [
+    IOC_GET_VERSION,
+    IOC_CREATE_QUEUE,
+    IOC_DESTROY_QUEUE,
+    IOC_GET_CLOCK_COUNTERS,
+    IOC_CREATE_EVENT,
+    IOC_DESTROY_EVENT,
+    IOC_SET_EVENT,
+    IOC_RESET_EVENT,
+    IOC_WAIT_EVENTS,
+    IOC_ACQUIRE_VM,
+    IOC_ALLOC_MEMORY_OF_GPU,
+    IOC_FREE_MEMORY_OF_GPU,
+    IOC_MAP_MEMORY_TO_GPU,
+    IOC_UNMAP_MEMORY_FROM_GPU,
+    IOC_AVAILABLE_MEMORY,
+];
+
+/// Checks a request's encoding before its argument is touched, as the kernel's ioctl
+/// dispatch does: a request of another driver or an unknown number is `ENOTTY`; a known
+/// number whose encoded size differs from its struct's, with other direction bits, or with
+/// bits above the 32 Linux decodes is `EINVAL`. Only a request that passes may have its
+/// argument read as that struct.
+pub(crate) fn check_request(request: u64) -> io::Result<()> {
+    if (request >> 8) & 0xff != u64::from(b'K') {
+        return Err(errno(libc::ENOTTY));
     }
+    let Some(&known) = KNOWN_REQUESTS
+        .iter()
+        .find(|&&k| request_nr(k) == request_nr(request))
+    else {
+        return Err(errno(libc::ENOTTY));
+    };
+    if request_size(request) != request_size(known)
+        || request_dir(request) != request_dir(known)
+        || request >> 32 != 0
+    {
+        return Err(errno(libc::EINVAL));
+    }
+    Ok(())
 }
 
 impl EmuKernel {
@@ -93,11 +108,13 @@ impl EmuKernel {
             Some(Node::Render(_)) => return Err(errno(libc::ENOTTY)),
             Some(Node::Kfd) => {}
         }
+        check_request(request)?;
         if arg.is_null() {
             return Err(errno(libc::EFAULT));
         }
-        // SAFETY: in every arm, the caller guarantees `arg` points to the struct `request` encodes,
-        // and each arm's request constant encodes exactly the struct it names.
+        // SAFETY: in every arm, the caller guarantees `arg` points to as many bytes as `request`
+        // encodes, `check_request` made sure that is the size of the struct the arm names (the
+        // arm's constant is built from it), and the direction bits decide the copy back.
         unsafe {
             match request {
                 IOC_GET_VERSION => with_args(arg, request, |a: &mut GetVersionArgs| {
@@ -137,7 +154,7 @@ impl EmuKernel {
                         Ok(())
                     })
                 }
-                _ => Err(unknown_request(request)),
+                _ => Err(errno(libc::ENOTTY)),
             }
         }
     }

@@ -26,6 +26,8 @@ use hcq_amd_sys::sdma::{
     OP_NOP,
 };
 
+use hcq_amd_sys::shared;
+
 use crate::clock::gpu_ticks;
 use crate::gpu::{FaultClass, Gpu};
 use crate::memory::Snapshot;
@@ -204,13 +206,15 @@ impl Sdma {
             );
             return;
         };
-        let mut words = vec![0u32; ib.size_dwords as usize];
+        let mut bytes_read = vec![0u8; bytes as usize];
         // SAFETY: `translate` guarantees `bytes` mapped bytes at `src`, kept mapped while
-        // `snap` holds the BO; the destination is a distinct Rust-owned buffer of that size.
-        // The copy is bytewise, so `src` needs no alignment.
-        unsafe {
-            std::ptr::copy_nonoverlapping(src, words.as_mut_ptr().cast::<u8>(), bytes as usize)
-        };
+        // `snap` holds the BO and reached by everyone else atomically; the destination is a
+        // private buffer.
+        unsafe { shared::load(src, &mut bytes_read) };
+        let words: Vec<u32> = bytes_read
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+            .collect();
         drop(snap);
         let mut k = 0usize;
         while k < words.len() {
@@ -286,10 +290,10 @@ impl Sdma {
             return;
         };
         // SAFETY: `translate` guarantees `n` mapped bytes at both pointers, kept mapped while
-        // `snap` holds their BOs. `ptr::copy` has memmove semantics, so overlapping ranges
-        // are fine. Other engines or the host may access the same bytes concurrently, as on
-        // hardware; byte copies of plain memory have no invalid values.
-        unsafe { std::ptr::copy(src, dst, n as usize) };
+        // `snap` holds their BOs. Other engines, waves or the host may access the same bytes
+        // concurrently, as on hardware; they do so atomically, as `shared::copy` does, which
+        // also has memmove semantics for overlapping ranges.
+        unsafe { shared::copy(src, dst, n as usize) };
         drop(snap);
         fence(Ordering::SeqCst);
         self.gpu.watch.notify();
@@ -310,10 +314,9 @@ impl Sdma {
             );
             return;
         };
-        let bytes: Vec<u8> = (0..n as usize).map(|i| pattern[i % unit]).collect();
         // SAFETY: `translate` guarantees `n` mapped bytes at `dst`, kept mapped while `snap`
-        // holds the BO, distinct from the Rust-owned `bytes`.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) };
+        // holds the BO and reached by everyone else atomically.
+        unsafe { shared::fill(dst, n as usize, &pattern[..unit]) };
         drop(snap);
         fence(Ordering::SeqCst);
         self.gpu.watch.notify();

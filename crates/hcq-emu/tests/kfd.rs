@@ -589,3 +589,70 @@ fn events_set_reset_wait_and_destroy() {
         libc::EINVAL
     );
 }
+
+#[test]
+fn every_request_with_a_wrong_size_direction_or_high_bits_is_einval_and_reads_nothing() {
+    let k = EmuKernel::new(small_config());
+    let kfd = k.open("/dev/kfd").unwrap();
+    let requests = [
+        IOC_GET_VERSION,
+        IOC_CREATE_QUEUE,
+        IOC_DESTROY_QUEUE,
+        IOC_GET_CLOCK_COUNTERS,
+        IOC_CREATE_EVENT,
+        IOC_DESTROY_EVENT,
+        IOC_SET_EVENT,
+        IOC_RESET_EVENT,
+        IOC_WAIT_EVENTS,
+        IOC_ACQUIRE_VM,
+        IOC_ALLOC_MEMORY_OF_GPU,
+        IOC_FREE_MEMORY_OF_GPU,
+        IOC_MAP_MEMORY_TO_GPU,
+        IOC_UNMAP_MEMORY_FROM_GPU,
+        IOC_AVAILABLE_MEMORY,
+    ];
+    const SIZE_FIELD: u64 = 0x3fff << 16;
+    for request in requests {
+        let size = request_size(request) as u64;
+        let mut variants: Vec<u64> = [0, 1, size - 1, size + 1, size + 8, 0x3fff]
+            .into_iter()
+            .filter(|&s| s != size)
+            .map(|s| (request & !SIZE_FIELD) | (s << 16))
+            .collect();
+        for dir in 0..4u64 {
+            if dir != request_dir(request) {
+                variants.push((request & !(3 << 30)) | (dir << 30));
+            }
+        }
+        variants.push(request | (1 << 32));
+        for bad in variants {
+            // Large enough for any encoded size, and filled with a pattern that a handler
+            // reading it as its struct would have to act on (or copy back).
+            let mut arg = [0xa5u8; 0x4000];
+            assert_eq!(
+                errno_of(ioctl(&k, kfd, bad, &mut arg)),
+                libc::EINVAL,
+                "request {bad:#x} (from {request:#x})"
+            );
+            assert!(
+                arg.iter().all(|&b| b == 0xa5),
+                "{bad:#x} wrote its argument"
+            );
+        }
+    }
+    // Known numbers of another driver's type byte, and unknown KFD numbers, are not ours.
+    let mut arg = [0u8; 64];
+    assert_eq!(
+        errno_of(ioctl(
+            &k,
+            kfd,
+            (IOC_ACQUIRE_VM & !0xff00) | (u64::from(b'T') << 8),
+            &mut arg
+        )),
+        libc::ENOTTY
+    );
+    assert_eq!(
+        errno_of(ioctl(&k, kfd, (IOC_ACQUIRE_VM & !0xff) | 0x7f, &mut arg)),
+        libc::ENOTTY
+    );
+}

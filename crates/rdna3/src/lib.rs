@@ -3,7 +3,7 @@
 //! # Public API
 //!
 //! ```text
-//! pub trait Memory: Sync {
+//! pub unsafe trait Memory: Sync {     // implementor: ranges stay mapped for the dispatch
 //!     fn translate(&self, addr: u64, len: u64) -> Option<*mut u8>;   // None → VM fault
 //! }
 //! pub struct Dispatch { code_entry, rsrc1, rsrc2, rsrc3, user_data: [u32; 16], grid: [u32; 3],

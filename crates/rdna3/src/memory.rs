@@ -1,12 +1,29 @@
 //! The GPU's view of memory: host memory at the same virtual addresses, checked against the
 //! mapped ranges through [`Memory::translate`].
+//!
+//! GPU memory is shared: other workgroups of the dispatch (on other host threads), other
+//! engines and the host access it concurrently, so every access here is atomic: plain data
+//! through [`hcq_amd_sys::shared`] (relaxed, whole aligned pieces), atomics through
+//! compare-exchange loops (sequentially consistent).
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use hcq_amd_sys::shared;
 
 use crate::fault::FaultKind;
 
 /// Address translation of the GPU virtual address space.
-pub trait Memory: Sync {
+///
+/// # Safety
+/// The interpreter reads and writes through the pointers `translate` returns, from several
+/// threads, without further checks. An implementor guarantees, for every `Some(ptr)` returned
+/// for `(addr, len)`:
+/// - the `len` bytes at `ptr` are host memory valid for reads and writes;
+/// - they stay so until the dispatch that asked ([`crate::run_dispatch`]) returns, even if the
+///   range is unmapped or freed meanwhile;
+/// - no Rust reference covers them while the dispatch runs: everything else that touches them
+///   (the host, other engines) does so with atomic accesses, as this crate does.
+pub unsafe trait Memory: Sync {
     /// Host pointer to `len` bytes at GPU virtual address `addr` if the whole range is mapped
     /// for the GPU (read and write), else `None` (→ VM fault).
     fn translate(&self, addr: u64, len: u64) -> Option<*mut u8>;
@@ -23,20 +40,17 @@ fn translate(mem: &dyn Memory, addr: u64, len: u64, write: bool) -> Result<*mut 
 /// Reads `out.len()` bytes at `addr`.
 pub fn read_bytes(mem: &dyn Memory, addr: u64, out: &mut [u8]) -> Result<(), FaultKind> {
     let ptr = translate(mem, addr, out.len() as u64, false)?;
-    // SAFETY: `translate` guarantees `out.len()` bytes at `ptr` are mapped host memory; the
-    // ranges cannot overlap because `out` is a Rust-owned buffer distinct from GPU memory.
-    // Other workgroups may write the same GPU memory concurrently (as on hardware); byte
-    // copies of plain data have no invalid values.
-    unsafe { std::ptr::copy_nonoverlapping(ptr, out.as_mut_ptr(), out.len()) };
+    // SAFETY: `Memory`'s contract: `out.len()` readable bytes at `ptr`, mapped for the
+    // dispatch and accessed by everyone else atomically; `out` is a distinct private buffer.
+    unsafe { shared::load(ptr, out) };
     Ok(())
 }
 
 /// Writes `data` at `addr`.
 pub fn write_bytes(mem: &dyn Memory, addr: u64, data: &[u8]) -> Result<(), FaultKind> {
     let ptr = translate(mem, addr, data.len() as u64, true)?;
-    // SAFETY: `translate` guarantees `data.len()` writable mapped bytes at `ptr`, distinct
-    // from the Rust-owned `data` buffer.
-    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), ptr, data.len()) };
+    // SAFETY: as in `read_bytes`, for `data.len()` writable bytes.
+    unsafe { shared::store(ptr, data) };
     Ok(())
 }
 
@@ -55,8 +69,7 @@ pub fn atomic_rmw_u32(
         return Err(FaultKind::VmFault { addr, write: true });
     }
     // SAFETY: `ptr` is 4-byte aligned and points to 4 mapped bytes (checked above) that stay
-    // mapped for the dispatch; all concurrent accesses through this crate to atomics use
-    // atomic operations.
+    // mapped for the dispatch, which everyone else accesses atomically (`Memory`'s contract).
     let atomic = unsafe { AtomicU32::from_ptr(ptr.cast::<u32>()) };
     let mut old = atomic.load(Ordering::Relaxed);
     loop {

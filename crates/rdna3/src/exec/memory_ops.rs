@@ -8,6 +8,8 @@ use super::{
 use crate::decode::{
     integer_min_max_atomic, AtomicOp, Ds, Flat, FlatSegment, MemAccess, Smem, D16,
 };
+use hcq_amd_sys::shared;
+
 use crate::fault::FaultKind;
 use crate::isa::{DsOp, SmemOp};
 use crate::memory::{atomic_rmw_u32, atomic_rmw_u64, read_bytes, write_bytes};
@@ -474,23 +476,22 @@ impl Wave {
             if exec >> lane & 1 == 0 {
                 continue;
             }
-            // SAFETY: `wave_span` translated `[lo, max addr + bytes)` to mapped host memory
-            // at `base` that stays mapped for the dispatch; `lo <= addr` and
-            // `addr + bytes <= max addr + bytes`, so `bytes` bytes at `base + (addr - lo)`
-            // are inside it. Reads are unaligned-safe; other waves may write the same GPU
-            // memory concurrently (as on hardware) and byte data has no invalid values.
+            // SAFETY: `wave_span` translated `[lo, max addr + bytes)` to host memory that
+            // stays mapped for the dispatch and that everyone else accesses atomically
+            // (`Memory`'s contract); `lo <= addr` and `addr + bytes <= max addr + bytes`, so
+            // the `bytes` bytes at `base + (addr - lo)` are inside it.
             let source = unsafe { base.add((addr - lo) as usize) };
             if bytes == 4 {
                 // SAFETY: as above, 4 readable bytes at `source`.
-                let word = unsafe { source.cast::<[u8; 4]>().read_unaligned() };
+                let word = unsafe { shared::load_4(source) };
                 self.vgpr[first][lane] = u32::from_le_bytes(word);
                 continue;
             }
             let mut buffer = [0u8; 16];
             let len = usize::from(bytes).min(buffer.len());
             // SAFETY: as above, `len <= bytes` readable bytes at `source`, copied into a
-            // distinct local buffer.
-            unsafe { std::ptr::copy_nonoverlapping(source, buffer.as_mut_ptr(), len) };
+            // private buffer.
+            unsafe { shared::load(source, &mut buffer[..len]) };
             self.write_loaded(first, lane, &buffer, bytes, signed, d16);
         }
     }
@@ -519,7 +520,7 @@ impl Wave {
             if bytes == 4 && !high_half {
                 let word = self.vgpr[first][lane].to_le_bytes();
                 // SAFETY: as above, 4 writable bytes at `target`.
-                unsafe { target.cast::<[u8; 4]>().write_unaligned(word) };
+                unsafe { shared::store_4(target, word) };
                 continue;
             }
             let mut buffer = [0u8; 16];
@@ -530,9 +531,8 @@ impl Wave {
                 buffer.copy_within(2..4, 0);
             }
             let len = usize::from(bytes).min(buffer.len());
-            // SAFETY: as above, `len <= bytes` writable bytes at `target`, distinct from the
-            // local buffer.
-            unsafe { std::ptr::copy_nonoverlapping(buffer.as_ptr(), target, len) };
+            // SAFETY: as above, `len <= bytes` writable bytes at `target`.
+            unsafe { shared::store(target, &buffer[..len]) };
         }
     }
 

@@ -102,7 +102,10 @@ impl<'a> HostMemory<'a> {
     }
 }
 
-impl Memory for HostMemory<'_> {
+// SAFETY: the listed buffers outlive the memory view (borrowed for `'a`), are interior-mutable
+// memory the tests reach only by pointer, and are read or written by the test only while no
+// dispatch runs.
+unsafe impl Memory for HostMemory<'_> {
     fn translate(&self, addr: u64, len: u64) -> Option<*mut u8> {
         let end = addr.checked_add(len)?;
         self.buffers
