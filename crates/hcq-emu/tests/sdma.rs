@@ -666,3 +666,64 @@ fn sdma_and_compute_queues_share_the_doorbell_page_with_distinct_slots() {
     s1.destroy();
     c.destroy();
 }
+
+#[test]
+fn copies_racing_with_host_writes_see_only_whole_values_the_host_wrote() {
+    // The host rewrites a buffer round after round (every dword = the round number) while the
+    // engine copies it: each dword of a copy must be one round's value, no older than the
+    // round before the copy was submitted and no newer than the round after it finished.
+    // Every access on both sides is atomic (hcq_amd_sys::shared), so this is a defined race.
+    let k = EmuKernel::new(small_config());
+    let dev = Dev::open(&k, 0);
+    let sig = Signals::new(&dev);
+    let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
+    let mut q = create_sdma(&dev, 0x4000);
+    let size = 64u64 << 10;
+    let src = dev.alloc(size, ALLOC_MEM_FLAGS_VRAM);
+    let dst = dev.alloc(size, ALLOC_MEM_FLAGS_GTT);
+    let round = std::sync::atomic::AtomicU32::new(0);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let src_at = src.va as usize;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut image = vec![0u8; size as usize];
+            while !stop.load(Ordering::Relaxed) {
+                let r = round.load(Ordering::Relaxed) + 1;
+                for word in image.chunks_exact_mut(4) {
+                    word.copy_from_slice(&r.to_le_bytes());
+                }
+                // SAFETY: `size` bytes of the mapped source buffer; the engine reads it
+                // atomically.
+                unsafe { hcq_amd_sys::shared::store(src_at as *mut u8, &image) };
+                round.store(r, Ordering::Release);
+            }
+        });
+        let mut value = 0;
+        for copy in 0..40u64 {
+            let before = round.load(Ordering::Acquire);
+            // A dword-aligned offset on odd copies: the engine's 8-byte pieces then sit
+            // across the host's, which it must still copy whole per dword.
+            let shift = 4 * (copy % 2);
+            let mut b = SdmaBuilder::new();
+            b.copy(dst.va + shift, src.va + shift, size - 8);
+            value += 1;
+            b.signal(sig.value_addr(0), value, sig.mailbox(&ev), ev.event_id);
+            q.submit(&b);
+            assert!(wait_signal(&dev, &sig, 0, value, &ev), "copy {copy}");
+            let after = round.load(Ordering::Acquire) + 1;
+            let mut out = vec![0u8; size as usize];
+            // SAFETY: the destination is mapped for `size` bytes; the engine is done with it.
+            unsafe { hcq_amd_sys::shared::load(dst.ptr::<u8>(0), &mut out) };
+            let copied = &out[shift as usize..(shift + size - 8) as usize];
+            for (k, word) in copied.chunks_exact(4).enumerate() {
+                let seen = u32::from_le_bytes(word.try_into().unwrap());
+                assert!(
+                    (before..=after).contains(&seen),
+                    "copy {copy} dword {k}: {seen} outside rounds {before}..={after}"
+                );
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    q.destroy();
+}

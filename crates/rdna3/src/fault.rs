@@ -20,6 +20,16 @@ pub enum FaultKind {
         /// What is wrong.
         detail: String,
     },
+    /// An instruction names VGPRs beyond the wave's allocation (COMPUTE_PGM_RSRC1.VGPRS):
+    /// the hardware has no such registers for this wave.
+    VgprOutOfRange {
+        /// First VGPR of the operand.
+        first: u32,
+        /// Consecutive VGPRs the operand spans.
+        count: u32,
+        /// VGPRs the wave has (v0 up to but not including this).
+        allocated: u32,
+    },
     /// A memory access outside the GPU's mapped ranges.
     VmFault {
         /// First byte address of the access.
@@ -71,6 +81,23 @@ impl fmt::Display for FaultKind {
                 write!(f, "unimplemented instruction {mnemonic}")
             }
             FaultKind::IllegalOperand { detail } => write!(f, "illegal operand ({detail})"),
+            FaultKind::VgprOutOfRange {
+                first,
+                count,
+                allocated,
+            } => {
+                let last = first.saturating_add((*count).max(1) - 1);
+                if last == *first {
+                    write!(f, "v{first}")?;
+                } else {
+                    write!(f, "v[{first}:{last}]")?;
+                }
+                write!(
+                    f,
+                    " beyond the wave's {allocated} allocated VGPRs (v0..v{}, COMPUTE_PGM_RSRC1.VGPRS)",
+                    allocated.saturating_sub(1)
+                )
+            }
             FaultKind::VmFault { addr, write } => {
                 let access = if *write { "write" } else { "read" };
                 write!(f, "VM fault: {access} of unmapped address {addr:#x}")

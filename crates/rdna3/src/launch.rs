@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::code_cache::{CodeCache, LocalCodeCache};
-use crate::exec::{ExecContext, Flow, PrivateSegment, Wave, WAVE_SIZE};
+use crate::exec::{wave32_vgprs_of_rsrc1, ExecContext, Flow, PrivateSegment, Wave, WAVE_SIZE};
 use crate::fault::{Fault, FaultKind};
 use crate::memory::Memory;
 use crate::operand::EXEC_LO;
@@ -15,7 +15,7 @@ use crate::operand::EXEC_LO;
 pub struct Dispatch {
     /// Byte address of the first instruction (`(PGM_HI << 32 | PGM_LO) << 8`).
     pub code_entry: u64,
-    /// COMPUTE_PGM_RSRC1.
+    /// COMPUTE_PGM_RSRC1 (VGPRS, bits 5:0, sets each wave's VGPR allocation).
     pub rsrc1: u32,
     /// COMPUTE_PGM_RSRC2.
     pub rsrc2: u32,
@@ -250,6 +250,9 @@ fn launch_wave(
     first_slot: u64,
 ) {
     wave.reset(d.code_entry);
+    // The register file the hardware gives the wave is what the driver programmed, not what
+    // the code object's metadata claims.
+    wave.set_vgpr_allocation(wave32_vgprs_of_rsrc1(d.rsrc1));
     let user = (rsrc2.user_sgprs as usize).min(d.user_data.len());
     wave.sgpr[..user].copy_from_slice(&d.user_data[..user]);
     let mut next = rsrc2.user_sgprs as usize;

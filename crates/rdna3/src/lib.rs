@@ -30,6 +30,9 @@
 //!   X/Y/Z (TGID_*_EN) and workgroup info (TG_SIZE_EN: wave index in bits 5:0, wave count in
 //!   bits 11:6). gfx11 uses architected flat scratch, so SCRATCH_EN adds no SGPR. v0 = x |
 //!   y << 10 | z << 20 (components beyond TIDIG_COMP_CNT are 0); EXEC = existing lanes.
+//! * VGPRs = (RSRC1.VGPRS + 1) × 8 per wave (wave32 granule): an operand naming a register
+//!   past them (including multi-register operands and M0-relative `v_movrel*`) is a
+//!   [`FaultKind::VgprOutOfRange`] fault naming the register.
 //! * LDS = RSRC2.LDS_SIZE × 512 bytes per workgroup, zeroed, bounds-checked.
 //! * Scratch: each running wave owns a slot of the ring at `scratch_base`
 //!   (TMPRING_SIZE.WAVES slots of WAVESIZE × 256 bytes); each lane owns a contiguous

@@ -19,8 +19,20 @@ pub use float::{f16_to_f32, f32_to_f16};
 
 /// Lanes per wave.
 pub const WAVE_SIZE: usize = 32;
-/// VGPRs allocated per wave (the architectural maximum).
+/// VGPRs a wave32 wave can address (the architectural maximum, and the allocation of a
+/// [`Wave::new`] wave).
 pub const VGPR_COUNT: usize = 256;
+/// COMPUTE_PGM_RSRC1.VGPRS counts blocks of this many VGPRs, minus one, for wave32 on gfx10
+/// and gfx11 (LLVM's AMDGPUUsage, `GRANULATED_WORKITEM_VGPR_COUNT`).
+pub const WAVE32_VGPR_GRANULE: usize = 8;
+
+/// VGPRs a wave32 wave gets from COMPUTE_PGM_RSRC1 (bits 5:0 = blocks minus one), at most
+/// [`VGPR_COUNT`].
+pub fn wave32_vgprs_of_rsrc1(rsrc1: u32) -> usize {
+    ((rsrc1 & 0x3f) as usize + 1)
+        .saturating_mul(WAVE32_VGPR_GRANULE)
+        .min(VGPR_COUNT)
+}
 
 /// Base of the LDS aperture of flat addresses (`src_shared_base` returns its high half).
 /// Outside the canonical x86-64/AArch64 user range, so it never aliases host memory.
@@ -57,7 +69,9 @@ pub struct Wave {
     /// Scalar register file indexed by the 7-bit operand encoding (s0..s105, VCC, TTMPs,
     /// NULL, M0, EXEC).
     pub sgpr: [u32; SCALAR_SLOTS],
-    /// Vector registers: `vgpr[register][lane]`.
+    /// Vector registers: `vgpr[register][lane]`; as many rows as the wave has VGPRs
+    /// allocated ([`Wave::set_vgpr_allocation`]), so every register check is against the
+    /// allocation.
     pub vgpr: Vec<[u32; WAVE_SIZE]>,
     /// Scalar condition code.
     pub scc: bool,
@@ -116,6 +130,15 @@ impl Wave {
         self.scc = false;
         self.pc = pc;
         self.private = PrivateSegment::default();
+    }
+
+    /// Gives the wave `count` VGPRs (at most [`VGPR_COUNT`]): instructions naming a register
+    /// at or past it fault with [`FaultKind::VgprOutOfRange`]. Rows added are zero.
+    pub fn set_vgpr_allocation(&mut self, count: usize) {
+        let count = count.min(VGPR_COUNT);
+        if self.vgpr.len() != count {
+            self.vgpr.resize(count, [0; WAVE_SIZE]);
+        }
     }
 
     /// Records that VGPR rows below `end` may be accessed (see [`Wave::reset`]).
@@ -239,10 +262,11 @@ impl Wave {
         };
         let first = usize::from(first);
         if first + count > self.vgpr.len() {
-            return Err(illegal(format!(
-                "{} past the vector register file",
-                operand.display_wide(count as u32)
-            )));
+            return Err(FaultKind::VgprOutOfRange {
+                first: first as u32,
+                count: count as u32,
+                allocated: self.vgpr.len() as u32,
+            });
         }
         self.note_vgpr_use(first + count);
         Ok(first..first + count)
