@@ -34,8 +34,8 @@ pub struct GpuMemory {
     borrowed: bool,
 }
 
-// SAFETY: `GpuMemory` only stores the address of its mapping; all access through it goes through
-// raw pointers whose users synchronise with the GPU via signals.
+// SAFETY: `GpuMemory` only stores the address of its mapping; all access to the mapping goes
+// through atomic accesses (`hcq_amd_sys::shared`), ordered against the GPU by signals.
 unsafe impl Send for GpuMemory {}
 // SAFETY: as above; the only interior mutability is the mutex-protected GPU list.
 unsafe impl Sync for GpuMemory {}

@@ -42,6 +42,57 @@
 //!   process's memory-exception (VM faults, with the address) or hardware-exception events;
 //!   the queue then goes on with the next packet.
 //!
+//! # Memory model
+//!
+//! GPU memory is ordinary host memory that several threads use at once: the driver (and the
+//! user through it), each queue's command processor, the worker threads a dispatch runs its
+//! workgroups on, and each SDMA engine. A plain load or store racing with another thread's
+//! access is undefined behaviour in Rust whatever the values, so the rule is: **every access
+//! to GPU memory is atomic**, and no Rust reference (`&[u8]`, `&mut [u8]`) ever covers it.
+//!
+//! | who | what it touches | how |
+//! | --- | --- | --- |
+//! | driver (`hcq-amd`) | ring packets, kernel arguments, graph streams and patches, staging buffers, buffer contents | [`hcq_amd_sys::shared`]: relaxed loads and stores of naturally aligned 8/4/2/1-byte pieces (`GpuMemory::read`/`write`, ring `put`) |
+//! | driver | signal values, queue read/write pointers, event mailboxes | `AtomicU64`/`AtomicI64`: release stores, acquire loads |
+//! | command processor | packet fetch; `RELEASE_MEM` data and timestamps; `WAIT_REG_MEM` polls | `memory::Snapshot` accessors: acquire 32-bit loads, release 32/64-bit stores |
+//! | dispatch workers (`rdna3`) | code, kernel arguments, global/scratch data | `rdna3::memory`: plain data through `shared` (relaxed), `*_atomic_*` instructions as sequentially consistent compare-exchange loops |
+//! | SDMA engine | packet fetch; `COPY_LINEAR`, `CONST_FILL`, `INDIRECT` contents; `FENCE`, `TIMESTAMP`, `ATOMIC`, `POLL_REGMEM` | acquire loads for packets and polls; `shared::{copy, fill, load}` between sequentially consistent fences; release stores; `fetch_add` |
+//! | event mailboxes | written by `RELEASE_MEM`/`TRAP`, read by `WAIT_EVENTS` | `AtomicU64` |
+//! | doorbell page | written only by [`Kernel::write_doorbell`] under the queue table's lock | a volatile store (a device register's semantics); nobody reads it back |
+//!
+//! **Why results are seen**: every hand-over has a happens-before edge. Driver → command
+//! processor: the ring and arguments are stored before the doorbell, whose value reaches the
+//! queue thread through a mutex. Command processor → workers: thread spawn; workers →
+//! command processor: the scoped threads' join. GPU → driver: `RELEASE_MEM` and SDMA `FENCE`
+//! store the signal with release ordering after the work (SDMA copies are followed by a
+//! sequentially consistent fence), and the driver loads it with acquire ordering (or wakes
+//! from `WAIT_EVENTS`, behind a mutex) before it reads results. Between engines, ordering
+//! exists only through memory (signals), as on hardware. Data the program races on without
+//! synchronising (two workgroups writing one word) gets some value a writer stored, as on a
+//! GPU, not undefined behaviour.
+//!
+//! **Why pointers stay valid**: [`rdna3::Memory`] is an `unsafe trait`; `memory::Snapshot`
+//! implements it by translating only inside one mapped BO, and a snapshot holds a reference
+//! to the storage of every BO it maps, kept for a whole packet (a whole dispatch or copy). A
+//! BO freed or unmapped meanwhile stays backed, and the driver's `munmap` of it is deferred,
+//! until the last snapshot is dropped (see `memory.rs`).
+//!
+//! **What is still relied on**:
+//! - *Mixed-size atomics*: a wave's 4-byte store and a host copy's 8-byte load of the same
+//!   bytes are atomics of different sizes. The C++ model Rust inherits leaves such accesses
+//!   undefined when they race (Miri reports them); x86-64 and AArch64 perform each aligned
+//!   piece single-copy atomically. Only unsynchronised races mix sizes; synchronised programs
+//!   never do.
+//! - *The driver's own ordering*: it waits for the GPU before reusing a ring slot, an
+//!   argument slot or a staging buffer, and before freeing a buffer the GPU still uses (the
+//!   emulator keeps such memory mapped anyway, so a mistake there is a wrong result, not a
+//!   crash).
+//! - *In-place transfers*: copies of 16 MiB or more register the caller's `&[u8]`/`&mut [u8]`
+//!   as USERPTR memory and the engine reads or writes it while the caller's borrow is alive,
+//!   like any DMA; the caller does not touch it until the copy's signal.
+//! - *Mappings outlive their users*: host memory of a USERPTR BO belongs to its user, who must
+//!   keep it mapped while the GPU may access it.
+//!
 //! **GPU clock**: monotonic, **100 MHz** (one tick per 10 ns; [`GPU_CLOCK_HZ`]), the same for
 //! `RELEASE_MEM` timestamps and `GET_CLOCK_COUNTERS`.
 //!
