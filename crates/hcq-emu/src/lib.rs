@@ -53,7 +53,9 @@
 //! | `HCQ_EMU_MAX_STEPS` | instruction budget of each wave of a dispatch | 100 000 000 |
 //! | `HCQ_EMU_VRAM` | VRAM bytes per GPU; suffixes `K`, `M`, `G`, `T` (binary) | 16G |
 //!
-//! A malformed value leaves the default.
+//! An unset or empty variable leaves the default; any other value that is not accepted (a
+//! fraction such as `1.5G`, `HCQ_EMU_GPUS=65`, `HCQ_EMU_MAX_STEPS=-1`) makes [`kernel`] fail
+//! with a [`ConfigError`] naming the variable, its value and what it accepts.
 //!
 //! **Conventions the driver can rely on** (as in `amdkfd`): signal events get ids (and mailbox
 //! slots) from 1 below 4096; memory- and hardware-exception events get ids from 4096 on. A
@@ -93,7 +95,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use hcq_amd_sys::seam::{Fd, Kernel};
 
 pub use clock::GPU_CLOCK_HZ;
-pub use config::{parse_size, EmuConfig};
+pub use config::{parse_size, ConfigError, EmuConfig};
 pub use fds::FIRST_FD;
 
 use events::Events;
@@ -104,10 +106,14 @@ use queue::{Doorbells, QueueTable};
 use topology::{GpuNode, Topology};
 use util::{errno, lock, MemWatch};
 
-/// The process-global emulated kernel, configured from the environment on first use.
-pub fn kernel() -> &'static EmuKernel {
-    static KERNEL: OnceLock<EmuKernel> = OnceLock::new();
-    KERNEL.get_or_init(|| EmuKernel::new(EmuConfig::from_env()))
+/// The process-global emulated kernel, configured from the environment on first use; every
+/// call gives the same kernel, or the same error when a variable is malformed.
+pub fn kernel() -> Result<&'static EmuKernel, ConfigError> {
+    static KERNEL: OnceLock<Result<EmuKernel, ConfigError>> = OnceLock::new();
+    KERNEL
+        .get_or_init(|| EmuConfig::from_env().map(EmuKernel::new))
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
 /// Totals of the dispatches a GPU has completed.
