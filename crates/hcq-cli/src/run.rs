@@ -242,6 +242,39 @@ fn read_input(path: &std::path::Path, len: usize) -> Result<Vec<u8>, String> {
     Ok(data)
 }
 
+/// Host bytes used at a time to fill or drain a buffer: a buffer as large as the device
+/// allows then needs no host copy of its own size (the host may not have one to give).
+const CHUNK: usize = 16 << 20;
+
+/// Zeroes the first `n` bytes of `b` (fresh buffers may come from the allocator's cache).
+fn zero_fill(b: &Buffer, n: usize) -> Result<(), String> {
+    let zeros = vec![0u8; CHUNK.min(n)];
+    let mut at = 0;
+    while at < n {
+        let len = (n - at).min(CHUNK);
+        b.copy_in(at, &zeros[..len]).map_err(|e| e.to_string())?;
+        at += len;
+    }
+    Ok(())
+}
+
+/// Writes the first `n` bytes of `b` to `path`.
+fn write_out(b: &Buffer, n: usize, path: &std::path::Path) -> Result<(), String> {
+    use std::io::Write;
+    let what = |e: std::io::Error| format!("writing {}: {e}", path.display());
+    let mut file = std::fs::File::create(path).map_err(what)?;
+    let mut chunk = vec![0u8; CHUNK.min(n)];
+    let mut at = 0;
+    while at < n {
+        let len = (n - at).min(CHUNK);
+        b.copy_out(at, &mut chunk[..len])
+            .map_err(|e| e.to_string())?;
+        file.write_all(&chunk[..len]).map_err(what)?;
+        at += len;
+    }
+    Ok(())
+}
+
 /// `X[,Y[,Z]]`, each at least 1.
 pub fn parse_dims(s: &str) -> Result<[u32; 3], String> {
     let parts: Vec<&str> = s.split(',').collect();
@@ -315,7 +348,7 @@ pub fn run(o: RunOptions) -> Result<(), String> {
             }
             (ArgSpec::Out(_, n), _) => {
                 let b = dev.alloc((*n).max(1)).map_err(|e| e.to_string())?;
-                b.copy_in(0, &vec![0u8; *n]).map_err(|e| e.to_string())?;
+                zero_fill(&b, *n)?;
                 Some(b)
             }
             _ => None,
@@ -366,9 +399,7 @@ pub fn run(o: RunOptions) -> Result<(), String> {
             _ => continue,
         };
         let b = b.as_ref().expect("output arguments have buffers");
-        let mut out = vec![0u8; n];
-        b.copy_out(0, &mut out).map_err(|e| e.to_string())?;
-        std::fs::write(path, &out).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        write_out(b, n, path)?;
     }
     println!(
         "{} on {}: {:.3} us",

@@ -222,3 +222,157 @@ fn endless_or_oversized_inputs_need_a_size() {
     );
     expect_failure(&o, &["big.bin", "268435456 bytes", "134217728 bytes"]);
 }
+
+const GIB: u64 = 1 << 30;
+
+/// A memory cgroup with `limit` bytes for one child process, removed when dropped. cgroup v2
+/// (a child of the root, when its memory controller is enabled) or else the v1 memory
+/// controller; `None` (with the reason) when neither can be made here.
+struct LimitedCgroup {
+    dir: std::path::PathBuf,
+}
+
+impl LimitedCgroup {
+    fn create(limit: u64) -> Result<LimitedCgroup, String> {
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
+            .map_err(|e| format!("/proc/self/mountinfo: {e}"))?;
+        let name = format!("hcq-test-{}", std::process::id());
+        let mut tried = Vec::new();
+        for line in mountinfo.lines() {
+            let Some((left, right)) = line.split_once(" - ") else {
+                continue;
+            };
+            let left: Vec<&str> = left.split_whitespace().collect();
+            let right: Vec<&str> = right.split_whitespace().collect();
+            let (Some(point), Some(fs), Some(opts)) = (left.get(4), right.first(), right.get(2))
+            else {
+                continue;
+            };
+            let point = Path::new(point);
+            let (limit_file, ok) = match *fs {
+                "cgroup2" => {
+                    let controllers = std::fs::read_to_string(point.join("cgroup.subtree_control"))
+                        .unwrap_or_default();
+                    (
+                        "memory.max",
+                        controllers.split_whitespace().any(|c| c == "memory"),
+                    )
+                }
+                "cgroup" => (
+                    "memory.limit_in_bytes",
+                    opts.split(',').any(|o| o == "memory"),
+                ),
+                _ => continue,
+            };
+            if !ok {
+                tried.push(format!("{}: no memory controller", point.display()));
+                continue;
+            }
+            let dir = point.join(&name);
+            if let Err(e) = std::fs::create_dir(&dir) {
+                tried.push(format!("{}: {e}", dir.display()));
+                continue;
+            }
+            let cgroup = LimitedCgroup { dir };
+            match std::fs::write(cgroup.dir.join(limit_file), limit.to_string()) {
+                Ok(()) => return Ok(cgroup),
+                Err(e) => tried.push(format!("{}: {e}", cgroup.dir.join(limit_file).display())),
+            }
+        }
+        Err(format!("no memory cgroup could be made: {tried:?}"))
+    }
+
+    /// `hcq ARGS` inside this cgroup (the shell moves itself in, then becomes hcq).
+    fn run(&self, args: &[&str]) -> Output {
+        let procs = self.dir.join("cgroup.procs");
+        let script = format!("echo $$ > '{}' && exec \"$0\" \"$@\"", procs.display());
+        let mut all = vec!["-c", &script, env!("CARGO_BIN_EXE_hcq")];
+        all.extend_from_slice(args);
+        Command::new("sh")
+            .args(&all)
+            .env_remove("HCQ_DEVICE")
+            .stdin(Stdio::null())
+            .output()
+            .expect("sh runs")
+    }
+}
+
+impl Drop for LimitedCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// Under a 2 GiB limit, a 1.5 GiB `out:` (and a buffer the host could back but not copy
+/// twice) end in OutOfMemory naming the host's memory, where the kernel's OOM killer used to
+/// end the process; a buffer that fits still runs and comes back whole.
+fn check_limited_runs(limited: &dyn Fn(&[&str]) -> Output, dir: &Path, k: &str, how: &str) {
+    let y = dir.join("y.bin");
+    let x = dir.join("x.bin");
+    std::fs::write(&x, [0u8; 400]).unwrap();
+    let input = format!("in:{}", x.display());
+    for bytes in [1536 << 20, 1800 << 20] {
+        let out = format!("out:{}:{bytes}", y.display());
+        let o = limited(&run_args(k, &[&out, &input, "f32:1", "f32:1", "i32:100"]));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{how}, {bytes} bytes: {o:?}");
+        for needle in ["out of device memory", &bytes.to_string(), "host's memory"] {
+            assert!(err.contains(needle), "{how}: {needle:?} missing from {err}");
+        }
+    }
+    let n = 128 << 20;
+    let out = format!("out:{}:{n}", y.display());
+    let o = limited(&run_args(k, &[&out, &input, "f32:2", "f32:0.5", "i32:100"]));
+    assert!(
+        o.status.success(),
+        "{how}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let got = std::fs::read(&y).unwrap();
+    assert_eq!(got.len(), n, "{how}");
+    for (i, c) in got.chunks_exact(4).enumerate() {
+        let want = if i < 100 {
+            2.0f32.mul_add(0.0, 0.5)
+        } else {
+            0.0
+        };
+        assert_eq!(
+            f32::from_le_bytes(c.try_into().unwrap()),
+            want,
+            "{how}: element {i}"
+        );
+    }
+    std::fs::remove_file(&y).unwrap();
+}
+
+#[test]
+fn a_memory_cgroup_limit_gives_out_of_memory_not_a_kill() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = code_object(dir.path());
+    match LimitedCgroup::create(2 * GIB) {
+        Ok(cgroup) => check_limited_runs(&|a| cgroup.run(a), dir.path(), &k, "cgroup"),
+        // Said loudly, and the address-space test below still runs.
+        Err(why) => eprintln!(
+            "\n*** NOT TESTED: host memory under a cgroup limit ({why}); this needs root and \
+             a cgroup v1 or v2 memory controller ***\n"
+        ),
+    }
+}
+
+#[test]
+fn an_address_space_limit_gives_out_of_memory_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = code_object(dir.path());
+    let limited = |args: &[&str]| {
+        let limit = format!("--as={}", 2 * GIB);
+        let mut all = vec![&limit[..], "--", env!("CARGO_BIN_EXE_hcq")];
+        all.extend_from_slice(args);
+        Command::new("prlimit")
+            .args(&all)
+            .env_remove("HCQ_DEVICE")
+            .stdin(Stdio::null())
+            .output()
+            .expect("prlimit (util-linux) runs")
+    };
+    check_limited_runs(&limited, dir.path(), &k, "RLIMIT_AS");
+}

@@ -16,7 +16,8 @@ pub struct EmuConfig {
     pub gpus: u32,
     /// Per-wave instruction budget; a wave that runs longer faults.
     pub max_steps: u64,
-    /// VRAM bytes per GPU; VRAM allocations beyond it fail with `ENOMEM`.
+    /// VRAM bytes per GPU; VRAM allocations beyond it fail with `ENOMEM`. A GPU gets less
+    /// when the host cannot back this much ([`crate::host_memory::vram_for`]).
     pub vram_bytes: u64,
 }
 

@@ -196,7 +196,7 @@ impl EmuKernel {
         if kind == BoKind::Vram {
             let mut used = lock(&gpu.vram_used);
             if used.checked_add(size).map_or(true, |u| u > gpu.vram_bytes) {
-                return Err(errno(libc::ENOMEM));
+                return Err(self.vram_exhausted(gpu.vram_bytes, *used));
             }
             *used += size;
         }
@@ -229,6 +229,24 @@ impl EmuKernel {
                 Err(e)
             }
         }
+    }
+
+    /// `ENOMEM` for a VRAM allocation beyond the GPU's size, saying whether the host's memory
+    /// is what made it that small.
+    fn vram_exhausted(&self, vram: u64, used: u64) -> io::Error {
+        let mut why = format!(
+            "the emulated GPU has {} of VRAM, {} of it in use",
+            crate::host_memory::bytes(vram),
+            crate::host_memory::bytes(used)
+        );
+        if vram < self.config.vram_bytes {
+            why += &format!(
+                " (HCQ_EMU_VRAM is {}, but the host's memory can back no more than the smaller \
+                 size: the emulator holds at most half of the tightest memory limit)",
+                crate::host_memory::bytes(self.config.vram_bytes)
+            );
+        }
+        io::Error::new(io::ErrorKind::OutOfMemory, why)
     }
 
     fn free_memory(&self, handle: u64) -> io::Result<()> {

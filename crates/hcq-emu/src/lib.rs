@@ -18,7 +18,10 @@
 //!   GTT buffer is backed when it is allocated, over the driver's `PROT_NONE` reservation; the
 //!   render-node `mmap` at its `mmap_offset` then just exposes it. Every GPU access is checked
 //!   against that GPU's page table (the buffers mapped to it); an access outside is a VM fault,
-//!   never a crash. CPU protections of buffer mappings are not enforced (buffers stay
+//!   never a crash. The host must be able to back it: each GPU's VRAM (`local_mem_size`) is
+//!   at most half of the tightest memory limit on the process, and an allocation the host
+//!   cannot back now fails with `ENOMEM` carrying the reason ([`host_memory`] has the policy
+//!   and the limits it reads). CPU protections of buffer mappings are not enforced (buffers stay
 //!   read-write), and a render-node `mmap` can only place a buffer at its own address.
 //! - **Doorbells**: `mmap` of `/dev/kfd` at a queue's `doorbell_offset & !0x1fff` gives the
 //!   doorbell page; [`Kernel::write_doorbell`] wakes the queue's command processor.
@@ -51,7 +54,7 @@
 //! | --- | --- | --- |
 //! | `HCQ_EMU_GPUS` | number of gfx1100 GPUs (0..=64) | 1 |
 //! | `HCQ_EMU_MAX_STEPS` | instruction budget of each wave of a dispatch | 100 000 000 |
-//! | `HCQ_EMU_VRAM` | VRAM bytes per GPU; suffixes `K`, `M`, `G`, `T` (binary) | 16G |
+//! | `HCQ_EMU_VRAM` | VRAM bytes per GPU; suffixes `K`, `M`, `G`, `T` (binary); capped by the host | 16G |
 //!
 //! An unset or empty variable leaves the default; any other value that is not accepted (a
 //! fraction such as `1.5G`, `HCQ_EMU_GPUS=65`, `HCQ_EMU_MAX_STEPS=-1`) makes [`kernel`] fail
@@ -79,6 +82,7 @@ mod dispatch;
 mod events;
 mod fds;
 mod gpu;
+pub mod host_memory;
 mod hostmaps;
 mod ioctl;
 mod memory;
@@ -151,13 +155,14 @@ impl EmuKernel {
     pub fn new(config: EmuConfig) -> Self {
         let events = Arc::new(Events::default());
         let watch = Arc::new(MemWatch::default());
+        let vram_bytes = host_memory::vram_for(config.vram_bytes, &host_memory::current_limits());
         let gpus: Vec<Arc<Gpu>> = (0..config.gpus)
             .map(|i| {
                 let id = Topology::gpu_id_for(i);
                 Arc::new(Gpu::new(
                     i as usize,
                     id,
-                    config.vram_bytes,
+                    vram_bytes,
                     config.max_steps,
                     Arc::clone(&events),
                     Arc::clone(&watch),
