@@ -102,6 +102,15 @@ fn malformed_environment_values_are_named_errors() {
         expect_failure(&o, &[variable, &quoted, "expected", "invalid argument"]);
         assert!(!y.exists(), "{variable}: the kernel ran");
     }
+    // `hcq devices` says why the emulated GPUs are missing.
+    let o = hcq_within(
+        &["devices"],
+        &[("HCQ_EMU_GPUS", "65")],
+        Duration::from_secs(60),
+    );
+    if !Path::new("/dev/kfd").exists() {
+        expect_failure(&o, &["HCQ_EMU_GPUS", "\"65\""]);
+    }
     // The same command with valid or empty values runs.
     let o = hcq_within(
         &args,

@@ -98,13 +98,23 @@ fn room(limit: &Limit, backed: u64) -> u64 {
     (limit.limit / 2).saturating_sub(backed).min(free / 2)
 }
 
-/// Whether the emulator, backing `backed` bytes now, may back `requested` more.
-pub fn admit(limits: &[Limit], backed: u64, requested: u64) -> Result<(), Shortage> {
-    let tightest = limits
+/// The limit that leaves the least room, and that room; `None` when nothing limits.
+fn tightest(limits: &[Limit], backed: u64) -> Option<(u64, &Limit)> {
+    limits
         .iter()
         .map(|l| (room(l, backed), l))
-        .min_by_key(|&(r, _)| r);
-    match tightest {
+        .min_by_key(|&(r, _)| r)
+}
+
+/// The most the emulator, backing `backed` bytes now, may back more (`u64::MAX` when no
+/// limit applies).
+pub fn available(limits: &[Limit], backed: u64) -> u64 {
+    tightest(limits, backed).map_or(u64::MAX, |(room, _)| room)
+}
+
+/// Whether the emulator, backing `backed` bytes now, may back `requested` more.
+pub fn admit(limits: &[Limit], backed: u64, requested: u64) -> Result<(), Shortage> {
+    match tightest(limits, backed) {
         Some((available, limit)) if requested > available => Err(Shortage {
             requested,
             available,
@@ -397,6 +407,8 @@ mod tests {
         let e = admit(&l, 0, GIB).unwrap_err();
         assert_eq!(e.limit.limit, GIB);
         assert_eq!(e.available, GIB / 2);
+        assert_eq!(available(&l, 0), GIB / 2);
+        assert_eq!(available(&[], 0), u64::MAX);
         assert!(admit(&[], u64::MAX / 2, u64::MAX).is_ok());
     }
 

@@ -130,10 +130,10 @@ impl EmuKernel {
                 IOC_GET_CLOCK_COUNTERS => with_args(arg, request, |a| self.clock_counters(a)),
                 IOC_AVAILABLE_MEMORY => {
                     with_args(arg, request, |a: &mut GetAvailableMemoryArgs| {
-                        a.available = self
+                        let gpu = self
                             .gpu_by_id(a.gpu_id)
-                            .ok_or_else(|| errno(libc::EINVAL))?
-                            .vram_available();
+                            .ok_or_else(|| errno(libc::EINVAL))?;
+                        a.available = gpu.vram_available().min(self.space.host_available());
                         Ok(())
                     })
                 }
@@ -235,9 +235,10 @@ impl EmuKernel {
     /// is what made it that small.
     fn vram_exhausted(&self, vram: u64, used: u64) -> io::Error {
         let mut why = format!(
-            "the emulated GPU has {} of VRAM, {} of it in use",
+            "the emulated GPU has {} of VRAM, {} of it in use, {} free",
             crate::host_memory::bytes(vram),
-            crate::host_memory::bytes(used)
+            crate::host_memory::bytes(used),
+            crate::host_memory::bytes(vram.saturating_sub(used))
         );
         if vram < self.config.vram_bytes {
             why += &format!(

@@ -13,7 +13,7 @@
 //!   GTT, USERPTR), `FREE_MEMORY_OF_GPU`, `MAP_MEMORY_TO_GPU`, `UNMAP_MEMORY_FROM_GPU`,
 //!   `CREATE_EVENT`, `DESTROY_EVENT`, `SET_EVENT`, `RESET_EVENT`, `WAIT_EVENTS`,
 //!   `CREATE_QUEUE` (PM4 compute queues and SDMA copy queues), `DESTROY_QUEUE`, `GET_CLOCK_COUNTERS`,
-//!   `AVAILABLE_MEMORY`.
+//!   `AVAILABLE_MEMORY` (free VRAM, but no more than the host can back now).
 //! - **Memory**: GPU memory is host memory at the virtual address the driver chose. A VRAM or
 //!   GTT buffer is backed when it is allocated, over the driver's `PROT_NONE` reservation; the
 //!   render-node `mmap` at its `mmap_offset` then just exposes it. Every GPU access is checked

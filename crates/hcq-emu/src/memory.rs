@@ -116,6 +116,12 @@ impl AddressSpace {
         }))
     }
 
+    /// How many more bytes the host can back now ([`host_memory::available`]).
+    pub fn host_available(&self) -> u64 {
+        let backed = self.backed.load(Ordering::Relaxed);
+        host_memory::available(&host_memory::current_limits(), backed)
+    }
+
     /// Takes the user's memory `[va, va + len)` (which must be readable and writable) as a BO.
     pub fn hold_user(self: &Arc<Self>, va: u64, len: u64) -> io::Result<Arc<Storage>> {
         let end = va.checked_add(len).ok_or_else(|| errno(libc::EINVAL))?;
