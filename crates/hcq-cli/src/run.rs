@@ -471,6 +471,39 @@ mod tests {
     }
 
     #[test]
+    fn specs_are_checked_against_the_kernel_arguments() {
+        let param = |name: Option<&str>, kind| hcq::ArgInfo {
+            name: name.map(String::from),
+            kind,
+        };
+        let params = [
+            param(Some("y"), hcq::ArgKind::Buffer),
+            param(None, hcq::ArgKind::Value { bytes: 4 }),
+            param(Some("s"), hcq::ArgKind::Value { bytes: 12 }),
+        ];
+        let spec = |s: &str| s.parse::<ArgSpec>().unwrap();
+        let good = [
+            spec("out:o:99999999999999"),
+            spec("f32:1"),
+            spec("bytes:000000000000000000000000"),
+        ];
+        assert_eq!(check_specs("k", &good, &params), Ok(()));
+        let cases: [(&[ArgSpec], &str); 5] = [
+            (&good[..2], "kernel k takes 3 arguments (y: buffer, 4-byte value, s: 12-byte value), got 2"),
+            (&[spec("i32:1"), spec("f32:1"), good[2].clone()], "argument 0 (y) of kernel k is a buffer (in:, out: or inout:), got a value of 4 bytes"),
+            (&[good[0].clone(), spec("in:x"), good[2].clone()], "argument 1 of kernel k is a 4-byte value, got a buffer"),
+            (&[good[0].clone(), spec("i64:1"), good[2].clone()], "argument 1 of kernel k is 4 bytes, got a value of 8 bytes"),
+            (&[good[0].clone(), spec("u32:1"), spec("bytes:00")], "argument 2 (s) of kernel k is 12 bytes, got a value of 1 bytes"),
+        ];
+        for (specs, want) in cases {
+            assert_eq!(check_specs("k", specs, &params).unwrap_err(), want);
+        }
+        let odd = [param(None, hcq::ArgKind::Other("image".into()))];
+        let e = check_specs("k", &[spec("in:x")], &odd).unwrap_err();
+        assert!(e.contains("kind image"), "{e}");
+    }
+
+    #[test]
     fn dims_parse() {
         assert_eq!(parse_dims("4").unwrap(), [4, 1, 1]);
         assert_eq!(parse_dims("4,2,3").unwrap(), [4, 2, 3]);
