@@ -34,6 +34,9 @@ pub trait Kernel: Send + Sync + 'static {
     fn close(&self, fd: Fd);
 
     /// Issues `request` on `fd`. The request encodes the argument size, as `_IOWR` does.
+    /// Errors are errnos; an `ENOMEM` may instead come as an error of kind
+    /// [`io::ErrorKind::OutOfMemory`] whose message says why (the emulated kernel does so when
+    /// the host's memory is what is short).
     ///
     /// # Safety
     /// `arg` must point to a live, writable struct of exactly the size encoded in `request`,

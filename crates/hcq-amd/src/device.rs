@@ -29,13 +29,26 @@ const MAX_PRIVATE_SEGMENT_SIZE: u32 = 4096;
 /// only the low 32 bits.
 const TIMELINE_LIMIT: u64 = 1 << 31;
 
-/// How long a wait may take: `HCQ_WAIT_TIMEOUT_MS`, default 30 s.
-pub fn wait_timeout() -> Duration {
-    let ms = std::env::var("HCQ_WAIT_TIMEOUT_MS")
+/// How long a wait may take: `HCQ_WAIT_TIMEOUT_MS`, default 30 s. Unset or empty gives the
+/// default; anything but a whole number of milliseconds from 1 up is an error naming it.
+pub fn wait_timeout() -> Result<Duration> {
+    wait_timeout_from(std::env::var("HCQ_WAIT_TIMEOUT_MS").ok().as_deref())
+}
+
+fn wait_timeout_from(value: Option<&str>) -> Result<Duration> {
+    let Some(text) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return Ok(Duration::from_millis(30_000));
+    };
+    text.parse::<u64>()
         .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .unwrap_or(30_000);
-    Duration::from_millis(ms.max(1))
+        .filter(|&ms| ms > 0 && text.bytes().all(|b| b.is_ascii_digit()))
+        .map(Duration::from_millis)
+        .ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "HCQ_WAIT_TIMEOUT_MS={text:?} is not valid: expected a whole number of \
+                 milliseconds, at least 1"
+            ))
+        })
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -382,6 +395,7 @@ impl AmdDevice {
         index: usize,
         options: DeviceOptions,
     ) -> Result<AmdDevice> {
+        let timeout = wait_timeout()?;
         let name = format!("{}:{index}", driver.prefix);
         let node = driver.gpus.get(index).cloned().ok_or_else(|| {
             Error::NoDevice(format!(
@@ -439,7 +453,7 @@ impl AmdDevice {
             kernargs,
             exceptions,
             compiler,
-            timeout: wait_timeout(),
+            timeout,
             cache: Arc::new(BufferCache::default()),
             timeline_limit: options.timeline_limit,
             node,
@@ -992,4 +1006,39 @@ pub(crate) fn aql_dispatch_packet(
     p[28..32].copy_from_slice(&group_segment_size.to_le_bytes());
     p[40..48].copy_from_slice(&kernargs.to_le_bytes());
     p
+}
+
+#[cfg(test)]
+mod wait_timeout_tests {
+    use super::*;
+
+    #[test]
+    fn wait_timeout_takes_whole_milliseconds_and_names_bad_values() {
+        assert_eq!(wait_timeout_from(None).unwrap(), Duration::from_secs(30));
+        assert_eq!(
+            wait_timeout_from(Some(" ")).unwrap(),
+            Duration::from_secs(30)
+        );
+        assert_eq!(
+            wait_timeout_from(Some("250")).unwrap(),
+            Duration::from_millis(250)
+        );
+        for bad in [
+            "abc",
+            "0",
+            "-5",
+            "+5",
+            "1.5",
+            "1e3",
+            "99999999999999999999999",
+        ] {
+            let e = wait_timeout_from(Some(bad)).unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument(_)), "{bad}: {e}");
+            let text = e.to_string();
+            assert!(
+                text.contains("HCQ_WAIT_TIMEOUT_MS") && text.contains(bad),
+                "{text}"
+            );
+        }
+    }
 }

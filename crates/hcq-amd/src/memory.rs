@@ -75,6 +75,7 @@ impl GpuMemory {
             .ok_or_else(|| Error::OutOfMemory {
                 device: device_name.to_string(),
                 requested: size,
+                reason: None,
             })?;
         let mut flags = abi::ALLOC_MEM_FLAGS_WRITABLE
             | abi::ALLOC_MEM_FLAGS_EXECUTABLE
@@ -94,12 +95,22 @@ impl GpuMemory {
         let len = usize::try_from(size).map_err(|_| Error::OutOfMemory {
             device: device_name.into(),
             requested: size,
+            reason: None,
         })?;
         let oom_or = |call: &'static str, source: std::io::Error| {
+            // A kernel may explain an ENOMEM: the error then carries its message rather than
+            // the bare errno.
             if source.raw_os_error() == Some(seam::ENOMEM) {
                 Error::OutOfMemory {
                     device: device_name.to_string(),
                     requested: size,
+                    reason: None,
+                }
+            } else if source.kind() == std::io::ErrorKind::OutOfMemory {
+                Error::OutOfMemory {
+                    device: device_name.to_string(),
+                    requested: size,
+                    reason: source.get_ref().map(|r| r.to_string()),
                 }
             } else {
                 Error::Driver { call, source }

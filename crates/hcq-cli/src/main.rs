@@ -108,7 +108,11 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Devices => {
             let devices = hcq::list_devices();
             if devices.is_empty() {
-                return Err("no devices".into());
+                // Opening the default device says why (e.g. a malformed HCQ_EMU_* variable).
+                return Err(match open_device(None) {
+                    Err(e) => format!("no devices: {e}"),
+                    Ok(_) => "no devices".into(),
+                });
             }
             println!("{:<12} {:<10} {:>10}  kind", "name", "arch", "memory");
             for d in devices {

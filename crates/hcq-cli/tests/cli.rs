@@ -230,7 +230,7 @@ fn run_reports_mistakes_clearly() {
             "--block",
             "1",
             "--arg",
-            "f32:1",
+            "out:/nonexistent-out:4",
             "--arg",
             "in:/nonexistent",
             "--arg",

@@ -5,9 +5,14 @@ use std::io;
 #[non_exhaustive]
 pub enum Error {
     /// Device memory is exhausted (after the allocator's cache was freed and the allocation
-    /// retried).
-    #[error("out of device memory allocating {requested} bytes on {device}")]
-    OutOfMemory { device: String, requested: u64 },
+    /// retried). `reason` is the kernel's account when it gives one (the emulated GPU says
+    /// when it is the host's memory that cannot back the allocation, and how much it has).
+    #[error("out of device memory allocating {requested} bytes on {device}{}", reason_suffix(.reason))]
+    OutOfMemory {
+        device: String,
+        requested: u64,
+        reason: Option<String>,
+    },
 
     /// A wait did not finish in time.
     #[error("timed out after {ms} ms waiting for {what}")]
@@ -52,6 +57,13 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+}
+
+fn reason_suffix(reason: &Option<String>) -> String {
+    reason
+        .as_deref()
+        .map(|r| format!(": {r}"))
+        .unwrap_or_default()
 }
 
 impl Error {

@@ -16,7 +16,8 @@ pub struct EmuConfig {
     pub gpus: u32,
     /// Per-wave instruction budget; a wave that runs longer faults.
     pub max_steps: u64,
-    /// VRAM bytes per GPU; VRAM allocations beyond it fail with `ENOMEM`.
+    /// VRAM bytes per GPU; VRAM allocations beyond it fail with `ENOMEM`. A GPU gets less
+    /// when the host cannot back this much ([`crate::host_memory::vram_for`]).
     pub vram_bytes: u64,
 }
 
@@ -30,10 +31,15 @@ impl Default for EmuConfig {
     }
 }
 
+/// A variable's value, unless it is unset or blank.
+fn given(value: Option<&str>) -> Option<&str> {
+    value.map(str::trim).filter(|v| !v.is_empty())
+}
+
 impl EmuConfig {
-    /// Reads `HCQ_EMU_GPUS`, `HCQ_EMU_MAX_STEPS` and `HCQ_EMU_VRAM`; a missing or malformed
-    /// variable leaves its default.
-    pub fn from_env() -> Self {
+    /// Reads `HCQ_EMU_GPUS`, `HCQ_EMU_MAX_STEPS` and `HCQ_EMU_VRAM`; a missing or empty
+    /// variable leaves its default, a malformed one is an error naming it.
+    pub fn from_env() -> Result<Self, ConfigError> {
         let var = |name: &str| std::env::var(name).ok();
         Self::from_vars(
             var("HCQ_EMU_GPUS").as_deref(),
@@ -42,27 +48,95 @@ impl EmuConfig {
         )
     }
 
-    /// Builds a configuration from the variables' values (`None`: unset).
-    pub fn from_vars(gpus: Option<&str>, max_steps: Option<&str>, vram: Option<&str>) -> Self {
+    /// Builds a configuration from the variables' values (`None` or empty: unset).
+    pub fn from_vars(
+        gpus: Option<&str>,
+        max_steps: Option<&str>,
+        vram: Option<&str>,
+    ) -> Result<Self, ConfigError> {
         let d = Self::default();
-        EmuConfig {
-            gpus: gpus
-                .and_then(|s| s.trim().parse::<u32>().ok())
+        let gpus = match given(gpus) {
+            None => d.gpus,
+            Some(v) => v
+                .parse::<u32>()
+                .ok()
                 .filter(|&n| n <= MAX_GPUS)
-                .unwrap_or(d.gpus),
-            max_steps: max_steps
-                .and_then(|s| s.trim().replace('_', "").parse::<u64>().ok())
+                .ok_or_else(|| ConfigError::new("HCQ_EMU_GPUS", v, GPUS_ACCEPTED))?,
+        };
+        let max_steps = match given(max_steps) {
+            None => d.max_steps,
+            Some(v) => parse_count(v)
                 .filter(|&n| n > 0)
-                .unwrap_or(d.max_steps),
-            vram_bytes: vram
-                .and_then(parse_size)
-                .filter(|&n| n >= 4096)
-                .unwrap_or(d.vram_bytes),
+                .ok_or_else(|| ConfigError::new("HCQ_EMU_MAX_STEPS", v, MAX_STEPS_ACCEPTED))?,
+        };
+        let vram_bytes = match given(vram) {
+            None => d.vram_bytes,
+            Some(v) => parse_size(v)
+                .filter(|&n| n >= MIN_VRAM)
+                .ok_or_else(|| ConfigError::new("HCQ_EMU_VRAM", v, VRAM_ACCEPTED))?,
+        };
+        Ok(EmuConfig {
+            gpus,
+            max_steps,
+            vram_bytes,
+        })
+    }
+}
+
+/// Smallest `HCQ_EMU_VRAM` accepted: one page.
+pub const MIN_VRAM: u64 = 4096;
+
+const GPUS_ACCEPTED: &str = "a whole number of GPUs from 0 to 64";
+const MAX_STEPS_ACCEPTED: &str =
+    "a positive whole number of instructions (digits, `_` allowed as a separator)";
+const VRAM_ACCEPTED: &str = "a whole number of bytes, at least 4096, optionally with a binary \
+     suffix K, M, G or T (`64M`, `16G`); fractions are not accepted: write `1536M`, not `1.5G`";
+
+/// A configuration variable whose value is not one the emulator accepts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The environment variable.
+    pub variable: &'static str,
+    /// Its value, as given.
+    pub value: String,
+    /// What the variable accepts.
+    pub accepted: &'static str,
+}
+
+impl ConfigError {
+    fn new(variable: &'static str, value: &str, accepted: &'static str) -> Self {
+        ConfigError {
+            variable,
+            value: value.to_string(),
+            accepted,
         }
     }
 }
 
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}={:?} is not valid: expected {}",
+            self.variable, self.value, self.accepted
+        )
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// A whole number with optional `_` separators between digits (`100_000_000`).
+fn parse_count(text: &str) -> Option<u64> {
+    let t = text.trim();
+    if t.starts_with('_') || t.ends_with('_') || !t.bytes().all(|b| b.is_ascii_digit() || b == b'_')
+    {
+        return None;
+    }
+    t.replace('_', "").parse().ok()
+}
+
 /// Parses a byte count with an optional binary suffix: `1048576`, `64M`, `64MiB`, `1G`, `2t`.
+/// Fractions (`1.5G`), signs and anything else are refused: a size is a whole number.
 pub fn parse_size(text: &str) -> Option<u64> {
     let t = text.trim();
     let t = t.strip_suffix(['B', 'b']).unwrap_or(t);
@@ -74,7 +148,11 @@ pub fn parse_size(text: &str) -> Option<u64> {
         't' | 'T' => (&t[..t.len() - 1], 40),
         _ => (t, 0),
     };
-    let n: u64 = digits.trim().parse().ok()?;
+    let digits = digits.trim();
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
     n.checked_mul(1u64 << shift)
 }
 
@@ -95,17 +173,73 @@ mod tests {
     }
 
     #[test]
-    fn bad_values_fall_back_to_defaults() {
-        let c = EmuConfig::from_vars(Some("lots"), Some("-3"), Some("big"));
+    fn sizes_refuse_fractions_signs_and_junk() {
+        for bad in [
+            "1.5G", "-1", "+4096", "1e9", "0x1000", "4 096", "G", "MiB", "12Q",
+        ] {
+            assert_eq!(parse_size(bad), None, "{bad}");
+        }
+        assert_eq!(parse_size(" 8K "), Some(8192));
+        assert_eq!(parse_size("3gib"), Some(3 << 30));
+    }
+
+    #[test]
+    fn counts_take_separators_between_digits_only() {
+        assert_eq!(parse_count("100_000"), Some(100_000));
+        assert_eq!(parse_count("7"), Some(7));
+        for bad in [
+            "",
+            "_1",
+            "1_",
+            "-1",
+            "+1",
+            "1.0",
+            "abc",
+            "99999999999999999999999",
+        ] {
+            assert_eq!(parse_count(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn malformed_values_are_errors_naming_the_variable() {
+        let cases = [
+            (Some("65"), None, None, "HCQ_EMU_GPUS"),
+            (Some("lots"), None, None, "HCQ_EMU_GPUS"),
+            (Some("-1"), None, None, "HCQ_EMU_GPUS"),
+            (None, Some("-1"), None, "HCQ_EMU_MAX_STEPS"),
+            (None, Some("0"), None, "HCQ_EMU_MAX_STEPS"),
+            (None, Some("1e6"), None, "HCQ_EMU_MAX_STEPS"),
+            (None, None, Some("1.5G"), "HCQ_EMU_VRAM"),
+            (None, None, Some("big"), "HCQ_EMU_VRAM"),
+            (None, None, Some("4095"), "HCQ_EMU_VRAM"),
+            (None, None, Some("99999999999T"), "HCQ_EMU_VRAM"),
+        ];
+        for (gpus, steps, vram, variable) in cases {
+            let e = EmuConfig::from_vars(gpus, steps, vram).unwrap_err();
+            assert_eq!(e.variable, variable);
+            let value = gpus.or(steps).or(vram).unwrap();
+            assert_eq!(e.value, value);
+            let text = e.to_string();
+            assert!(text.contains(variable) && text.contains(value), "{text}");
+            assert!(text.contains("expected"), "{text}");
+        }
+    }
+
+    #[test]
+    fn empty_values_mean_unset_and_good_values_are_taken() {
+        let c = EmuConfig::from_vars(Some(""), Some("  "), Some("")).unwrap();
         assert_eq!(c, EmuConfig::default());
-        let c = EmuConfig::from_vars(Some("2"), Some("1000"), Some("64M"));
+        let c = EmuConfig::from_vars(Some("0"), Some("1_000"), Some("64M")).unwrap();
         assert_eq!(
             c,
             EmuConfig {
-                gpus: 2,
+                gpus: 0,
                 max_steps: 1000,
                 vram_bytes: 64 << 20
             }
         );
+        let c = EmuConfig::from_vars(Some("64"), None, Some("4096")).unwrap();
+        assert_eq!((c.gpus, c.vram_bytes), (64, 4096));
     }
 }

@@ -147,10 +147,10 @@ impl EmuKernel {
                 IOC_GET_CLOCK_COUNTERS => with_args(arg, request, |a| self.clock_counters(a)),
                 IOC_AVAILABLE_MEMORY => {
                     with_args(arg, request, |a: &mut GetAvailableMemoryArgs| {
-                        a.available = self
+                        let gpu = self
                             .gpu_by_id(a.gpu_id)
-                            .ok_or_else(|| errno(libc::EINVAL))?
-                            .vram_available();
+                            .ok_or_else(|| errno(libc::EINVAL))?;
+                        a.available = gpu.vram_available().min(self.space.host_available());
                         Ok(())
                     })
                 }
@@ -213,7 +213,7 @@ impl EmuKernel {
         if kind == BoKind::Vram {
             let mut used = lock(&gpu.vram_used);
             if used.checked_add(size).map_or(true, |u| u > gpu.vram_bytes) {
-                return Err(errno(libc::ENOMEM));
+                return Err(self.vram_exhausted(gpu.vram_bytes, *used));
             }
             *used += size;
         }
@@ -246,6 +246,25 @@ impl EmuKernel {
                 Err(e)
             }
         }
+    }
+
+    /// `ENOMEM` for a VRAM allocation beyond the GPU's size, saying whether the host's memory
+    /// is what made it that small.
+    fn vram_exhausted(&self, vram: u64, used: u64) -> io::Error {
+        let mut why = format!(
+            "the emulated GPU has {} of VRAM, {} of it in use, {} free",
+            crate::host_memory::bytes(vram),
+            crate::host_memory::bytes(used),
+            crate::host_memory::bytes(vram.saturating_sub(used))
+        );
+        if vram < self.config.vram_bytes {
+            why += &format!(
+                " (HCQ_EMU_VRAM is {}, but the host's memory can back no more than the smaller \
+                 size: the emulator holds at most half of the tightest memory limit)",
+                crate::host_memory::bytes(self.config.vram_bytes)
+            );
+        }
+        io::Error::new(io::ErrorKind::OutOfMemory, why)
     }
 
     fn free_memory(&self, handle: u64) -> io::Result<()> {

@@ -13,12 +13,15 @@
 //!   GTT, USERPTR), `FREE_MEMORY_OF_GPU`, `MAP_MEMORY_TO_GPU`, `UNMAP_MEMORY_FROM_GPU`,
 //!   `CREATE_EVENT`, `DESTROY_EVENT`, `SET_EVENT`, `RESET_EVENT`, `WAIT_EVENTS`,
 //!   `CREATE_QUEUE` (PM4 compute queues and SDMA copy queues), `DESTROY_QUEUE`, `GET_CLOCK_COUNTERS`,
-//!   `AVAILABLE_MEMORY`.
+//!   `AVAILABLE_MEMORY` (free VRAM, but no more than the host can back now).
 //! - **Memory**: GPU memory is host memory at the virtual address the driver chose. A VRAM or
 //!   GTT buffer is backed when it is allocated, over the driver's `PROT_NONE` reservation; the
 //!   render-node `mmap` at its `mmap_offset` then just exposes it. Every GPU access is checked
 //!   against that GPU's page table (the buffers mapped to it); an access outside is a VM fault,
-//!   never a crash. CPU protections of buffer mappings are not enforced (buffers stay
+//!   never a crash. The host must be able to back it: each GPU's VRAM (`local_mem_size`) is
+//!   at most half of the tightest memory limit on the process, and an allocation the host
+//!   cannot back now fails with `ENOMEM` carrying the reason ([`host_memory`] has the policy
+//!   and the limits it reads). CPU protections of buffer mappings are not enforced (buffers stay
 //!   read-write), and a render-node `mmap` can only place a buffer at its own address.
 //! - **Doorbells**: `mmap` of `/dev/kfd` at a queue's `doorbell_offset & !0x1fff` gives the
 //!   doorbell page; [`Kernel::write_doorbell`] wakes the queue's command processor.
@@ -102,9 +105,11 @@
 //! | --- | --- | --- |
 //! | `HCQ_EMU_GPUS` | number of gfx1100 GPUs (0..=64) | 1 |
 //! | `HCQ_EMU_MAX_STEPS` | instruction budget of each wave of a dispatch | 100 000 000 |
-//! | `HCQ_EMU_VRAM` | VRAM bytes per GPU; suffixes `K`, `M`, `G`, `T` (binary) | 16G |
+//! | `HCQ_EMU_VRAM` | VRAM bytes per GPU; suffixes `K`, `M`, `G`, `T` (binary); capped by the host | 16G |
 //!
-//! A malformed value leaves the default.
+//! An unset or empty variable leaves the default; any other value that is not accepted (a
+//! fraction such as `1.5G`, `HCQ_EMU_GPUS=65`, `HCQ_EMU_MAX_STEPS=-1`) makes [`kernel`] fail
+//! with a [`ConfigError`] naming the variable, its value and what it accepts.
 //!
 //! **Conventions the driver can rely on** (as in `amdkfd`): signal events get ids (and mailbox
 //! slots) from 1 below 4096; memory- and hardware-exception events get ids from 4096 on. A
@@ -128,6 +133,7 @@ mod dispatch;
 mod events;
 mod fds;
 mod gpu;
+pub mod host_memory;
 mod hostmaps;
 mod ioctl;
 mod memory;
@@ -144,7 +150,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use hcq_amd_sys::seam::{Fd, Kernel};
 
 pub use clock::GPU_CLOCK_HZ;
-pub use config::{parse_size, EmuConfig};
+pub use config::{parse_size, ConfigError, EmuConfig};
 pub use fds::FIRST_FD;
 
 use events::Events;
@@ -155,10 +161,14 @@ use queue::{Doorbells, QueueTable};
 use topology::{GpuNode, Topology};
 use util::{errno, lock, MemWatch};
 
-/// The process-global emulated kernel, configured from the environment on first use.
-pub fn kernel() -> &'static EmuKernel {
-    static KERNEL: OnceLock<EmuKernel> = OnceLock::new();
-    KERNEL.get_or_init(|| EmuKernel::new(EmuConfig::from_env()))
+/// The process-global emulated kernel, configured from the environment on first use; every
+/// call gives the same kernel, or the same error when a variable is malformed.
+pub fn kernel() -> Result<&'static EmuKernel, ConfigError> {
+    static KERNEL: OnceLock<Result<EmuKernel, ConfigError>> = OnceLock::new();
+    KERNEL
+        .get_or_init(|| EmuConfig::from_env().map(EmuKernel::new))
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
 /// Totals of the dispatches a GPU has completed.
@@ -196,13 +206,14 @@ impl EmuKernel {
     pub fn new(config: EmuConfig) -> Self {
         let events = Arc::new(Events::default());
         let watch = Arc::new(MemWatch::default());
+        let vram_bytes = host_memory::vram_for(config.vram_bytes, &host_memory::current_limits());
         let gpus: Vec<Arc<Gpu>> = (0..config.gpus)
             .map(|i| {
                 let id = Topology::gpu_id_for(i);
                 Arc::new(Gpu::new(
                     i as usize,
                     id,
-                    config.vram_bytes,
+                    vram_bytes,
                     config.max_steps,
                     Arc::clone(&events),
                     Arc::clone(&watch),

@@ -18,8 +18,8 @@ use std::io;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::hostmaps;
 use crate::util::{errno, lock};
+use crate::{host_memory, hostmaps};
 
 /// Host and GPU page size.
 pub(crate) const PAGE: u64 = 4096;
@@ -33,6 +33,8 @@ pub(crate) fn page_round(n: u64) -> Option<u64> {
 #[derive(Debug, Default)]
 pub(crate) struct AddressSpace {
     held: Mutex<BTreeMap<u64, Held>>,
+    /// Bytes of host memory backing VRAM and GTT BOs (changed under `held`'s lock).
+    backed: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -77,6 +79,11 @@ impl AddressSpace {
         if overlaps_held(&held, va, end) || !hostmaps::is_reservation(va, end)? {
             return Err(errno(libc::EINVAL));
         }
+        // Mapping never fails for lack of memory (no swap is reserved); touching the pages
+        // would summon the OOM killer instead. So refuse here what the host cannot give.
+        let backed = self.backed.load(Ordering::Relaxed);
+        host_memory::admit(&host_memory::current_limits(), backed, len)
+            .map_err(|shortage| io::Error::new(io::ErrorKind::OutOfMemory, shortage.to_string()))?;
         // SAFETY: `[va, end)` holds only inaccessible reservations or nothing (checked just
         // above, under the lock that serialises this crate's changes to these ranges), so
         // replacing it cannot invalidate memory anything else uses.
@@ -93,6 +100,7 @@ impl AddressSpace {
         if p == libc::MAP_FAILED {
             return Err(errno(libc::ENOMEM));
         }
+        self.backed.fetch_add(len, Ordering::Relaxed);
         held.insert(
             va,
             Held {
@@ -106,6 +114,12 @@ impl AddressSpace {
             len,
             space: Arc::clone(self),
         }))
+    }
+
+    /// How many more bytes the host can back now ([`host_memory::available`]).
+    pub fn host_available(&self) -> u64 {
+        let backed = self.backed.load(Ordering::Relaxed);
+        host_memory::available(&host_memory::current_limits(), backed)
     }
 
     /// Takes the user's memory `[va, va + len)` (which must be readable and writable) as a BO.
@@ -196,6 +210,7 @@ impl AddressSpace {
         let mut held = lock(&self.held);
         let Some(h) = held.remove(&base) else { return };
         if h.owned {
+            self.backed.fetch_sub(h.end - base, Ordering::Relaxed);
             // Hand the range back as the inaccessible reservation the driver made.
             // SAFETY: the range was mapped by `back` and is held by this storage alone, whose
             // last reference is being dropped: no GPU access can use it any more.

@@ -7,9 +7,9 @@ fn the_global_kernel_is_configured_from_the_environment() {
     // This binary has a single test, so nothing else reads the variables concurrently.
     std::env::set_var("HCQ_EMU_GPUS", "3");
     std::env::set_var("HCQ_EMU_VRAM", "64M");
-    std::env::set_var("HCQ_EMU_MAX_STEPS", "not a number");
-    let k = hcq_emu::kernel();
-    assert!(std::ptr::eq(k, hcq_emu::kernel()));
+    std::env::set_var("HCQ_EMU_MAX_STEPS", "");
+    let k = hcq_emu::kernel().unwrap();
+    assert!(std::ptr::eq(k, hcq_emu::kernel().unwrap()));
     assert_eq!(k.config().gpus, 3);
     assert_eq!(k.config().vram_bytes, 64 << 20);
     assert_eq!(k.config().max_steps, 100_000_000);

@@ -171,6 +171,7 @@ impl<A: MetalApi> MetalDevice<A> {
         let oom = || Error::OutOfMemory {
             device: self.name.clone(),
             requested: size as u64,
+            reason: None,
         };
         if size as u64 > self.api.max_buffer_length(&self.device) {
             return Err(oom());

@@ -436,6 +436,40 @@ impl Program {
         &self.shared.device
     }
 
+    /// The arguments a caller passes, in order, as the code object's metadata declares them
+    /// (the hidden ones the runtime fills in are left out), so that a tool can check what it
+    /// is about to pass before preparing it. `None` when the kernel carries no such metadata
+    /// (a Metal kernel, or an AMD code object without argument metadata): then only
+    /// [`Program::launch`] checks the arguments.
+    pub fn arguments(&self) -> Option<Vec<ArgInfo>> {
+        match &self.shared.inner {
+            #[cfg(target_os = "linux")]
+            ProgramInner::Amd(p) => {
+                if p.args.is_empty() {
+                    return None;
+                }
+                let explicit = p.args.iter().filter(|a| a.is_explicit());
+                Some(
+                    explicit
+                        .map(|a| ArgInfo {
+                            name: a.name.clone(),
+                            kind: match &a.kind {
+                                hcq_amd::program::ArgKind::Buffer => ArgKind::Buffer,
+                                hcq_amd::program::ArgKind::Value => {
+                                    ArgKind::Value { bytes: a.size }
+                                }
+                                hcq_amd::program::ArgKind::Hidden(k)
+                                | hcq_amd::program::ArgKind::Other(k) => ArgKind::Other(k.clone()),
+                            },
+                        })
+                        .collect(),
+                )
+            }
+            #[cfg(target_os = "macos")]
+            ProgramInner::Metal(_) => None,
+        }
+    }
+
     fn check_args(&self, args: &[Arg<'_>]) -> Result<()> {
         for (i, a) in args.iter().enumerate() {
             if let hcq_core::Arg::Buffer(b) = a {
@@ -507,6 +541,25 @@ impl Program {
             ),
         }
     }
+}
+
+/// One argument of a kernel, from its metadata ([`Program::arguments`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgInfo {
+    /// The parameter's name in the source, when the metadata keeps it.
+    pub name: Option<String>,
+    pub kind: ArgKind,
+}
+
+/// What a kernel argument takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgKind {
+    /// A buffer ([`Arg::Buffer`]).
+    Buffer,
+    /// A value passed by copy ([`Arg`]'s scalars or [`Arg::Bytes`]) of exactly this size.
+    Value { bytes: u32 },
+    /// A kind hcq cannot pass (the metadata's `.value_kind`); launching the kernel fails.
+    Other(String),
 }
 
 /// Launch settings beyond the grid; [`Default`] is what [`Program::launch`] uses.

@@ -34,9 +34,10 @@ fn real_driver() -> Result<Arc<AmdDriver>> {
 #[cfg(target_os = "linux")]
 fn emulated_driver() -> Result<Arc<AmdDriver>> {
     static DRIVER: DriverSlot = OnceLock::new();
+    let emulated = hcq_emu::kernel().map_err(|e| Error::InvalidArgument(e.to_string()))?;
     DRIVER
         .get_or_init(|| {
-            let kernel: Arc<dyn Kernel> = Arc::new(hcq_emu::kernel());
+            let kernel: Arc<dyn Kernel> = Arc::new(emulated);
             AmdDriver::new(kernel, EMULATED, true).map_err(|e| e.to_string())
         })
         .clone()
@@ -185,7 +186,7 @@ pub fn emulator_counters(device: &Device) -> Option<hcq_emu::ShaderCounts> {
     if kind != EMULATED {
         return None;
     }
-    hcq_emu::kernel().shader_stats(index)
+    hcq_emu::kernel().ok()?.shader_stats(index)
 }
 
 /// For benchmarks: holds (`true`) or releases the engines of an emulated device. While held
@@ -196,7 +197,9 @@ pub fn emulator_counters(device: &Device) -> Option<hcq_emu::ShaderCounts> {
 #[cfg(target_os = "linux")]
 pub fn hold_emulated_engines(device: &Device, held: bool) -> Result<()> {
     match parse(device.name()) {
-        Ok((kind, index)) if kind == EMULATED && hcq_emu::kernel().hold_engines(index, held) => {
+        Ok((kind, index))
+            if kind == EMULATED && hcq_emu::kernel().is_ok_and(|k| k.hold_engines(index, held)) =>
+        {
             Ok(())
         }
         _ => Err(Error::Unsupported(format!(

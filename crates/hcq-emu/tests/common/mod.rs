@@ -28,6 +28,14 @@ pub fn ioctl<T>(k: &EmuKernel, fd: Fd, request: u64, arg: &mut T) -> io::Result<
 pub fn errno_of(r: io::Result<impl Sized>) -> i32 {
     match r {
         Ok(_) => 0,
+        // An explained ENOMEM is an error of kind OutOfMemory (see `Kernel::ioctl`).
+        Err(e) if e.kind() == io::ErrorKind::OutOfMemory && e.raw_os_error().is_none() => {
+            assert!(
+                e.get_ref().is_some(),
+                "an OutOfMemory without its reason: {e}"
+            );
+            libc::ENOMEM
+        }
         Err(e) => e.raw_os_error().unwrap_or(-1),
     }
 }
