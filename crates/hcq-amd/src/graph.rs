@@ -728,7 +728,11 @@ impl AmdGraph {
         if inputs_changed || vars_changed || dims_changed || kickoff_wraps {
             // The GPU reads what is rewritten: wait for the previous replay everywhere (after
             // a timeline swap, everything before it has finished).
-            for ((d, st), last) in devs.iter().zip(states.iter()).zip(&applied.last_submission) {
+            for ((d, st), last) in devs
+                .iter()
+                .zip(states.iter_mut())
+                .zip(&applied.last_submission)
+            {
                 if let Some((swaps, value)) = *last {
                     if swaps == st.timeline_swaps {
                         d.wait_value_locked(st, value)?;
