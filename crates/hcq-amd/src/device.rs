@@ -793,6 +793,7 @@ impl AmdDevice {
         st.kernargs_next = kernargs_addr + need;
 
         let setup = dispatch_setup(prg, &mut st, kernargs_addr, dispatch_ptr, lds);
+        let room_wait = self.ring_wait(&st);
         let value = st.timeline_value;
         let st = &mut *st;
         let b = &mut st.builder;
@@ -817,7 +818,7 @@ impl AmdDevice {
             st.timeline.event_mailbox_ptr,
             st.timeline.event_id,
         );
-        st.queue.submit(&b.words, self.timeout)?;
+        st.queue.submit(&b.words, room_wait)?;
         Self::trace_commit(st, stamps, &prg.name, "compute");
         st.timeline_value += 1;
         if !wait {
@@ -892,6 +893,15 @@ impl AmdDevice {
             }
         }
         r
+    }
+
+    /// How long a submission may wait for room in a ring: the device's timeout, or nothing
+    /// while the device is stuck (a full ring would only drain once the GPU moves on).
+    pub(crate) fn ring_wait(&self, st: &DeviceState) -> Duration {
+        match st.stuck_at {
+            Some(stuck) if st.timeline.value() < stuck => Duration::ZERO,
+            _ => self.timeout,
+        }
     }
 
     /// Moves the traced commands that have finished into the trace and writes it, so that a

@@ -803,6 +803,7 @@ impl AmdGraph {
     fn submit_single(&self, dev: &AmdDevice, st: &mut DeviceState) -> Result<()> {
         let stamps = dev.trace_begin(st, TRACE_NAME)?;
         let value = st.timeline_value;
+        let room_wait = dev.ring_wait(st);
         let b = &mut st.builder;
         b.clear();
         b.wait(st.timeline.value_addr(), value - 1);
@@ -821,7 +822,7 @@ impl AmdGraph {
             st.timeline.event_mailbox_ptr,
             st.timeline.event_id,
         );
-        st.queue.submit(&b.words, dev.timeout)?;
+        st.queue.submit(&b.words, room_wait)?;
         AmdDevice::trace_commit(st, stamps, TRACE_NAME, "compute");
         Ok(())
     }
@@ -888,8 +889,10 @@ impl AmdGraph {
             }
         }
         for (d, st) in devs.iter().zip(states.iter()) {
-            st.queue.make_room(st.builder.words.len(), d.timeout)?;
-            st.sdma.make_room(st.sdma_builder.words.len(), d.timeout)?;
+            st.queue
+                .make_room(st.builder.words.len(), d.ring_wait(st))?;
+            st.sdma
+                .make_room(st.sdma_builder.words.len(), d.ring_wait(st))?;
         }
         for (d, st) in devs.iter().zip(states.iter_mut()) {
             let st = &mut **st;

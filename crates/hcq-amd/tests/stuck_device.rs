@@ -83,6 +83,33 @@ fn a_stuck_device_fails_fast_and_recovers_when_the_gpu_moves_on() {
         again.elapsed()
     );
 
+    // Launches queue behind the stuck kernel until the ring is full; then the next one fails
+    // at once instead of waiting a full timeout for room.
+    let filler = dev.alloc(64 * 4).unwrap();
+    let filling = Instant::now();
+    let mut queued = 0u32;
+    let full = loop {
+        let r = dev.launch(
+            &twice,
+            &[Arg::Buffer(&filler)],
+            |b| Ok(b.gpu_address()),
+            [1, 1, 1],
+            [64, 1, 1],
+            false,
+        );
+        match r {
+            Ok(_) if queued < 1_000_000 => queued += 1,
+            other => break other,
+        }
+    };
+    assert!(matches!(full, Err(Error::Timeout { .. })), "{full:?}");
+    assert!(queued > 100, "the ring took only {queued} launches");
+    assert!(
+        filling.elapsed() < TIMEOUT / 2,
+        "{queued} launches and a full ring took {:?}",
+        filling.elapsed()
+    );
+
     // The GPU moves on: the host lets the kernel finish, as another agent could. Waits fail
     // at once until the GPU has got past the stuck value, then work again.
     flag.memory().write(0, &7i32.to_le_bytes());
