@@ -248,6 +248,8 @@ pub(crate) struct PendingSpan {
     queue: &'static str,
     /// Its place in the sequence of reserved slots (the slot is `seq % TRACE_SLOTS`).
     seq: u64,
+    /// The timeline value it signals: once the timeline reaches it, both stamps are written.
+    value: u64,
 }
 
 /// The timestamp slots reserved for one command: committed once it is submitted, so a command
@@ -279,6 +281,12 @@ impl TraceStamps {
             }
         }
         let seq = self.next;
+        // Zero stamps say "not written yet" (a GPU clock is never 0 once it has run a command)
+        // to a trace settled while this command is still queued or running. The write is in
+        // range by construction; were it to fail, the command goes untraced.
+        self.stamps
+            .write((seq % TRACE_SLOTS) * 16, &[0u8; 16])
+            .ok()?;
         self.next += 1;
         let at = self.stamps.va + (seq % TRACE_SLOTS) * 16;
         Some(TraceSlot {
@@ -288,46 +296,85 @@ impl TraceStamps {
         })
     }
 
-    /// Records the submitted command of `slot`; its span is written once it has finished.
-    pub(crate) fn commit(&mut self, slot: TraceSlot, name: &str, queue: &'static str) {
+    /// Records the submitted command of `slot`, which signals timeline value `value`; its span
+    /// is written once it has finished.
+    pub(crate) fn commit(&mut self, slot: TraceSlot, name: &str, queue: &'static str, value: u64) {
         self.pending.push(PendingSpan {
             name: name.to_string(),
             queue,
             seq: slot.seq,
+            value,
         });
     }
 
-    /// Turns every pending command into a trace event (all of them have finished).
-    fn resolve(&mut self, device: &str) {
-        for p in self.pending.drain(..) {
-            let mut b = [0u8; 16];
-            // The slot index is taken modulo the slots the buffer holds, so the read cannot
-            // fall outside it; were it ever to, the span is left out rather than made up.
-            if self
-                .stamps
-                .read((p.seq % TRACE_SLOTS) * 16, &mut b)
-                .is_err()
-            {
+    /// The start and end stamps of `p` (0 where not written yet).
+    fn stamps_of(&self, p: &PendingSpan) -> (u64, u64) {
+        let mut b = [0u8; 16];
+        // The slot index is taken modulo the slots the buffer holds, so the read cannot fall
+        // outside it; were it ever to, the stamps read as unwritten rather than made up.
+        if self
+            .stamps
+            .read((p.seq % TRACE_SLOTS) * 16, &mut b)
+            .is_err()
+        {
+            return (0, 0);
+        }
+        let start = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
+        let end = u64::from_le_bytes(b[8..].try_into().expect("8 bytes"));
+        (start, end)
+    }
+
+    fn to_host_us(&self, gpu_ticks: u64) -> f64 {
+        self.host0_us + (gpu_ticks as f64 - self.gpu0 as f64) * 1e6 / GPU_TIMESTAMP_HZ as f64
+    }
+
+    /// Turns every pending command the timeline has passed (`reached`) into a trace event.
+    fn resolve(&mut self, device: &str, reached: u64) {
+        let (done, running): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|p| p.value <= reached);
+        self.pending = running;
+        for p in done {
+            let (start, end) = self.stamps_of(&p);
+            if start == 0 {
                 continue;
             }
-            let start = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
-            let end = u64::from_le_bytes(b[8..].try_into().expect("8 bytes"));
-            let to_us = |t: u64| {
-                self.host0_us + (t as f64 - self.gpu0 as f64) * 1e6 / GPU_TIMESTAMP_HZ as f64
-            };
             crate::trace::span(
                 device,
                 p.queue,
                 &p.name,
-                to_us(start),
-                to_us(end.max(start)),
+                self.to_host_us(start),
+                self.to_host_us(end.max(start)),
+                true,
             );
+        }
+    }
+
+    /// Resolves what has finished, and gives every command that started but has not finished
+    /// (a kernel that hung) a span ending `now_us`, marked unfinished; forgets the rest.
+    fn settle(&mut self, device: &str, reached: u64, now_us: f64) {
+        self.resolve(device, reached);
+        for p in std::mem::take(&mut self.pending) {
+            let (start, _) = self.stamps_of(&p);
+            if start != 0 {
+                let start_us = self.to_host_us(start);
+                crate::trace::span(
+                    device,
+                    p.queue,
+                    &p.name,
+                    start_us,
+                    now_us.max(start_us),
+                    false,
+                );
+            }
         }
     }
 }
 
 /// Mutable device state, behind one lock: the launch path takes it once.
 pub(crate) struct DeviceState {
+    // The queues come first: fields drop in order, and a queue must be destroyed (stopping
+    // whatever still runs on it) before the memory its commands use is freed.
     pub(crate) queue: HwQueue,
     pub(crate) sdma: HwQueue,
     pub(crate) sdma_builder: SdmaBuilder,
@@ -344,6 +391,13 @@ pub(crate) struct DeviceState {
     pub(crate) builder: Pm4Builder,
     pub(crate) scratch: Option<GpuMemory>,
     pub(crate) dispatch_id: u64,
+    /// Set when a wait timed out: the first timeline value the GPU had not reached. Until the
+    /// timeline reaches it, waits that need it fail at once with `Timeout` instead of waiting
+    /// a full timeout again.
+    stuck_at: Option<u64>,
+    /// Memory dropped while queued work may still use it, freed once that work has finished
+    /// (or, with the queues destroyed, when the device goes).
+    retired: Vec<Arc<GpuMemory>>,
 }
 
 /// One AMD GPU, real or emulated.
@@ -352,8 +406,9 @@ pub struct AmdDevice {
     pub node: GpuNode,
     pub name: String,
     drm_fd: Fd,
-    kernargs: GpuMemory,
+    // Before `kernargs` (fields drop in order): the queues inside go before any memory.
     pub(crate) state: Mutex<DeviceState>,
+    kernargs: GpuMemory,
     exceptions: Arc<ExceptionEvents>,
     pub compiler: HipCompiler,
     pub(crate) timeout: Duration,
@@ -412,6 +467,8 @@ impl AmdDevice {
                 "timeline options {options:?}"
             )));
         }
+        // A trace file HCQ_TRACE names that cannot be written fails here, before any work.
+        crate::trace::start_from_env()?;
         let drm_fd = driver.render_node(&node)?;
         let timeline = driver.new_signal(drm_fd, &node, &name)?;
         timeline.set(options.timeline_start - 1);
@@ -449,6 +506,8 @@ impl AmdDevice {
                 builder: Pm4Builder::new(),
                 scratch: None,
                 dispatch_id: 0,
+                stuck_at: None,
+                retired: Vec::new(),
             }),
             kernargs,
             exceptions,
@@ -512,8 +571,9 @@ impl AmdDevice {
         name: &str,
         queue: &'static str,
     ) {
+        let value = st.timeline_value;
         if let (Some(slot), Some(t)) = (slot, st.trace.as_mut()) {
-            t.commit(slot, name, queue);
+            t.commit(slot, name, queue, value);
         }
     }
 
@@ -665,7 +725,7 @@ impl AmdDevice {
         Ok(AmdProgram {
             name: name.to_string(),
             code_entry: image.va + entry,
-            image,
+            image: Arc::new(image),
             user_sgprs: descriptor.user_sgpr_layout(),
             descriptor,
             args,
@@ -765,6 +825,7 @@ impl AmdDevice {
         st.kernargs_next = kernargs_addr + need;
 
         let setup = dispatch_setup(prg, &mut st, kernargs_addr, dispatch_ptr, lds);
+        let room_wait = self.ring_wait(&st);
         let value = st.timeline_value;
         let st = &mut *st;
         let b = &mut st.builder;
@@ -789,7 +850,7 @@ impl AmdDevice {
             st.timeline.event_mailbox_ptr,
             st.timeline.event_id,
         );
-        st.queue.submit(&b.words, self.timeout)?;
+        st.queue.submit(&b.words, room_wait)?;
         Self::trace_commit(st, stamps, &prg.name, "compute");
         st.timeline_value += 1;
         if !wait {
@@ -802,11 +863,47 @@ impl AmdDevice {
         )))
     }
 
-    /// Waits for everything submitted so far; reports any fault the GPU raised meanwhile.
     /// Waits until the timeline reaches `target`; reports any fault the GPU raised meanwhile.
-    pub(crate) fn wait_value_locked(&self, st: &DeviceState, target: u64) -> Result<()> {
+    pub(crate) fn wait_value_locked(&self, st: &mut DeviceState, target: u64) -> Result<()> {
         if st.timeline.value() >= target {
             return Ok(());
+        }
+        let r = self.wait_timeline(st, target);
+        if r.is_err() {
+            self.trace_progress(st);
+        }
+        r
+    }
+
+    /// Waits until the timeline reaches `target`, bounded by the device's timeout.
+    ///
+    /// After a wait times out, the device is stuck until the GPU reaches the value it stopped
+    /// short of (the kernel ends, or faults: on the emulator after `HCQ_EMU_MAX_STEPS`
+    /// instructions per wave; a real GPU's hang needs a reset). Meanwhile a wait that needs
+    /// that value fails at once with the same `Timeout` instead of waiting a full timeout
+    /// again; one for an earlier value works; once the timeline moves past it, the device
+    /// works as before.
+    fn wait_timeline(&self, st: &mut DeviceState, target: u64) -> Result<()> {
+        if let Some(stuck) = st.stuck_at {
+            if st.timeline.value() >= stuck {
+                st.stuck_at = None;
+            } else if target >= stuck {
+                // A fault that ended the stuck work is still worth reporting.
+                let mut seen = Vec::new();
+                self.exceptions.poll(&self.driver.kfd, &mut seen)?;
+                let mine = self.driver.take_exceptions(seen, self.node.gpu_id);
+                if !mine.is_empty() {
+                    return Err(self.fault_error(&mine));
+                }
+                return Err(Error::Timeout {
+                    what: format!(
+                        "{} to reach timeline value {target} (an earlier wait timed out with \
+                         the GPU short of {stuck}, and it still is)",
+                        self.name
+                    ),
+                    ms: self.timeout.as_millis() as u64,
+                });
+            }
         }
         let mut seen = Vec::new();
         let r = self.exceptions.wait_signal(
@@ -821,31 +918,54 @@ impl AmdDevice {
         if !mine.is_empty() {
             return Err(self.fault_error(&mine));
         }
+        if let Err(Error::Timeout { .. }) = &r {
+            let reached = st.timeline.value();
+            if reached < target {
+                st.stuck_at = Some(reached + 1);
+            }
+        }
         r
+    }
+
+    /// How long a submission may wait for room in a ring: the device's timeout, or nothing
+    /// while the device is stuck (a full ring would only drain once the GPU moves on).
+    pub(crate) fn ring_wait(&self, st: &DeviceState) -> Duration {
+        match st.stuck_at {
+            Some(stuck) if st.timeline.value() < stuck => Duration::ZERO,
+            _ => self.timeout,
+        }
+    }
+
+    /// Moves the traced commands that have finished into the trace and writes it, so that a
+    /// failed wait leaves what ran before it in the file. A write error stays with the trace,
+    /// which reports it when it ends.
+    fn trace_progress(&self, st: &mut DeviceState) {
+        let reached = st.timeline.value();
+        if let Some(t) = st.trace.as_mut() {
+            t.resolve(&self.name, reached);
+            let _ = crate::trace::flush();
+        }
+    }
+
+    /// Puts this device's traced commands into the trace, the ones still running as
+    /// unfinished spans, and writes it; called when the trace ends or the device goes away.
+    pub fn settle_trace(&self) -> Result<()> {
+        let mut st = lock(&self.state);
+        let reached = st.timeline.value();
+        if let Some(t) = st.trace.as_mut() {
+            t.settle(&self.name, reached, crate::trace::host_now_us());
+        }
+        crate::trace::flush()
     }
 
     /// Waits for everything submitted so far, then recycles what only in-flight work could
     /// still be using: the kernel-argument ring, and the timeline itself before it nears 2^31.
     pub(crate) fn wait_locked(&self, st: &mut DeviceState) -> Result<()> {
         let target = st.timeline_value - 1;
-        let mut seen = Vec::new();
-        let r = self.exceptions.wait_signal(
-            &self.driver.kfd,
-            &st.timeline,
-            target,
-            self.timeout,
-            &|| format!("{} to reach timeline value {target}", self.name),
-            &mut seen,
-        );
-        let mine = self.driver.take_exceptions(seen, self.node.gpu_id);
-        if !mine.is_empty() {
-            return Err(self.fault_error(&mine));
-        }
+        let r = self.wait_timeline(st, target);
+        self.trace_progress(st);
         r?;
-        if let Some(t) = st.trace.as_mut() {
-            t.resolve(&self.name);
-            let _ = crate::trace::flush();
-        }
+        st.retired.clear();
         st.kernargs_next = self.kernargs.va;
         if st.timeline_value > self.timeline_limit {
             std::mem::swap(&mut st.timeline, &mut st.shadow_timeline);
@@ -885,6 +1005,13 @@ impl AmdDevice {
         self.wait_locked(&mut st)
     }
 
+    /// Frees `memory` (the last reference to it) once no queued work can still use it: for the
+    /// owner of memory whose wait for that work failed, such as a program dropped after a
+    /// timeout while its kernel may still be running.
+    pub fn free_after_work(&self, memory: Arc<GpuMemory>) {
+        lock(&self.state).retired.push(memory);
+    }
+
     /// Dwords the last submission wrote to the ring.
     pub fn last_submission_dwords(&self) -> u64 {
         lock(&self.state).queue.last_submission_dwords
@@ -898,8 +1025,28 @@ impl AmdDevice {
 
 impl Drop for AmdDevice {
     fn drop(&mut self) {
-        // Queued work may still use the device's memory; let it finish before freeing it.
-        let _ = self.synchronize();
+        // Queued work may still use the device's memory; let it finish before freeing it. A
+        // device stuck since a wait timed out fails this at once instead of waiting again.
+        let finished = self.synchronize().is_ok();
+        let _ = self.settle_trace();
+        if !finished {
+            // Work may still be running: destroying the queues stops it, and must come before
+            // any memory goes. What the kernel reports about that (the aborted dispatch) has
+            // no one left to tell, and must not reach the next device on this GPU.
+            let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+            st.queue.destroy();
+            st.sdma.destroy();
+            let mut seen = Vec::new();
+            let _ = self.exceptions.poll(&self.driver.kfd, &mut seen);
+            let _ = self.driver.take_exceptions(seen, self.node.gpu_id);
+            while self
+                .driver
+                .kfd
+                .kernel
+                .take_fault_report(self.node.gpu_id)
+                .is_some()
+            {}
+        }
     }
 }
 

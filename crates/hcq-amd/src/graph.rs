@@ -732,7 +732,11 @@ impl AmdGraph {
         if inputs_changed || vars_changed || dims_changed || kickoff_wraps {
             // The GPU reads what is rewritten: wait for the previous replay everywhere (after
             // a timeline swap, everything before it has finished).
-            for ((d, st), last) in devs.iter().zip(states.iter()).zip(&applied.last_submission) {
+            for ((d, st), last) in devs
+                .iter()
+                .zip(states.iter_mut())
+                .zip(&applied.last_submission)
+            {
                 if let Some((swaps, value)) = *last {
                     if swaps == st.timeline_swaps {
                         d.wait_value_locked(st, value)?;
@@ -804,6 +808,7 @@ impl AmdGraph {
     fn submit_single(&self, dev: &AmdDevice, st: &mut DeviceState) -> Result<()> {
         let stamps = dev.trace_begin(st, TRACE_NAME)?;
         let value = st.timeline_value;
+        let room_wait = dev.ring_wait(st);
         let b = &mut st.builder;
         b.clear();
         b.wait(st.timeline.value_addr(), value - 1);
@@ -822,7 +827,7 @@ impl AmdGraph {
             st.timeline.event_mailbox_ptr,
             st.timeline.event_id,
         );
-        st.queue.submit(&b.words, dev.timeout)?;
+        st.queue.submit(&b.words, room_wait)?;
         AmdDevice::trace_commit(st, stamps, TRACE_NAME, "compute");
         Ok(())
     }
@@ -889,8 +894,10 @@ impl AmdGraph {
             }
         }
         for (d, st) in devs.iter().zip(states.iter()) {
-            st.queue.make_room(st.builder.words.len(), d.timeout)?;
-            st.sdma.make_room(st.sdma_builder.words.len(), d.timeout)?;
+            st.queue
+                .make_room(st.builder.words.len(), d.ring_wait(st))?;
+            st.sdma
+                .make_room(st.sdma_builder.words.len(), d.ring_wait(st))?;
         }
         for (d, st) in devs.iter().zip(states.iter_mut()) {
             let st = &mut **st;

@@ -604,8 +604,9 @@ pub fn check_arg_layout(
 #[derive(Debug)]
 pub struct AmdProgram {
     pub name: String,
-    /// The uploaded image; kept alive as long as the program.
-    pub image: GpuMemory,
+    /// The uploaded image; kept alive as long as the program, and longer when work that may
+    /// run it is still queued ([`crate::AmdDevice::free_after_work`]).
+    pub image: std::sync::Arc<GpuMemory>,
     pub descriptor: KernelDescriptor,
     /// GPU address of the first instruction.
     pub code_entry: u64,

@@ -47,6 +47,7 @@ pub struct HwQueue {
     written: u64,
     /// Dwords submitted by the last `submit`, padding included.
     pub last_submission_dwords: u64,
+    destroyed: bool,
 }
 
 // SAFETY: the raw pointers address the queue's own mappings, which live as long as it does;
@@ -142,6 +143,7 @@ impl HwQueue {
             ring_bytes,
             written: 0,
             last_submission_dwords: 0,
+            destroyed: false,
         })
     }
 
@@ -215,6 +217,10 @@ impl HwQueue {
 
     /// Publishes the write pointer and rings the doorbell.
     fn kick(&mut self) {
+        if self.destroyed {
+            // Its doorbell page is unmapped; no engine would read the ring anyway.
+            return;
+        }
         let wptr = self.written / self.unit();
         self.pointer(0).store(wptr, Ordering::Release);
         // SAFETY: `doorbell` points into the doorbell page mapped for this queue.
@@ -286,8 +292,13 @@ impl HwQueue {
     }
 }
 
-impl Drop for HwQueue {
-    fn drop(&mut self) {
+impl HwQueue {
+    /// Destroys the queue now (the kernel stops whatever still runs on it), before its memory
+    /// goes. Dropping it does the same.
+    pub(crate) fn destroy(&mut self) {
+        if std::mem::replace(&mut self.destroyed, true) {
+            return;
+        }
         let _ = self.kfd.destroy_queue(self.queue_id);
         // SAFETY: the doorbell mapping belongs to this queue, which is gone.
         let _ = unsafe {
@@ -304,6 +315,12 @@ fn words_as_bytes(words: &[u32]) -> &[u8] {
     // SAFETY: any initialised u32 slice is a valid byte slice of four times its length, with
     // the same lifetime.
     unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), std::mem::size_of_val(words)) }
+}
+
+impl Drop for HwQueue {
+    fn drop(&mut self) {
+        self.destroy();
+    }
 }
 
 #[cfg(test)]

@@ -69,7 +69,7 @@ impl AmdDevice {
             st.timeline.event_mailbox_ptr,
             st.timeline.event_id,
         );
-        st.sdma.submit_sdma(&st.sdma_builder, self.timeout)?;
+        st.sdma.submit_sdma(&st.sdma_builder, self.ring_wait(st))?;
         Self::trace_commit(st, stamps, what, "copy");
         st.timeline_value += 1;
         Ok(value)
@@ -293,7 +293,7 @@ impl AmdDevice {
             s.timeline.event_mailbox_ptr,
             s.timeline.event_id,
         );
-        s.sdma.submit_sdma(&s.sdma_builder, self.timeout)?;
+        s.sdma.submit_sdma(&s.sdma_builder, self.ring_wait(s))?;
         Self::trace_commit(s, stamps, &span, "copy");
         s.timeline_value += 1;
         // The destination's compute queue holds its later work until the copy is done, and
@@ -308,7 +308,7 @@ impl AmdDevice {
             d.timeline.event_id,
         );
         let words = std::mem::take(&mut d.builder.words);
-        let r = d.queue.submit(&words, dst_device.timeout);
+        let r = d.queue.submit(&words, dst_device.ring_wait(d));
         d.builder.words = words;
         r?;
         d.timeline_value += 1;

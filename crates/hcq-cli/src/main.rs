@@ -101,9 +101,6 @@ fn format_bytes(n: u64) -> String {
 }
 
 fn run(cli: Cli) -> Result<(), String> {
-    if let Some(path) = &cli.trace {
-        hcq::trace_to(path);
-    }
     match cli.command {
         Command::Devices => {
             let devices = hcq::list_devices();
@@ -163,11 +160,23 @@ fn main() -> ExitCode {
     // (`hcq bench launch | head`) instead of panicking on a failed print.
     // SAFETY: restoring the default disposition of SIGPIPE before any other thread exists.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    match run(Cli::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("hcq: {e}");
-            ExitCode::FAILURE
-        }
+    let cli = Cli::parse();
+    // Before any work: a trace file that cannot be written ends the command here.
+    let started = match &cli.trace {
+        Some(path) => hcq::trace_to(path),
+        None => hcq::trace_from_env(),
+    };
+    if let Err(e) = started {
+        eprintln!("hcq: {e}");
+        return ExitCode::FAILURE;
     }
+    let result = run(cli);
+    // On every path, a failed command included: the trace shows what ran before the failure.
+    let traced = hcq::trace_finish().map_err(|e| e.to_string());
+    let mut code = ExitCode::SUCCESS;
+    for e in [result.err(), traced.err()].into_iter().flatten() {
+        eprintln!("hcq: {e}");
+        code = ExitCode::FAILURE;
+    }
+    code
 }

@@ -30,7 +30,10 @@
 //! - A fault on the GPU (bad memory access, illegal instruction) surfaces as
 //!   [`Error::DeviceFault`] from the next wait on that device; the device stays usable.
 //! - Every wait is bounded by `HCQ_WAIT_TIMEOUT_MS` (default 30000) and ends in
-//!   [`Error::Timeout`].
+//!   [`Error::Timeout`]. The device is then stuck short of the value it waited for: until the
+//!   GPU reaches it (the kernel ends or faults; on the emulator after `HCQ_EMU_MAX_STEPS`
+//!   instructions per wave), waits that need it, drops included, fail at once with `Timeout`
+//!   instead of waiting again; after that it works as before.
 //! - Dropping a buffer that queued work still uses is safe: on AMD its memory goes to the
 //!   device's cache, is reused only by work queued later (which runs after), and is freed only
 //!   once queued work has finished; Metal keeps it alive for its command buffers.
@@ -72,11 +75,39 @@ pub fn compile_hip(source: &str, arch: &str) -> Result<Vec<u8>> {
     hcq_amd::compiler::HipCompiler::new(arch, hcq_core::CompileCache::from_env()).compile(source)
 }
 
-/// Records a Chrome trace (open it in Perfetto) of every kernel and copy into `path`; the file
-/// is rewritten at every synchronisation. `HCQ_TRACE=path` does the same from the start.
+/// Records a Chrome trace (open it in Perfetto) of every kernel, copy and graph replay into
+/// `path`. The file is created (or truncated) now, so a path that cannot be written is an error
+/// here; it is the only file the trace touches. Events are added at every synchronisation and
+/// failed wait, each time leaving a complete JSON document; [`trace_finish`] adds the rest and
+/// reports any error writing it. A trace in progress is finished first (its error, if any, is
+/// returned instead). `HCQ_TRACE=path` starts one when the first device opens, which fails if
+/// the file cannot be written.
 #[cfg(target_os = "linux")]
-pub fn trace_to(path: impl Into<std::path::PathBuf>) {
-    hcq_amd::trace::start(path);
+pub fn trace_to(path: impl Into<std::path::PathBuf>) -> Result<()> {
+    hcq_amd::trace::start(path)
+}
+
+/// Starts the trace `HCQ_TRACE` names, if it is set and no trace was started with
+/// [`trace_to`]; opening a device does this too. For tools that want the error up front.
+#[cfg(target_os = "linux")]
+pub fn trace_from_env() -> Result<()> {
+    hcq_amd::trace::start_from_env()
+}
+
+/// Ends the trace: adds what every open device has run since the last synchronisation (a
+/// command still running, such as a kernel whose wait timed out, as an unfinished span ending
+/// now), closes the document and returns the first error writing the file, if any. Without a
+/// trace, does nothing.
+#[cfg(target_os = "linux")]
+pub fn trace_finish() -> Result<()> {
+    if hcq_amd::trace::enabled() {
+        for device in registry::open_devices() {
+            let Backend::Amd(d) = &*device.backend;
+            // A write error here stays with the trace; `finish` reports it.
+            let _ = d.settle_trace();
+        }
+    }
+    hcq_amd::trace::finish()
 }
 
 /// A kernel argument: a buffer or a scalar, in kernel-signature order.
@@ -412,6 +443,14 @@ struct ProgramShared {
 impl Drop for ProgramShared {
     fn drop(&mut self) {
         // Queued launches may still execute this program's code; its memory goes only after.
+        #[cfg(target_os = "linux")]
+        if self.device.synchronize().is_err() {
+            // They may still be running (a wait timed out): the device keeps the code until
+            // they have finished.
+            let (Backend::Amd(d), ProgramInner::Amd(p)) = (&*self.device.backend, &self.inner);
+            d.free_after_work(p.image.clone());
+        }
+        #[cfg(target_os = "macos")]
         let _ = self.device.synchronize();
     }
 }

@@ -73,13 +73,9 @@ fn parse(name: &str) -> Result<(&str, usize)> {
 /// Opens (or returns the already open) device `name`. An opened device lives as long as the
 /// process, like the driver state behind it: reopening is free and always gives the same queues.
 pub(crate) fn open(name: &str) -> Result<Device> {
-    static OPEN: OnceLock<Mutex<HashMap<String, Arc<Backend>>>> = OnceLock::new();
     let (kind, index) = parse(name)?;
     let canonical = format!("{kind}:{index}");
-    let mut open = OPEN
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
+    let mut open = open_table();
     if let Some(backend) = open.get(&canonical) {
         return Ok(Device {
             backend: backend.clone(),
@@ -88,6 +84,24 @@ pub(crate) fn open(name: &str) -> Result<Device> {
     let backend = Arc::new(open_backend(kind, index)?);
     open.insert(canonical, backend.clone());
     Ok(Device { backend })
+}
+
+fn open_table() -> std::sync::MutexGuard<'static, HashMap<String, Arc<Backend>>> {
+    static OPEN: OnceLock<Mutex<HashMap<String, Arc<Backend>>>> = OnceLock::new();
+    OPEN.get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+/// Every device opened so far.
+#[cfg(target_os = "linux")]
+pub(crate) fn open_devices() -> Vec<Device> {
+    open_table()
+        .values()
+        .map(|backend| Device {
+            backend: backend.clone(),
+        })
+        .collect()
 }
 
 /// Opens device `index` of `kind` (a kind [`parse`] accepted on this platform).

@@ -43,7 +43,7 @@ fn a_copy_between_gpus_is_a_span_on_the_source_copy_track() {
     std::env::set_var("HCQ_EMU_GPUS", "2");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.json");
-    hcq::trace_to(&path);
+    hcq::trace_to(&path).unwrap();
     let (d0, d1) = (
         Device::open("amd-emu:0").unwrap(),
         Device::open("amd-emu:1").unwrap(),

@@ -13,7 +13,7 @@ extern "C" __attribute__((global)) void traced_fill(int* out, int v) {
 fn a_failed_launch_leaves_no_span() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.json");
-    hcq::trace_to(&path);
+    hcq::trace_to(&path).unwrap();
     let dev = Device::open("amd-emu:0").unwrap();
     let prg = dev
         .program(&dev.compile(SRC).unwrap(), "traced_fill")

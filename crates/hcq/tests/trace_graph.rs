@@ -16,7 +16,7 @@ extern "C" __attribute__((global)) void bump(int* x, int n) {
 fn each_replay_is_a_span() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.json");
-    hcq::trace_to(&path);
+    hcq::trace_to(&path).unwrap();
     let dev = Device::open("amd-emu:0").unwrap();
     let prg = dev.program(&dev.compile(SRC).unwrap(), "bump").unwrap();
     let n = 4096;
