@@ -199,10 +199,17 @@ impl HipCompiler {
         let parent = std::process::id() as i32;
         let depfile_fd = depfile_write.as_raw_fd();
         // SAFETY: the closure runs in the forked child before exec and calls only
-        // async-signal-safe functions (fcntl, dup2, prctl, getppid), touching no memory
-        // shared with the parent.
+        // async-signal-safe functions (fcntl, dup2, prctl, getppid, sigemptyset,
+        // pthread_sigmask), touching no memory shared with the parent.
         unsafe {
             cmd.pre_exec(move || {
+                // A caller may block signals to wait for them on a thread (the `hcq` binary
+                // does); the mask survives exec, and clang must not start with it.
+                let mut none: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut none);
+                if libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
+                    return Err(std::io::Error::other("cannot clear the signal mask"));
+                }
                 if depfile_fd == DEPFILE_FD {
                     if libc::fcntl(DEPFILE_FD, libc::F_SETFD, 0) < 0 {
                         return Err(std::io::Error::last_os_error());

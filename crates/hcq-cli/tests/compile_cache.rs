@@ -230,6 +230,7 @@ fn interrupt_a_compile(how: Interrupt) {
     let tmp = dir.path().join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
     let pids = dir.path().join("pids");
+    let blocked = dir.path().join("blocked-signals");
     let sleep = match how {
         Interrupt::HcqWhileWrapperSleeps => "sleep 30",
         _ => "true",
@@ -238,7 +239,9 @@ fn interrupt_a_compile(how: Interrupt) {
     std::fs::write(
         &wrapper,
         format!(
-            "#!/bin/sh\necho $$ >> '{}'\n[ \"$1\" = --version ] || {sleep}\nexec clang-19 \"$@\"\n",
+            "#!/bin/sh\n[ \"$1\" = --version ] || while read -r k v; do [ \"$k\" = SigBlk: ] && echo \"$k $v\" > '{}'; done < /proc/$$/status\n\
+             echo $$ >> '{}'\n[ \"$1\" = --version ] || {sleep}\nexec clang-19 \"$@\"\n",
+            blocked.display(),
             pids.display()
         ),
     )
@@ -271,6 +274,14 @@ fn interrupt_a_compile(how: Interrupt) {
         compile_pid().is_some()
     });
     let clang = compile_pid().unwrap();
+    // hcq blocks signals to wait for them on a thread; clang must not inherit that.
+    let mask = std::fs::read_to_string(&blocked).unwrap();
+    assert!(
+        mask.split_whitespace()
+            .nth(1)
+            .is_some_and(|m| m.chars().all(|c| c == '0')),
+        "clang started with signals blocked: {mask}"
+    );
     match how {
         Interrupt::HcqWhileWrapperSleeps => std::thread::sleep(Duration::from_millis(200)),
         // clang's own temporary object appears as soon as it starts compiling.
