@@ -176,10 +176,19 @@ fn resolve(base_dir: &Path, input: &Path) -> PathBuf {
     }
 }
 
+/// The content of an input, if it is a regular file: reading a FIFO or a device named by an
+/// `#include` could block or never end.
+fn read_input(path: &Path) -> Option<Vec<u8>> {
+    if !fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    fs::read(path).ok()
+}
+
 /// Whether every input still has the content it had when the entry was stored.
 fn inputs_unchanged(entry: &Entry, base_dir: &Path) -> bool {
     entry.inputs.iter().all(|(path, hash)| {
-        fs::read(resolve(base_dir, Path::new(path))).is_ok_and(|bytes| sha256(&bytes) == *hash)
+        read_input(&resolve(base_dir, Path::new(path))).is_some_and(|bytes| sha256(&bytes) == *hash)
     })
 }
 
@@ -198,7 +207,7 @@ fn hash_inputs(
             continue;
         }
         let path = resolve(base_dir, input);
-        let bytes = fs::read(&path).ok()?;
+        let bytes = read_input(&path)?;
         // Read first, then stat: a change during or after the read shows as a fresh time.
         let modified = fs::metadata(&path).and_then(|m| m.modified()).ok()?;
         if modified >= trusted_before {
@@ -579,6 +588,35 @@ mod tests {
     }
 
     #[test]
+    fn concurrent_stores_and_lookups_never_see_a_partial_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CompileCache::at(dir.path());
+        let flags: Vec<String> = vec![];
+        let k = key("shared", "gfx1100", &flags);
+        let object: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let output = CompileOutput {
+            object: object.clone(),
+            inputs: Vec::new(),
+        };
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..20 {
+                        let stored = cache.put(&k, dir.path(), SystemTime::now(), &output);
+                        assert!(stored.unwrap());
+                        if let Some(got) = cache.get(&k, dir.path()) {
+                            assert!(got == object, "a lookup returned another object");
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(cache.get(&k, dir.path()), Some(object));
+        let left: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "only the entry remains: {left:?}");
+    }
+
+    #[test]
     fn a_compile_whose_inputs_may_have_changed_while_it_ran_is_not_stored() {
         let dir = tempfile::tempdir().unwrap();
         let cache = CompileCache::at(dir.path().join("cache"));
@@ -590,9 +628,14 @@ mod tests {
         let started = SystemTime::now();
         assert!(!cache.put(&k, dir.path(), started, &out).unwrap());
         assert_eq!(cache.get(&k, dir.path()), None);
-        // Missing: cannot be checked later.
+        // Missing, or not a regular file: cannot be checked later.
         let missing = reading(b"obj", &["nonexistent.h"]);
         assert!(!cache.put(&k, dir.path(), started, &missing).unwrap());
+        let fifo = dir.path().join("fifo.h");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+        let special = reading(b"obj", &["fifo.h", "/dev/zero"]);
+        assert!(!cache.put(&k, dir.path(), started, &special).unwrap());
         write_settled(&dir.path().join("local.h"), b"1");
         assert!(cache.put(&k, dir.path(), started, &out).unwrap());
         assert_eq!(cache.get(&k, dir.path()).as_deref(), Some(&b"obj"[..]));
