@@ -160,7 +160,7 @@ fn exit_cleanly_on_signals() {
     // SAFETY: sigset_t is plain data that sigemptyset initialises.
     let mut signals: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: `signals` is a valid set; blocking affects this thread, whose mask every thread
-    // created later inherits (children of exec get a cleared mask from std's Command).
+    // created later inherits. (Programs started keep it too: the compile's clang clears it.)
     let blocked = unsafe {
         libc::sigemptyset(&mut signals);
         for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
