@@ -31,7 +31,7 @@ pub fn clang_path() -> PathBuf {
         return PathBuf::from(p);
     }
     for c in ["clang-19", "clang"] {
-        if Command::new(c)
+        if ends_with_caller(&mut Command::new(c))
             .arg("--version")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -42,6 +42,32 @@ pub fn clang_path() -> PathBuf {
         }
     }
     PathBuf::from("clang-19")
+}
+
+/// Makes a child start with no signal blocked (a caller may block signals to wait for them
+/// on a thread, as the `hcq` binary does, and the mask survives exec) and die with the
+/// thread that starts it, which waits for it, and so with this process however that ends.
+fn ends_with_caller(cmd: &mut Command) -> &mut Command {
+    let parent = std::process::id() as i32;
+    // SAFETY: the closure runs in the forked child before exec and calls only
+    // async-signal-safe functions (sigemptyset, pthread_sigmask, prctl, getppid), touching
+    // no memory shared with the parent.
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            if libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
+                return Err(std::io::Error::other("cannot clear the signal mask"));
+            }
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                return Err(std::io::Error::other("hcq ended before clang started"));
+            }
+            Ok(())
+        })
+    }
 }
 
 /// Compiles HIP device code for one AMD target.
@@ -100,7 +126,7 @@ impl HipCompiler {
     pub fn identity(&self) -> Result<String> {
         self.identity
             .get_or_init(|| {
-                let out = Command::new(&self.clang)
+                let out = ends_with_caller(&mut Command::new(&self.clang))
                     .arg("--version")
                     .output()
                     .map_err(|e| {
@@ -196,20 +222,11 @@ impl HipCompiler {
             Input::Text(_) => cmd.arg("-").stdin(Stdio::piped()),
             Input::File(name) => cmd.arg(name).stdin(Stdio::null()),
         };
-        let parent = std::process::id() as i32;
         let depfile_fd = depfile_write.as_raw_fd();
         // SAFETY: the closure runs in the forked child before exec and calls only
-        // async-signal-safe functions (fcntl, dup2, prctl, getppid, sigemptyset,
-        // pthread_sigmask), touching no memory shared with the parent.
+        // async-signal-safe functions (fcntl, dup2), touching no memory shared with the parent.
         unsafe {
             cmd.pre_exec(move || {
-                // A caller may block signals to wait for them on a thread (the `hcq` binary
-                // does); the mask survives exec, and clang must not start with it.
-                let mut none: libc::sigset_t = std::mem::zeroed();
-                libc::sigemptyset(&mut none);
-                if libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
-                    return Err(std::io::Error::other("cannot clear the signal mask"));
-                }
                 if depfile_fd == DEPFILE_FD {
                     if libc::fcntl(DEPFILE_FD, libc::F_SETFD, 0) < 0 {
                         return Err(std::io::Error::last_os_error());
@@ -217,17 +234,10 @@ impl HipCompiler {
                 } else if libc::dup2(depfile_fd, DEPFILE_FD) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
-                // Dies with the thread that started it (which waits for it), and so with
-                // this process, however that ends.
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if libc::getppid() != parent {
-                    return Err(std::io::Error::other("hcq ended before clang started"));
-                }
                 Ok(())
             })
         };
+        ends_with_caller(&mut cmd);
         let mut child = cmd.spawn().map_err(|e| Error::Compile {
             message: format!(
                 "cannot run {}: {e} (install clang-19 and lld-19, or set HCQ_CLANG)",
