@@ -1,10 +1,10 @@
 //! HIP source to an AMD code object with a stock clang (no ROCm), through the compile cache.
 //!
-//! A source file compiles as clang or hipcc would compile it: clang runs in the file's
-//! directory, so `#include "local.h"` finds the header next to it whatever the working
-//! directory. Source given as text compiles as `clang -x hip -` would, from the working
-//! directory. clang reports every file it read (`-MD`), and the cache entry lists them with
-//! their hashes, so an entry is used only while those files are unchanged.
+//! A source file compiles as clang or hipcc would compile it: clang is given the file's
+//! path, so `#include "local.h"` finds the header next to it whatever the working directory.
+//! Source given as text compiles as `clang -x hip -` would, from the working directory.
+//! clang reports every file it read (`-MD`), and the cache entry lists them with their
+//! hashes, so an entry is used only while those files are unchanged.
 //!
 //! Nothing of a compile outlives it: the source goes in through a pipe, the object and the
 //! dependency list come back through pipes, and clang's own temporary files go to a private
@@ -14,7 +14,6 @@
 //! directory left by a process killed outright is removed by the next compile.
 
 use hcq_core::{CompileCache, CompileKey, CompileOutput, Error, Result};
-use std::ffi::OsString;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -104,12 +103,12 @@ const DEPFILE_FD: i32 = 3;
 /// proper inside the clang process we start (and watch), rather than in a grandchild.
 const PLUMBING_FLAGS: [&str; 6] = ["-fintegrated-cc1", "-MD", "-MF", "/dev/fd/3", "-o", "-"];
 
-/// Where clang reads the source from; it runs in the directory its includes resolve from.
+/// Where clang reads the source from.
 enum Input<'a> {
-    /// Text through stdin (clang runs in the working directory).
+    /// Text through stdin.
     Text(&'a str),
-    /// This file name (clang runs in the file's directory).
-    File(OsString),
+    /// The file at this path.
+    File(PathBuf),
 }
 
 impl HipCompiler {
@@ -174,27 +173,24 @@ impl HipCompiler {
                 path.display()
             )));
         }
-        let name = path.file_name().ok_or_else(|| {
-            Error::InvalidArgument(format!("{} does not name a file", path.display()))
-        })?;
-        let parent = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
+        // clang gets the path as the caller named it, so that its messages and `__FILE__` say
+        // the same; a relative one starting with `-` would be taken for an option.
+        let as_named = if path.is_relative() && path.to_string_lossy().starts_with('-') {
+            Path::new(".").join(path)
+        } else {
+            path.to_path_buf()
         };
-        let dir = std::path::absolute(parent).map_err(|source| Error::Io {
-            what: format!("resolving {}", parent.display()),
-            source,
-        })?;
-        self.compile_input(&source, Input::File(name.to_os_string()), &dir)
+        let dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        self.compile_input(&source, Input::File(as_named), &dir)
     }
 
     fn compile_input(&self, source: &str, input: Input<'_>, dir: &Path) -> Result<Vec<u8>> {
         let identity = self.identity()?;
         let mut flags = base_flags(&self.arch);
-        // The input's name is what `__FILE__` expands to.
+        // The input's path is what `__FILE__` expands to.
         flags.push(match &input {
             Input::Text(_) => "-".to_string(),
-            Input::File(name) => name.to_string_lossy().into_owned(),
+            Input::File(path) => path.to_string_lossy().into_owned(),
         });
         let key = CompileKey {
             source,
@@ -220,7 +216,7 @@ impl HipCompiler {
             .process_group(0);
         match input {
             Input::Text(_) => cmd.arg("-").stdin(Stdio::piped()),
-            Input::File(name) => cmd.arg(name).stdin(Stdio::null()),
+            Input::File(path) => cmd.arg(path).stdin(Stdio::null()),
         };
         let depfile_fd = depfile_write.as_raw_fd();
         // SAFETY: the closure runs in the forked child before exec and calls only

@@ -118,6 +118,19 @@ fn includes_resolve_next_to_the_source_and_a_changed_header_is_never_served_from
         run_inc(&elsewhere, object.to_str().unwrap(), &cache, &out),
         45
     );
+    // A relative file name that looks like an option is still the file.
+    write_settled(&inc.join("-dash.hip"), WITH_INCLUDE);
+    std::fs::remove_file(&object).unwrap();
+    let o = hcq_in(
+        &inc,
+        &["compile", "-o", object.to_str().unwrap(), "--", "-dash.hip"],
+        &[("HCQ_CACHE_DIR", &cache)],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        run_inc(&elsewhere, object.to_str().unwrap(), &cache, &out),
+        45
+    );
 }
 
 #[test]
