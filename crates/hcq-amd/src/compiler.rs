@@ -1,10 +1,28 @@
 //! HIP source to an AMD code object with a stock clang (no ROCm), through the compile cache.
+//!
+//! A source file compiles as clang or hipcc would compile it: clang is given the file's
+//! path, so `#include "local.h"` finds the header next to it whatever the working directory.
+//! Source given as text compiles as `clang -x hip -` would, from the working directory.
+//! clang reports every file it read (`-MD`), and the cache entry lists them with their
+//! hashes, so an entry is used only while those files are unchanged.
+//!
+//! Nothing of a compile outlives it: the source goes in through a pipe, the object and the
+//! dependency list come back through pipes, and clang's own temporary files go to a private
+//! directory that is removed afterwards. clang runs in its own process group and is killed
+//! if the thread that started it (hence the process) dies; [`stop_compiles_for_exit`] lets a
+//! signal handler end running compiles and clean up before the process exits. A private
+//! directory left by a process killed outright is removed by the next compile.
 
-use hcq_core::{CompileCache, CompileKey, Error, Result};
-use std::io::Write;
-use std::path::PathBuf;
+use hcq_core::{CompileCache, CompileKey, CompileOutput, Error, Result};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 /// The clang this runtime uses: `HCQ_CLANG`, else `clang-19`, else `clang`.
 pub fn clang_path() -> PathBuf {
@@ -12,7 +30,7 @@ pub fn clang_path() -> PathBuf {
         return PathBuf::from(p);
     }
     for c in ["clang-19", "clang"] {
-        if Command::new(c)
+        if ends_with_caller(&mut Command::new(c))
             .arg("--version")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -23,6 +41,32 @@ pub fn clang_path() -> PathBuf {
         }
     }
     PathBuf::from("clang-19")
+}
+
+/// Makes a child start with no signal blocked (a caller may block signals to wait for them
+/// on a thread, as the `hcq` binary does, and the mask survives exec) and die with the
+/// thread that starts it, which waits for it, and so with this process however that ends.
+fn ends_with_caller(cmd: &mut Command) -> &mut Command {
+    let parent = std::process::id() as i32;
+    // SAFETY: the closure runs in the forked child before exec and calls only
+    // async-signal-safe functions (sigemptyset, pthread_sigmask, prctl, getppid), touching
+    // no memory shared with the parent.
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            if libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
+                return Err(std::io::Error::other("cannot clear the signal mask"));
+            }
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                return Err(std::io::Error::other("hcq ended before clang started"));
+            }
+            Ok(())
+        })
+    }
 }
 
 /// Compiles HIP device code for one AMD target.
@@ -52,6 +96,21 @@ pub fn base_flags(arch: &str) -> Vec<String> {
     .collect()
 }
 
+/// The descriptor clang writes its dependency list to (`-MF /dev/fd/3`).
+const DEPFILE_FD: i32 = 3;
+
+/// How clang is told about its input and output. `-fintegrated-cc1` keeps the compiler
+/// proper inside the clang process we start (and watch), rather than in a grandchild.
+const PLUMBING_FLAGS: [&str; 6] = ["-fintegrated-cc1", "-MD", "-MF", "/dev/fd/3", "-o", "-"];
+
+/// Where clang reads the source from.
+enum Input<'a> {
+    /// Text through stdin.
+    Text(&'a str),
+    /// The file at this path.
+    File(PathBuf),
+}
+
 impl HipCompiler {
     pub fn new(arch: &str, cache: CompileCache) -> Self {
         HipCompiler {
@@ -66,7 +125,7 @@ impl HipCompiler {
     pub fn identity(&self) -> Result<String> {
         self.identity
             .get_or_init(|| {
-                let out = Command::new(&self.clang)
+                let out = ends_with_caller(&mut Command::new(&self.clang))
                     .arg("--version")
                     .output()
                     .map_err(|e| {
@@ -87,10 +146,52 @@ impl HipCompiler {
             })
     }
 
-    /// Compiles `source` (or returns the cached object).
+    /// Compiles HIP source text (or returns the cached object). Its quoted `#include`s
+    /// resolve from the working directory, as with `clang -x hip -`.
     pub fn compile(&self, source: &str) -> Result<Vec<u8>> {
+        if source.trim().is_empty() {
+            return Err(Error::InvalidArgument(
+                "the HIP source is empty: there is no kernel to compile".into(),
+            ));
+        }
+        let dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        self.compile_input(source, Input::Text(source), &dir)
+    }
+
+    /// Compiles a HIP source file (or returns the cached object). Its `#include "..."`s
+    /// resolve relative to the file, as with clang or hipcc, from any working directory.
+    pub fn compile_file(&self, path: &Path) -> Result<Vec<u8>> {
+        let bytes = std::fs::read(path).map_err(|source| Error::Io {
+            what: format!("reading {}", path.display()),
+            source,
+        })?;
+        let source = String::from_utf8(bytes)
+            .map_err(|_| Error::InvalidArgument(format!("{} is not UTF-8 text", path.display())))?;
+        if source.trim().is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "{} is empty: there is no kernel to compile",
+                path.display()
+            )));
+        }
+        // clang gets the path as the caller named it, so that its messages and `__FILE__` say
+        // the same; a relative one starting with `-` would be taken for an option.
+        let as_named = if path.is_relative() && path.to_string_lossy().starts_with('-') {
+            Path::new(".").join(path)
+        } else {
+            path.to_path_buf()
+        };
+        let dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        self.compile_input(&source, Input::File(as_named), &dir)
+    }
+
+    fn compile_input(&self, source: &str, input: Input<'_>, dir: &Path) -> Result<Vec<u8>> {
         let identity = self.identity()?;
-        let flags = base_flags(&self.arch);
+        let mut flags = base_flags(&self.arch);
+        // The input's path is what `__FILE__` expands to.
+        flags.push(match &input {
+            Input::Text(_) => "-".to_string(),
+            Input::File(path) => path.to_string_lossy().into_owned(),
+        });
         let key = CompileKey {
             source,
             arch: &self.arch,
@@ -98,66 +199,388 @@ impl HipCompiler {
             flags: &flags,
         };
         self.cache
-            .get_or_compile(&key, || self.compile_uncached(source, &flags))
+            .get_or_compile_reading(&key, dir, || self.run_clang(&input, dir))
     }
 
-    fn compile_uncached(&self, source: &str, flags: &[String]) -> Result<Vec<u8>> {
-        let dir = std::env::temp_dir().join(format!(
-            "hcq-compile-{}-{:x}",
-            std::process::id(),
-            rand_suffix()
-        ));
-        std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
-            what: format!("creating {}", dir.display()),
-            source,
+    fn run_clang(&self, input: &Input<'_>, dir: &Path) -> Result<CompileOutput> {
+        let mut running = Running::start()?;
+        let (depfile_read, depfile_write) = pipe()?;
+        let mut cmd = Command::new(&self.clang);
+        cmd.args(base_flags(&self.arch))
+            .args(PLUMBING_FLAGS)
+            .current_dir(dir)
+            // clang's temporary objects go where they are removed with the compile.
+            .env("TMPDIR", &running.scratch)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        match input {
+            Input::Text(_) => cmd.arg("-").stdin(Stdio::piped()),
+            Input::File(path) => cmd.arg(path).stdin(Stdio::null()),
+        };
+        let depfile_fd = depfile_write.as_raw_fd();
+        // SAFETY: the closure runs in the forked child before exec and calls only
+        // async-signal-safe functions (fcntl, dup2), touching no memory shared with the parent.
+        unsafe {
+            cmd.pre_exec(move || {
+                if depfile_fd == DEPFILE_FD {
+                    if libc::fcntl(DEPFILE_FD, libc::F_SETFD, 0) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                } else if libc::dup2(depfile_fd, DEPFILE_FD) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            })
+        };
+        ends_with_caller(&mut cmd);
+        let mut child = cmd.spawn().map_err(|e| Error::Compile {
+            message: format!(
+                "cannot run {}: {e} (install clang-19 and lld-19, or set HCQ_CLANG)",
+                self.clang.display()
+            ),
+            log: String::new(),
         })?;
-        let out_path = dir.join("kernel.hsaco");
-        let result = (|| {
-            let mut child = Command::new(&self.clang)
-                .args(flags)
-                .arg("-o")
-                .arg(&out_path)
-                .arg("-")
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .map_err(|e| Error::Compile {
-                    message: format!("cannot run {}: {e}", self.clang.display()),
-                    log: String::new(),
-                })?;
-            if let Some(mut stdin) = child.stdin.take() {
-                let _ = stdin.write_all(source.as_bytes());
-            }
-            let out = child.wait_with_output().map_err(|source| Error::Io {
-                what: "waiting for clang".into(),
-                source,
-            })?;
-            let log = String::from_utf8_lossy(&out.stderr).into_owned();
-            if !out.status.success() {
-                return Err(Error::Compile {
-                    message: format!("clang failed for {}", self.arch),
-                    log,
+        drop(depfile_write);
+        running.spawned(child.id() as i32);
+        let (stdin, stdout, stderr) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let (object, log, depfile) = std::thread::scope(|s| {
+            if let (Some(mut stdin), Input::Text(text)) = (stdin, input) {
+                // clang may stop reading early (a syntax error); its log says why.
+                s.spawn(move || {
+                    let _ = stdin.write_all(text.as_bytes());
                 });
             }
-            std::fs::read(&out_path).map_err(|source| Error::Io {
-                what: format!("reading {}", out_path.display()),
-                source,
-            })
-        })();
-        let _ = std::fs::remove_dir_all(&dir);
-        result
+            let log = s.spawn(move || read_all(stderr));
+            let depfile = s.spawn(move || read_all(Some(File::from(depfile_read))));
+            let object = read_all(stdout);
+            (
+                object,
+                log.join().unwrap_or_default(),
+                depfile.join().unwrap_or_default(),
+            )
+        });
+        let status = child.wait().map_err(|source| Error::Io {
+            what: "waiting for clang".into(),
+            source,
+        })?;
+        let log = String::from_utf8_lossy(&log).into_owned();
+        if !status.success() {
+            let message = match status.signal() {
+                Some(signal) => format!("clang was killed by signal {signal}"),
+                None => format!("clang failed for {}", self.arch),
+            };
+            return Err(Error::Compile { message, log });
+        }
+        if object.is_empty() {
+            return Err(Error::Compile {
+                message: "clang succeeded but wrote no code object".into(),
+                log,
+            });
+        }
+        let inputs = parse_depfile(&String::from_utf8_lossy(&depfile))
+            .into_iter()
+            .filter(|p| p.as_os_str() != "<stdin>")
+            .collect();
+        Ok(CompileOutput { object, inputs })
     }
 }
 
-fn rand_suffix() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0),
-    );
-    h.finish()
+fn read_all(from: Option<impl Read>) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    if let Some(mut r) = from {
+        let _ = r.read_to_end(&mut bytes);
+    }
+    bytes
+}
+
+/// A pipe, both ends closed on exec (the child gets its end through `dup2`).
+fn pipe() -> Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` is a valid array of two descriptors for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        return Err(Error::Io {
+            what: "creating a pipe for clang".into(),
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: pipe2 succeeded, so both descriptors are open and owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// The files of a Makefile dependency rule as clang writes it (`-MD`): `target: dep dep \`
+/// with a space in a name written `\ `, `#` as `\#` and `$` as `$$`.
+pub fn parse_depfile(text: &str) -> Vec<PathBuf> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                let mut backslashes = 1;
+                while chars.peek() == Some(&'\\') {
+                    chars.next();
+                    backslashes += 1;
+                }
+                match chars.peek() {
+                    // 2n+1 backslashes then a space: n backslashes and a space in the name.
+                    Some(' ') if backslashes % 2 == 1 => {
+                        chars.next();
+                        word.extend(std::iter::repeat_n('\\', backslashes / 2));
+                        word.push(' ');
+                    }
+                    Some('#') if backslashes == 1 => {
+                        chars.next();
+                        word.push('#');
+                    }
+                    // A line continuation.
+                    Some('\n') | Some('\r') if backslashes == 1 => {
+                        if !word.is_empty() {
+                            words.push(std::mem::take(&mut word));
+                        }
+                    }
+                    _ => word.extend(std::iter::repeat_n('\\', backslashes)),
+                }
+            }
+            '$' if chars.peek() == Some(&'$') => {
+                chars.next();
+                word.push('$');
+            }
+            c if c.is_whitespace() => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            c => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    // Everything up to and including the word ending the target (`-:`) is the target.
+    let deps = match words.iter().position(|w| w.ends_with(':')) {
+        Some(i) => &words[i + 1..],
+        None => &words[..],
+    };
+    deps.iter().map(PathBuf::from).collect()
+}
+
+/// Set once the process is ending on a signal: no compile starts or returns after it.
+static STOPPING: AtomicBool = AtomicBool::new(false);
+/// The compiles running now: an id each, and clang's process group once it is started.
+static RUNNING: Mutex<Vec<(u64, i32)>> = Mutex::new(Vec::new());
+/// Numbers the compiles of this process (and names their private directories).
+static COMPILE_SEQUENCE: AtomicU64 = AtomicU64::new(0);
+const SCRATCH_PREFIX: &str = "hcq-compile-";
+/// Longest wait for a killed clang's process group to disappear.
+const GROUP_EXIT_WAIT: Duration = Duration::from_secs(2);
+
+fn running() -> std::sync::MutexGuard<'static, Vec<(u64, i32)>> {
+    RUNNING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn kill_group(group: i32) {
+    // SAFETY: kill has no memory effects; `group` is the process group of a clang this
+    // process started.
+    unsafe { libc::kill(-group, libc::SIGKILL) };
+}
+
+fn wait_for_group_exit(group: i32) {
+    let start = Instant::now();
+    // SAFETY: signal 0 only asks whether the process group still exists.
+    while unsafe { libc::kill(-group, 0) } == 0 && start.elapsed() < GROUP_EXIT_WAIT {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Blocks the calling thread for good: the process is about to exit.
+fn park_until_exit() -> ! {
+    loop {
+        std::thread::park();
+    }
+}
+
+/// One compile in [`RUNNING`], with its private directory for clang's temporary files.
+/// Dropping it removes the directory, then the registration.
+struct Running {
+    id: u64,
+    group: i32,
+    scratch: PathBuf,
+}
+
+impl Running {
+    fn start() -> Result<Running> {
+        let id = COMPILE_SEQUENCE.fetch_add(1, Ordering::Relaxed);
+        {
+            // Checked and registered under one lock, so that a stop either sees this
+            // compile and waits for it, or is seen by it.
+            let mut list = running();
+            if STOPPING.load(Ordering::SeqCst) {
+                drop(list);
+                park_until_exit();
+            }
+            list.push((id, 0));
+        }
+        let temp = std::env::temp_dir();
+        remove_abandoned_scratch_dirs(&temp);
+        let scratch = temp.join(format!("{SCRATCH_PREFIX}{}-{id}", std::process::id()));
+        let running = Running {
+            id,
+            group: 0,
+            scratch,
+        };
+        std::fs::create_dir(&running.scratch).map_err(|source| Error::Io {
+            what: format!("creating {}", running.scratch.display()),
+            source,
+        })?;
+        Ok(running)
+    }
+
+    fn spawned(&mut self, group: i32) {
+        let mut list = running();
+        self.group = group;
+        if let Some(entry) = list.iter_mut().find(|(id, _)| *id == self.id) {
+            entry.1 = group;
+        }
+        if STOPPING.load(Ordering::SeqCst) {
+            kill_group(group);
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let stopping = STOPPING.load(Ordering::SeqCst);
+        if stopping && self.group != 0 {
+            // clang was reaped; what it started may still be dying.
+            wait_for_group_exit(self.group);
+        }
+        let _ = std::fs::remove_dir_all(&self.scratch);
+        running().retain(|(id, _)| *id != self.id);
+        if stopping {
+            // The thread that stopped the compiles ends the process once every one has
+            // cleaned up; this one must not report a failed compile meanwhile.
+            park_until_exit();
+        }
+    }
+}
+
+/// Ends every running compile and waits (briefly) until their clangs are gone and their
+/// files removed. For a process about to exit on a signal (the `hcq` binary calls it on
+/// SIGINT, SIGTERM and SIGHUP): the compiles it stops never return, and none starts after.
+pub fn stop_compiles_for_exit() {
+    {
+        let list = running();
+        STOPPING.store(true, Ordering::SeqCst);
+        for &(_, group) in list.iter() {
+            if group != 0 {
+                kill_group(group);
+            }
+        }
+    }
+    let start = Instant::now();
+    while !running().is_empty() && start.elapsed() < GROUP_EXIT_WAIT * 2 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Removes the private directories of compiles whose process no longer exists (killed
+/// outright, so that nothing of it could clean up).
+fn remove_abandoned_scratch_dirs(temp: &Path) {
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SCRATCH_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, seq)| {
+                seq.parse::<u64>().ok()?;
+                pid.parse::<i32>().ok()
+            })
+        else {
+            continue;
+        };
+        // SAFETY: signal 0 only asks whether the process exists.
+        let gone = unsafe { libc::kill(pid, 0) } < 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn depfiles_parse_with_escapes_and_continuations() {
+        let text = "-: k.hip ./local.h \\\n  /usr/include/a\\ b.h /x/c\\#d.h /x/e$$f.h \\\r\n /x/g\\\\\\ h.h /x/i\\j.h\n";
+        let want: Vec<PathBuf> = [
+            "k.hip",
+            "./local.h",
+            "/usr/include/a b.h",
+            "/x/c#d.h",
+            "/x/e$f.h",
+            "/x/g\\ h.h",
+            "/x/i\\j.h",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        assert_eq!(parse_depfile(text), want);
+        assert!(parse_depfile("").is_empty());
+        assert_eq!(parse_depfile("-:\n"), Vec::<PathBuf>::new());
+    }
+
+    fn write_settled(path: &Path, text: &str) {
+        std::fs::write(path, text).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() - Duration::from_secs(60))
+            .unwrap();
+    }
+
+    #[test]
+    fn source_text_that_includes_a_file_is_recompiled_when_the_file_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let header = dir.path().join("value.h");
+        let source = format!(
+            "#include \"{}\"\nextern \"C\" __attribute__((global)) void k(int* o) {{ o[0] = VALUE; }}\n",
+            header.display()
+        );
+        let cached = HipCompiler::new("gfx1100", CompileCache::at(dir.path().join("cache")));
+        let uncached = HipCompiler::new("gfx1100", CompileCache::disabled());
+        write_settled(&header, "#define VALUE 42\n");
+        let first = cached.compile(&source).unwrap();
+        assert_eq!(first, uncached.compile(&source).unwrap());
+        assert_eq!(cached.compile(&source).unwrap(), first);
+        write_settled(&header, "#define VALUE 43\n");
+        let second = cached.compile(&source).unwrap();
+        assert_ne!(second, first, "the header's change reached the object");
+        assert_eq!(second, uncached.compile(&source).unwrap());
+    }
+
+    #[test]
+    fn empty_source_is_refused_before_clang_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let compiler = HipCompiler::new("gfx1100", CompileCache::disabled());
+        let e = compiler.compile(" \n\t").unwrap_err().to_string();
+        assert!(e.contains("empty"), "{e}");
+        let empty = dir.path().join("empty.hip");
+        std::fs::write(&empty, "").unwrap();
+        let e = compiler.compile_file(&empty).unwrap_err().to_string();
+        assert!(e.contains("empty") && e.contains("empty.hip"), "{e}");
+        let e = compiler
+            .compile_file(&dir.path().join("missing.hip"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("missing.hip"), "{e}");
+    }
 }

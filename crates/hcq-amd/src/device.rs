@@ -661,6 +661,12 @@ impl AmdDevice {
         self.compiler.compile(source)
     }
 
+    /// Compiles a HIP source file for this device, its `#include`s resolved next to it
+    /// (through the compile cache).
+    pub fn compile_file(&self, path: &std::path::Path) -> Result<Vec<u8>> {
+        self.compiler.compile_file(path)
+    }
+
     /// Uploads kernel `name` from a code object.
     pub fn load_program(&self, code_object: &[u8], name: &str) -> Result<AmdProgram> {
         let aligned = AlignedCodeObject::new(code_object);

@@ -234,6 +234,12 @@ impl<'a> CodeObject<'a> {
             .find(|s| s.name().is_ok_and(|n| n == want))
         else {
             let names = self.kernel_names();
+            if names.is_empty() {
+                return Err(bad(format!(
+                    "no kernel named {name:?}: the code object defines no kernels at all \
+                     (a HIP kernel is declared `__global__` or `__attribute__((global))`)"
+                )));
+            }
             let mut listed = names
                 .iter()
                 .take(NAMES_LISTED)

@@ -125,9 +125,7 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Command::Demo { device, n } => demo::run(device.as_deref(), n),
         Command::Compile { file, output, arch } => {
-            let src = std::fs::read_to_string(&file)
-                .map_err(|e| format!("reading {}: {e}", file.display()))?;
-            let lib = hcq::compile_hip(&src, &arch).map_err(|e| e.to_string())?;
+            let lib = hcq::compile_hip_file(&file, &arch).map_err(|e| e.to_string())?;
             std::fs::write(&output, lib).map_err(|e| format!("writing {}: {e}", output.display()))
         }
         Command::Run {
@@ -155,11 +153,43 @@ fn run(cli: Cli) -> Result<(), String> {
     }
 }
 
+/// On SIGINT, SIGTERM or SIGHUP, ends the running compiles (their clang and its temporary
+/// files) and exits with 128 + the signal, as a shell reports a process ended by one. The
+/// signals are blocked in every thread but one that waits for them, so no thread is
+/// interrupted at an arbitrary point. Must run before any other thread exists.
+fn exit_cleanly_on_signals() {
+    // SAFETY: sigset_t is plain data that sigemptyset initialises.
+    let mut signals: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `signals` is a valid set; blocking affects this thread, whose mask every thread
+    // created later inherits. (Programs started keep it too: the compile's clang clears it.)
+    let blocked = unsafe {
+        libc::sigemptyset(&mut signals);
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaddset(&mut signals, signal);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &signals, std::ptr::null_mut())
+    };
+    if blocked != 0 {
+        return;
+    }
+    std::thread::spawn(move || loop {
+        let mut signal = 0;
+        // SAFETY: `signals` is a valid set, blocked in every thread, and `signal` a valid
+        // place for the one received.
+        if unsafe { libc::sigwait(&signals, &mut signal) } == 0 {
+            #[cfg(target_os = "linux")]
+            hcq::stop_compiles_for_exit();
+            std::process::exit(128 + signal);
+        }
+    });
+}
+
 fn main() -> ExitCode {
     // Like other Unix tools, end quietly when the reader of our output goes away
     // (`hcq bench launch | head`) instead of panicking on a failed print.
     // SAFETY: restoring the default disposition of SIGPIPE before any other thread exists.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    exit_cleanly_on_signals();
     let cli = Cli::parse();
     // Before any work: a trace file that cannot be written ends the command here.
     let started = match &cli.trace {

@@ -313,14 +313,14 @@ pub fn run(o: RunOptions) -> Result<(), String> {
     let dev: Device = crate::open_device(o.device.as_deref()).map_err(|e| e.to_string())?;
     let lib = if is_code_object(&bytes) {
         bytes
+    } else if std::str::from_utf8(&bytes).is_err() {
+        return Err(format!(
+            "{} is neither a code object nor UTF-8 source",
+            o.file.display()
+        ));
     } else {
-        let src = String::from_utf8(bytes).map_err(|_| {
-            format!(
-                "{} is neither a code object nor UTF-8 source",
-                o.file.display()
-            )
-        })?;
-        dev.compile(&src).map_err(|e| e.to_string())?
+        // From the file, so that its includes resolve next to it.
+        dev.compile_file(&o.file).map_err(|e| e.to_string())?
     };
     let prg = dev.program(&lib, &o.kernel).map_err(|e| e.to_string())?;
     if let Some(params) = prg.arguments() {

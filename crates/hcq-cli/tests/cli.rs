@@ -280,6 +280,57 @@ fn run_reports_mistakes_clearly() {
 }
 
 #[test]
+fn an_empty_source_or_one_without_kernels_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let env = [("HCQ_CACHE_DIR", cache.to_str().unwrap())];
+    let expect_err = |args: &[&str], needles: &[&str]| {
+        let o = hcq(args, &env);
+        assert!(!o.status.success(), "{args:?} succeeded");
+        let err = String::from_utf8_lossy(&o.stderr);
+        for needle in needles {
+            assert!(err.contains(needle), "{args:?}: {err}");
+        }
+    };
+    let empty = dir.path().join("empty.hip");
+    std::fs::write(&empty, "").unwrap();
+    let blank = dir.path().join("blank.hip");
+    std::fs::write(&blank, "\n  \n").unwrap();
+    let out = dir.path().join("out.hsaco");
+    for file in [&empty, &blank] {
+        let f = file.to_str().unwrap();
+        expect_err(
+            &["run", f, "--kernel", "k", "--grid", "1", "--block", "1"],
+            &[f, "is empty"],
+        );
+        expect_err(
+            &["compile", f, "-o", out.to_str().unwrap()],
+            &[f, "is empty"],
+        );
+        assert!(!out.exists());
+    }
+    let no_kernels = dir.path().join("helpers.hip");
+    std::fs::write(
+        &no_kernels,
+        "__attribute__((device)) int twice(int x) { return 2 * x; }\n",
+    )
+    .unwrap();
+    expect_err(
+        &[
+            "run",
+            no_kernels.to_str().unwrap(),
+            "--kernel",
+            "k",
+            "--grid",
+            "1",
+            "--block",
+            "1",
+        ],
+        &["no kernels"],
+    );
+}
+
+#[test]
 fn bench_emu_verifies_and_times_each_kernel_against_native() {
     let o = hcq(
         &["bench", "emu", "--json", "--n", "4096", "--matmul", "32"],

@@ -5,7 +5,7 @@
 mod cache;
 mod error;
 
-pub use cache::{CompileCache, CompileKey};
+pub use cache::{CompileCache, CompileKey, CompileOutput};
 pub use error::{Error, Result};
 
 /// Most bytes an [`Arg::Bytes`] holds.

@@ -69,10 +69,30 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Compiles HIP source for an AMD target (`gfx1100`, ...) without opening a device.
+/// Compiles HIP source for an AMD target (`gfx1100`, ...) without opening a device. Quoted
+/// `#include`s resolve from the working directory, as with `clang -x hip -`.
 #[cfg(target_os = "linux")]
 pub fn compile_hip(source: &str, arch: &str) -> Result<Vec<u8>> {
     hcq_amd::compiler::HipCompiler::new(arch, hcq_core::CompileCache::from_env()).compile(source)
+}
+
+/// Compiles a HIP source file for an AMD target without opening a device. Its
+/// `#include "..."`s resolve relative to the file, as with clang or hipcc, from any working
+/// directory; the cached object is used only while every file the compile read is unchanged.
+#[cfg(target_os = "linux")]
+pub fn compile_hip_file(path: impl AsRef<std::path::Path>, arch: &str) -> Result<Vec<u8>> {
+    hcq_amd::compiler::HipCompiler::new(arch, hcq_core::CompileCache::from_env())
+        .compile_file(path.as_ref())
+}
+
+/// Ends the compiles running in this process (killing their clang) and removes their
+/// temporary files, for a signal handler about to exit the process: the compiles it stops
+/// never return, and none starts after. Without it a compile still never outlives the
+/// process (clang is killed when it ends), but clang's temporary files may remain until the
+/// next compile removes them.
+#[cfg(target_os = "linux")]
+pub fn stop_compiles_for_exit() {
+    hcq_amd::compiler::stop_compiles_for_exit();
 }
 
 /// Records a Chrome trace (open it in Perfetto) of every kernel, copy and graph replay into
@@ -197,6 +217,31 @@ impl Device {
             Backend::Amd(d) => d.compile(source),
             #[cfg(target_os = "macos")]
             Backend::Metal(d) => d.compile(source),
+        }
+    }
+
+    /// Compiles a kernel source file for this device, through the on-disk compile cache. HIP's
+    /// `#include "..."`s resolve relative to the file, as with clang or hipcc, and the cached
+    /// object is used only while every file the compile read is unchanged.
+    pub fn compile_file(&self, path: impl AsRef<std::path::Path>) -> Result<Vec<u8>> {
+        let path = path.as_ref();
+        match &*self.backend {
+            #[cfg(target_os = "linux")]
+            Backend::Amd(d) => d.compile_file(path),
+            #[cfg(target_os = "macos")]
+            Backend::Metal(d) => {
+                let source = std::fs::read_to_string(path).map_err(|source| Error::Io {
+                    what: format!("reading {}", path.display()),
+                    source,
+                })?;
+                if source.trim().is_empty() {
+                    return Err(Error::InvalidArgument(format!(
+                        "{} is empty: there is no kernel to compile",
+                        path.display()
+                    )));
+                }
+                d.compile(&source)
+            }
         }
     }
 
