@@ -29,7 +29,8 @@ pub fn clang_path() -> PathBuf {
 #[derive(Debug)]
 pub struct HipCompiler {
     pub arch: String,
-    clang: PathBuf,
+    /// Found at the first compile: opening a device must not start a process.
+    clang: OnceLock<PathBuf>,
     identity: OnceLock<std::result::Result<String, String>>,
     cache: CompileCache,
 }
@@ -53,10 +54,14 @@ pub fn base_flags(arch: &str) -> Vec<String> {
 }
 
 impl HipCompiler {
+    fn clang(&self) -> &PathBuf {
+        self.clang.get_or_init(clang_path)
+    }
+
     pub fn new(arch: &str, cache: CompileCache) -> Self {
         HipCompiler {
             arch: arch.to_string(),
-            clang: clang_path(),
+            clang: OnceLock::new(),
             identity: OnceLock::new(),
             cache,
         }
@@ -66,17 +71,17 @@ impl HipCompiler {
     pub fn identity(&self) -> Result<String> {
         self.identity
             .get_or_init(|| {
-                let out = Command::new(&self.clang)
+                let out = Command::new(self.clang())
                     .arg("--version")
                     .output()
                     .map_err(|e| {
                         format!(
                             "cannot run {}: {e} (install clang-19 and lld-19, or set HCQ_CLANG)",
-                            self.clang.display()
+                            self.clang().display()
                         )
                     })?;
                 if !out.status.success() {
-                    return Err(format!("{} --version failed", self.clang.display()));
+                    return Err(format!("{} --version failed", self.clang().display()));
                 }
                 Ok(String::from_utf8_lossy(&out.stdout).into_owned())
             })
@@ -113,7 +118,7 @@ impl HipCompiler {
         })?;
         let out_path = dir.join("kernel.hsaco");
         let result = (|| {
-            let mut child = Command::new(&self.clang)
+            let mut child = Command::new(self.clang())
                 .args(flags)
                 .arg("-o")
                 .arg(&out_path)
@@ -123,7 +128,7 @@ impl HipCompiler {
                 .stderr(Stdio::piped())
                 .spawn()
                 .map_err(|e| Error::Compile {
-                    message: format!("cannot run {}: {e}", self.clang.display()),
+                    message: format!("cannot run {}: {e}", self.clang().display()),
                     log: String::new(),
                 })?;
             if let Some(mut stdin) = child.stdin.take() {
