@@ -397,6 +397,10 @@ pub(crate) struct DeviceState {
     pub(crate) builder: Pm4Builder,
     pub(crate) scratch: Option<GpuMemory>,
     pub(crate) dispatch_id: u64,
+    /// Host pages registered for an in-place copy whose wait failed: the engine may still
+    /// read them, so they are unregistered only once everything queued has finished (or the
+    /// queues, declared first, are destroyed).
+    pub(crate) retired: Vec<GpuMemory>,
 }
 
 /// One AMD GPU, real or emulated.
@@ -500,6 +504,7 @@ impl AmdDevice {
                 builder: Pm4Builder::new(),
                 scratch: None,
                 dispatch_id: 0,
+                retired: Vec::new(),
             }),
             kernargs,
             exceptions,
@@ -897,6 +902,7 @@ impl AmdDevice {
             let _ = crate::trace::flush();
         }
         st.kernargs_next = self.kernargs.va;
+        st.retired.clear();
         if st.timeline_value > self.timeline_limit {
             std::mem::swap(&mut st.timeline, &mut st.shadow_timeline);
             st.timeline.set(0);

@@ -5,7 +5,9 @@
 //! a typed error, never a panic or a hang; `EINTR` and `EAGAIN` (transient by the seam's
 //! contract) must not fail the run at all. After each run nothing may be left: the emulator
 //! holds nothing (except the event page, which KFD never lets a process free), the process has
-//! as many mappings and descriptors as before, and a new device computes correctly.
+//! as many mappings and descriptors as before, and a new device computes correctly. Then the
+//! same for every call of two copies large enough to run in place (the caller's pages
+//! registered with the GPU).
 //!
 //! Its own process: it sets `HCQ_WAIT_TIMEOUT_MS` and counts the process's mappings, which
 //! other tests running alongside would disturb.
@@ -181,6 +183,56 @@ fn workload(kernel: Arc<dyn Kernel>, code: &[u8]) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Copies large enough to go in place: the caller's pages are registered with the GPU
+/// (userptr) for the copy engine, and unregistered once it is done with them.
+fn in_place_copies(kernel: Arc<dyn Kernel>, before_copies: &dyn Fn()) -> Result<(), Failure> {
+    let bytes = hcq_amd::transfer::DIRECT_COPY_MIN;
+    let driver = AmdDriver::new(kernel, "fi", true)?;
+    let dev = Device::from_amd(AmdDevice::open_with(&driver, 0, cheap_options())?);
+    drop(driver);
+    let buf = dev.alloc(bytes)?;
+    let want: Vec<u32> = (0..bytes as u32 / 4)
+        .map(|i| i.wrapping_mul(2654435761))
+        .collect();
+    let mut src = want.clone();
+    before_copies();
+    let copied_in = buf.write(&src);
+    // Once the copy returns, even with an error, the engine must be done with the caller's
+    // pages: what it copied from now on would be these zeros.
+    src.fill(0);
+    let mut back = vec![0u32; want.len()];
+    let copied_out = buf.copy_out(0, bytemuck::cast_slice_mut(&mut back));
+    let got = back.clone();
+    // Nor may it write into them any more.
+    back.fill(1);
+    before_copies();
+    std::thread::sleep(Duration::from_millis(20));
+    if let Some(i) = back.iter().position(|&w| w != 1) {
+        return Err(Failure::WrongResult(format!(
+            "the copy engine wrote word {i} after the copy out returned ({copied_out:?})"
+        )));
+    }
+    // A failed copy in was queued before its wait failed: it completed from the bytes as they
+    // were when it was called, which a copy out that worked shows.
+    let first_wrong = (0..want.len()).find(|&i| got[i] != want[i]);
+    if let (Err(e), Ok(()), Some(i)) = (&copied_in, &copied_out, first_wrong) {
+        return Err(Failure::WrongResult(format!(
+            "after the copy in failed ({e}), word {i} is {:#x}, want {:#x}: the engine read \
+             the caller's memory after the copy returned",
+            got[i], want[i]
+        )));
+    }
+    copied_in?;
+    copied_out?;
+    if let Some(i) = first_wrong {
+        return Err(Failure::WrongResult(format!(
+            "in-place copy: word {i} is {:#x}, want {:#x}",
+            got[i], want[i]
+        )));
+    }
+    Ok(())
+}
+
 fn proc_count(dir: &str) -> usize {
     std::fs::read_dir(dir).map_or(0, |d| d.count())
 }
@@ -236,6 +288,8 @@ fn only_the_event_page(r: LiveObjects) -> bool {
 }
 
 type Injector = FaultInjector<Arc<EmuKernel>>;
+/// A workload over a kernel, given the code object of `SRC`.
+type Workload<'a> = &'a dyn Fn(Arc<dyn Kernel>, &[u8]) -> Result<(), Failure>;
 
 struct Sweep {
     injector: Arc<Injector>,
@@ -258,13 +312,23 @@ impl Sweep {
     /// Runs the workload with `fault` armed (or none); returns how it ended and which call
     /// was failed. Panics (the test's failure) on anything no error excuses.
     fn run(&self, fault: Option<Fault>, what: &str) -> (Result<(), hcq::Error>, Option<SeamCall>) {
+        self.run_workload(&workload, fault, what)
+    }
+
+    /// [`Sweep::run`] of another workload.
+    fn run_workload(
+        &self,
+        work: Workload<'_>,
+        fault: Option<Fault>,
+        what: &str,
+    ) -> (Result<(), hcq::Error>, Option<SeamCall>) {
         match fault {
             Some(f) => self.injector.arm(f),
             None => self.injector.disarm(),
         }
         let start = Instant::now();
         let outcome =
-            std::panic::catch_unwind(AssertUnwindSafe(|| workload(self.kernel(), &self.code)));
+            std::panic::catch_unwind(AssertUnwindSafe(|| work(self.kernel(), &self.code)));
         let took = start.elapsed();
         let injected = self.injector.injected();
         self.injector.disarm();
@@ -448,4 +512,34 @@ fn every_failed_seam_call_ends_in_ok_or_an_error_and_leaks_nothing() {
         started.elapsed()
     );
     assert!(errors > 0, "no injected failure surfaced as an error");
+
+    // In-place copies: each call from the copies on (registration, waits, release) fails in
+    // turn; the device is opened as in the sweep above.
+    let marks = std::cell::RefCell::new(Vec::new());
+    let mark = || marks.borrow_mut().push(sweep.injector.take_log());
+    sweep.injector.record(true);
+    let in_place = |k: Arc<dyn Kernel>, _: &[u8]| in_place_copies(k, &mark);
+    let (clean, _) = sweep.run_workload(&in_place, None, "fault-free in-place copies");
+    clean.expect("the fault-free in-place copies succeed");
+    sweep.injector.record(false);
+    let marks = marks.into_inner();
+    let (first, copy_calls) = (marks[0].len() as u64, marks[1].len() as u64);
+    let no_mark = |k: Arc<dyn Kernel>, _: &[u8]| in_place_copies(k, &|| {});
+    for nth in first..first + copy_calls + 2 {
+        for errno in [ENOMEM, OTHER_ERRNOS[nth as usize % OTHER_ERRNOS.len()]] {
+            progress.fetch_add(1, Ordering::SeqCst);
+            let fault = Fault {
+                calls: CallFilter::Any,
+                nth,
+                errno,
+            };
+            let what = format!("in-place copies: call {nth} failed with errno {errno}");
+            // Ok and typed errors are both fine; run_workload fails the test on the rest.
+            let _ = sweep.run_workload(&no_mark, Some(fault), &what);
+        }
+    }
+    eprintln!(
+        "in-place copies: calls {first}..{} failed in turn",
+        first + copy_calls
+    );
 }
