@@ -21,11 +21,26 @@ pub const MAP_ANONYMOUS: i32 = libc::MAP_ANONYMOUS;
 pub const MAP_FIXED: i32 = libc::MAP_FIXED;
 pub const MAP_NORESERVE: i32 = libc::MAP_NORESERVE;
 pub const ENOMEM: i32 = libc::ENOMEM;
+pub const EINTR: i32 = libc::EINTR;
+pub const EAGAIN: i32 = libc::EAGAIN;
+pub const EFAULT: i32 = libc::EFAULT;
+pub const EIO: i32 = libc::EIO;
+pub const EBUSY: i32 = libc::EBUSY;
+pub const EINVAL: i32 = libc::EINVAL;
 
 /// Where KFD publishes its topology.
 pub const TOPOLOGY_NODES: &str = "/sys/devices/virtual/kfd/kfd/topology/nodes";
 
 /// What the driver needs from the kernel. Implementations must be usable from any thread.
+///
+/// **Interrupted calls.** An implementation may fail `open`, `ioctl`, `mmap` or `munmap` with
+/// `EINTR` (a signal arrived first), and `ioctl` also with `EAGAIN` (the kernel asks for the
+/// call again, as KFD does when a user pointer's pages change under it). Such a failure means
+/// the call took no effect, or recorded its progress in its argument (`n_success` of
+/// `MAP_MEMORY_TO_GPU`), so issuing the same call again is always correct. Implementations do
+/// not retry by themselves; the driver reissues such calls a bounded number of times
+/// (`hcq_amd::kfd::TRANSIENT_RETRIES`) before reporting the error. `EAGAIN` from `mmap` is a
+/// resource limit, not an interruption.
 pub trait Kernel: Send + Sync + 'static {
     /// Opens a device node (`/dev/kfd`, `/dev/dri/renderD<minor>`) read-write.
     fn open(&self, path: &str) -> io::Result<Fd>;
@@ -111,15 +126,10 @@ impl Kernel for HostKernel {
     }
 
     unsafe fn ioctl(&self, fd: Fd, request: u64, arg: *mut c_void) -> io::Result<()> {
-        loop {
-            // SAFETY: the caller guarantees `arg` matches `request`.
-            let ret = unsafe { libc::ioctl(fd, request as _, arg) };
-            match check(ret) {
-                Ok(_) => return Ok(()),
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR) | Some(libc::EAGAIN)) => {}
-                Err(e) => return Err(e),
-            }
-        }
+        // EINTR and EAGAIN go back to the driver, which reissues the call (see [`Kernel`]):
+        // retrying here without bound could spin forever on a persistent EAGAIN.
+        // SAFETY: the caller guarantees `arg` matches `request`.
+        check(unsafe { libc::ioctl(fd, request as _, arg) }).map(|_| ())
     }
 
     unsafe fn mmap(
@@ -203,5 +213,369 @@ impl<K: Kernel + ?Sized> Kernel for &'static K {
     }
     fn take_fault_report(&self, gpu_id: u32) -> Option<String> {
         (**self).take_fault_report(gpu_id)
+    }
+}
+
+/// A seam call that [`FaultInjector`] can fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SeamCall {
+    Open,
+    /// An ioctl with its request number.
+    Ioctl(u64),
+    Mmap,
+    Munmap,
+}
+
+/// Which calls a [`Fault`] counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallFilter {
+    /// Every `open`, `ioctl`, `mmap` and `munmap`.
+    Any,
+    Open,
+    /// Every ioctl (`None`) or only those with this request number.
+    Ioctl(Option<u64>),
+    Mmap,
+    Munmap,
+}
+
+impl CallFilter {
+    fn matches(self, call: SeamCall) -> bool {
+        match (self, call) {
+            (CallFilter::Any, _)
+            | (CallFilter::Open, SeamCall::Open)
+            | (CallFilter::Ioctl(None), SeamCall::Ioctl(_))
+            | (CallFilter::Mmap, SeamCall::Mmap)
+            | (CallFilter::Munmap, SeamCall::Munmap) => true,
+            (CallFilter::Ioctl(Some(want)), SeamCall::Ioctl(request)) => want == request,
+            _ => false,
+        }
+    }
+}
+
+/// One injected failure: the call numbered `nth` (from 0) among those `calls` selects, counted
+/// from when the fault is armed, fails with `errno` without reaching the wrapped kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fault {
+    pub calls: CallFilter,
+    pub nth: u64,
+    pub errno: i32,
+}
+
+#[derive(Debug, Default)]
+struct InjectorState {
+    fault: Option<Fault>,
+    /// Calls the armed filter matched so far.
+    matched: u64,
+    /// The call that was failed, once it has been.
+    injected: Option<SeamCall>,
+    /// Every faultable call since the last [`FaultInjector::take_log`], when recording.
+    log: Option<Vec<SeamCall>>,
+}
+
+/// A kernel that forwards to `K` but fails one chosen call with a chosen errno, to test the
+/// driver's error paths: every `open`, `ioctl`, `mmap` and `munmap` is counted, and the one a
+/// [`Fault`] selects fails instead of reaching `K` (so it has no effect, as a failed system
+/// call). `close`, sysfs reads, doorbells and fault reports are forwarded untouched. It can
+/// also record the calls of a run ([`FaultInjector::record`]), so that a test can first list a
+/// workload's calls and then fail each in turn.
+#[derive(Debug, Default)]
+pub struct FaultInjector<K> {
+    inner: K,
+    state: std::sync::Mutex<InjectorState>,
+}
+
+impl<K: Kernel> FaultInjector<K> {
+    /// A wrapper that injects nothing until [`FaultInjector::arm`]ed.
+    pub fn new(inner: K) -> Self {
+        FaultInjector {
+            inner,
+            state: Default::default(),
+        }
+    }
+
+    /// The wrapped kernel.
+    pub fn inner(&self) -> &K {
+        &self.inner
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, InjectorState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Fails the call `fault` selects, counting from now; replaces any armed fault.
+    pub fn arm(&self, fault: Fault) {
+        let mut st = self.state();
+        st.fault = Some(fault);
+        st.matched = 0;
+        st.injected = None;
+    }
+
+    /// Injects nothing more.
+    pub fn disarm(&self) {
+        self.state().fault = None;
+    }
+
+    /// The call that the armed fault failed, if it has been reached.
+    pub fn injected(&self) -> Option<SeamCall> {
+        self.state().injected
+    }
+
+    /// Starts (`true`) or stops recording the faultable calls.
+    pub fn record(&self, on: bool) {
+        self.state().log = on.then(Vec::new);
+    }
+
+    /// The calls recorded since recording started or since the last take.
+    pub fn take_log(&self) -> Vec<SeamCall> {
+        self.state()
+            .log
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Counts `call`; the error to fail it with if it is the one the armed fault selects.
+    fn intercept(&self, call: SeamCall) -> io::Result<()> {
+        let mut st = self.state();
+        if let Some(log) = st.log.as_mut() {
+            log.push(call);
+        }
+        let Some(fault) = st.fault else {
+            return Ok(());
+        };
+        if !fault.calls.matches(call) {
+            return Ok(());
+        }
+        let index = st.matched;
+        st.matched += 1;
+        if index == fault.nth {
+            st.injected = Some(call);
+            return Err(io::Error::from_raw_os_error(fault.errno));
+        }
+        Ok(())
+    }
+}
+
+impl<K: Kernel> Kernel for FaultInjector<K> {
+    fn open(&self, path: &str) -> io::Result<Fd> {
+        self.intercept(SeamCall::Open)?;
+        self.inner.open(path)
+    }
+    fn close(&self, fd: Fd) {
+        self.inner.close(fd)
+    }
+    unsafe fn ioctl(&self, fd: Fd, request: u64, arg: *mut c_void) -> io::Result<()> {
+        self.intercept(SeamCall::Ioctl(request))?;
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { self.inner.ioctl(fd, request, arg) }
+    }
+    unsafe fn mmap(
+        &self,
+        addr: *mut c_void,
+        len: usize,
+        prot: i32,
+        flags: i32,
+        fd: Fd,
+        offset: u64,
+    ) -> io::Result<*mut c_void> {
+        self.intercept(SeamCall::Mmap)?;
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { self.inner.mmap(addr, len, prot, flags, fd, offset) }
+    }
+    unsafe fn munmap(&self, addr: *mut c_void, len: usize) -> io::Result<()> {
+        self.intercept(SeamCall::Munmap)?;
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { self.inner.munmap(addr, len) }
+    }
+    fn read_to_string(&self, path: &str) -> io::Result<String> {
+        self.inner.read_to_string(path)
+    }
+    fn read_dir(&self, path: &str) -> io::Result<Vec<String>> {
+        self.inner.read_dir(path)
+    }
+    unsafe fn write_doorbell(&self, doorbell: *mut u64, value: u64) {
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { self.inner.write_doorbell(doorbell, value) }
+    }
+    fn take_fault_report(&self, gpu_id: u32) -> Option<String> {
+        self.inner.take_fault_report(gpu_id)
+    }
+}
+
+/// A shared kernel is a kernel, so a test can keep a handle on a wrapper (a
+/// [`FaultInjector`]) that the driver also holds.
+impl<K: Kernel + ?Sized> Kernel for std::sync::Arc<K> {
+    fn open(&self, path: &str) -> io::Result<Fd> {
+        (**self).open(path)
+    }
+    fn close(&self, fd: Fd) {
+        (**self).close(fd)
+    }
+    unsafe fn ioctl(&self, fd: Fd, request: u64, arg: *mut c_void) -> io::Result<()> {
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { (**self).ioctl(fd, request, arg) }
+    }
+    unsafe fn mmap(
+        &self,
+        addr: *mut c_void,
+        len: usize,
+        prot: i32,
+        flags: i32,
+        fd: Fd,
+        offset: u64,
+    ) -> io::Result<*mut c_void> {
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { (**self).mmap(addr, len, prot, flags, fd, offset) }
+    }
+    unsafe fn munmap(&self, addr: *mut c_void, len: usize) -> io::Result<()> {
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { (**self).munmap(addr, len) }
+    }
+    fn read_to_string(&self, path: &str) -> io::Result<String> {
+        (**self).read_to_string(path)
+    }
+    fn read_dir(&self, path: &str) -> io::Result<Vec<String>> {
+        (**self).read_dir(path)
+    }
+    unsafe fn write_doorbell(&self, doorbell: *mut u64, value: u64) {
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { (**self).write_doorbell(doorbell, value) }
+    }
+    fn take_fault_report(&self, gpu_id: u32) -> Option<String> {
+        (**self).take_fault_report(gpu_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// A kernel that succeeds at everything and records what reached it.
+    #[derive(Default)]
+    struct Recorder {
+        reached: Mutex<Vec<SeamCall>>,
+    }
+
+    impl Recorder {
+        fn reached(&self) -> Vec<SeamCall> {
+            self.reached.lock().unwrap().clone()
+        }
+        fn push(&self, call: SeamCall) {
+            self.reached.lock().unwrap().push(call);
+        }
+    }
+
+    impl Kernel for Recorder {
+        fn open(&self, _path: &str) -> io::Result<Fd> {
+            self.push(SeamCall::Open);
+            Ok(3)
+        }
+        fn close(&self, _fd: Fd) {}
+        unsafe fn ioctl(&self, _fd: Fd, request: u64, _arg: *mut c_void) -> io::Result<()> {
+            self.push(SeamCall::Ioctl(request));
+            Ok(())
+        }
+        unsafe fn mmap(
+            &self,
+            _addr: *mut c_void,
+            _len: usize,
+            _prot: i32,
+            _flags: i32,
+            _fd: Fd,
+            _offset: u64,
+        ) -> io::Result<*mut c_void> {
+            self.push(SeamCall::Mmap);
+            Ok(0x1000 as *mut c_void)
+        }
+        unsafe fn munmap(&self, _addr: *mut c_void, _len: usize) -> io::Result<()> {
+            self.push(SeamCall::Munmap);
+            Ok(())
+        }
+        fn read_to_string(&self, _path: &str) -> io::Result<String> {
+            Ok(String::new())
+        }
+        fn read_dir(&self, _path: &str) -> io::Result<Vec<String>> {
+            Ok(Vec::new())
+        }
+        unsafe fn write_doorbell(&self, _doorbell: *mut u64, _value: u64) {}
+    }
+
+    /// Issues one of each call, then the ioctls `a`, `b`, `a`; returns each call's errno (0
+    /// for success).
+    fn calls(k: &impl Kernel) -> Vec<i32> {
+        let e = |r: io::Result<()>| r.err().map_or(0, |e| e.raw_os_error().unwrap_or(-1));
+        let null = std::ptr::null_mut();
+        // SAFETY: the kernels under test touch no memory.
+        unsafe {
+            vec![
+                e(k.open("/dev/kfd").map(drop)),
+                e(k.mmap(null, 4096, PROT_NONE, MAP_PRIVATE, -1, 0).map(drop)),
+                e(k.munmap(null, 4096)),
+                e(k.ioctl(3, 0xa, null)),
+                e(k.ioctl(3, 0xb, null)),
+                e(k.ioctl(3, 0xa, null)),
+            ]
+        }
+    }
+
+    #[test]
+    fn the_nth_selected_call_fails_without_reaching_the_kernel() {
+        let k = FaultInjector::new(Recorder::default());
+        let all = vec![
+            SeamCall::Open,
+            SeamCall::Mmap,
+            SeamCall::Munmap,
+            SeamCall::Ioctl(0xa),
+            SeamCall::Ioctl(0xb),
+            SeamCall::Ioctl(0xa),
+        ];
+        // Unarmed: everything passes, and recording lists the calls.
+        k.record(true);
+        assert_eq!(calls(&k), [0; 6]);
+        assert_eq!(k.take_log(), all);
+        assert_eq!(k.inner().reached(), all);
+        let cases = [
+            (CallFilter::Any, 2, EIO, 2),
+            (CallFilter::Any, 5, ENOMEM, 5),
+            (CallFilter::Open, 0, EINTR, 0),
+            (CallFilter::Mmap, 0, EAGAIN, 1),
+            (CallFilter::Munmap, 0, EINVAL, 2),
+            (CallFilter::Ioctl(None), 1, EBUSY, 4),
+            (CallFilter::Ioctl(Some(0xa)), 1, EFAULT, 5),
+        ];
+        for (filter, nth, errno, failed) in cases {
+            let k = FaultInjector::new(Recorder::default());
+            k.arm(Fault {
+                calls: filter,
+                nth,
+                errno,
+            });
+            let mut want = vec![0; 6];
+            want[failed] = errno;
+            assert_eq!(calls(&k), want, "{filter:?} {nth}");
+            assert_eq!(k.injected(), Some(all[failed]));
+            let mut reached = all.clone();
+            reached.remove(failed);
+            assert_eq!(k.inner().reached(), reached, "{filter:?} {nth}");
+            // One fault per arming: the same calls again all pass.
+            assert_eq!(calls(&k), [0; 6]);
+        }
+        // Past the last selected call, or disarmed: nothing fails.
+        let k = FaultInjector::new(Recorder::default());
+        k.arm(Fault {
+            calls: CallFilter::Ioctl(Some(0xb)),
+            nth: 1,
+            errno: EIO,
+        });
+        assert_eq!(calls(&k), [0; 6]);
+        assert_eq!(k.injected(), None);
+        k.arm(Fault {
+            calls: CallFilter::Any,
+            nth: 0,
+            errno: EIO,
+        });
+        k.disarm();
+        assert_eq!(calls(&k), [0; 6]);
     }
 }

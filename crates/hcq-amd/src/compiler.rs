@@ -73,7 +73,8 @@ fn ends_with_caller(cmd: &mut Command) -> &mut Command {
 #[derive(Debug)]
 pub struct HipCompiler {
     pub arch: String,
-    clang: PathBuf,
+    /// Found at the first compile: opening a device must not start a process.
+    clang: OnceLock<PathBuf>,
     identity: OnceLock<std::result::Result<String, String>>,
     cache: CompileCache,
 }
@@ -112,10 +113,14 @@ enum Input<'a> {
 }
 
 impl HipCompiler {
+    fn clang(&self) -> &PathBuf {
+        self.clang.get_or_init(clang_path)
+    }
+
     pub fn new(arch: &str, cache: CompileCache) -> Self {
         HipCompiler {
             arch: arch.to_string(),
-            clang: clang_path(),
+            clang: OnceLock::new(),
             identity: OnceLock::new(),
             cache,
         }
@@ -125,17 +130,17 @@ impl HipCompiler {
     pub fn identity(&self) -> Result<String> {
         self.identity
             .get_or_init(|| {
-                let out = ends_with_caller(&mut Command::new(&self.clang))
+                let out = ends_with_caller(&mut Command::new(self.clang()))
                     .arg("--version")
                     .output()
                     .map_err(|e| {
                         format!(
                             "cannot run {}: {e} (install clang-19 and lld-19, or set HCQ_CLANG)",
-                            self.clang.display()
+                            self.clang().display()
                         )
                     })?;
                 if !out.status.success() {
-                    return Err(format!("{} --version failed", self.clang.display()));
+                    return Err(format!("{} --version failed", self.clang().display()));
                 }
                 Ok(String::from_utf8_lossy(&out.stdout).into_owned())
             })
@@ -205,7 +210,7 @@ impl HipCompiler {
     fn run_clang(&self, input: &Input<'_>, dir: &Path) -> Result<CompileOutput> {
         let mut running = Running::start()?;
         let (depfile_read, depfile_write) = pipe()?;
-        let mut cmd = Command::new(&self.clang);
+        let mut cmd = Command::new(self.clang());
         cmd.args(base_flags(&self.arch))
             .args(PLUMBING_FLAGS)
             .current_dir(dir)
@@ -237,7 +242,7 @@ impl HipCompiler {
         let mut child = cmd.spawn().map_err(|e| Error::Compile {
             message: format!(
                 "cannot run {}: {e} (install clang-19 and lld-19, or set HCQ_CLANG)",
-                self.clang.display()
+                self.clang().display()
             ),
             log: String::new(),
         })?;

@@ -2,7 +2,7 @@
 
 use crate::allocator::BufferCache;
 use crate::compiler::HipCompiler;
-use crate::kfd::Kfd;
+use crate::kfd::{Kfd, Release};
 use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
 use crate::program::{
     check_arg_layout, validate_descriptor, AlignedCodeObject, AmdProgram, CodeObject,
@@ -59,7 +59,38 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct SharedPages {
     signals: GpuMemory,
     events: GpuMemory,
+    /// Whether KFD has taken `events` as the process's event page (done once, by the first
+    /// signal event created).
+    event_page_set: bool,
     free_slots: Vec<usize>,
+}
+
+/// A signal of a device, with its slot and event given back to the driver when dropped.
+pub(crate) struct OwnedSignal {
+    signal: Signal,
+    slot: usize,
+    driver: Arc<AmdDriver>,
+}
+
+impl std::ops::Deref for OwnedSignal {
+    type Target = Signal;
+    fn deref(&self) -> &Signal {
+        &self.signal
+    }
+}
+
+impl Drop for OwnedSignal {
+    fn drop(&mut self) {
+        // SAFETY: destroying an event releases no memory.
+        unsafe {
+            self.driver.kfd.release(vec![Release::DestroyEvent {
+                event_id: self.signal.event_id,
+            }])
+        };
+        if let Some(pages) = lock(&self.driver.shared).as_mut() {
+            pages.free_slots.push(self.slot);
+        }
+    }
 }
 
 /// The process's connection to one kernel (real or emulated): `/dev/kfd`, the GPU list, the
@@ -109,13 +140,9 @@ impl AmdDriver {
             return Ok(fd);
         }
         let path = format!("/dev/dri/renderD{}", node.prop("drm_render_minor")?);
-        let kernel = &self.kfd.kernel;
-        let fd = kernel.open(&path).map_err(|source| Error::Driver {
-            call: "open render node",
-            source,
-        })?;
+        let fd = self.kfd.open_node(&path)?;
         if let Err(e) = self.kfd.acquire_vm(fd, node.gpu_id) {
-            kernel.close(fd);
+            self.kfd.kernel.close(fd);
             return Err(e);
         }
         nodes.push((node.gpu_id, fd));
@@ -123,7 +150,7 @@ impl AmdDriver {
     }
 
     /// Takes a signal slot, creating the shared pages on the first device that asks.
-    fn new_signal(&self, drm_fd: Fd, node: &GpuNode, name: &str) -> Result<Signal> {
+    fn new_signal(self: &Arc<Self>, drm_fd: Fd, node: &GpuNode, name: &str) -> Result<OwnedSignal> {
         let mut shared = lock(&self.shared);
         if shared.is_none() {
             let uncached = AllocFlags {
@@ -151,30 +178,49 @@ impl AmdDriver {
             *shared = Some(SharedPages {
                 signals,
                 events,
+                event_page_set: false,
                 free_slots: (0..SIGNAL_COUNT).rev().collect(),
             });
         }
         let pages = shared.as_mut().expect("initialised above");
         pages.signals.map_to(node.gpu_id)?;
         pages.events.map_to(node.gpu_id)?;
-        let first_event = pages.free_slots.len() == SIGNAL_COUNT;
-        let event = self.kfd.create_event(
-            hcq_amd_sys::kfd::EVENT_SIGNAL,
-            if first_event { pages.events.handle } else { 0 },
-            true,
-        )?;
         let slot = pages
             .free_slots
             .pop()
             .ok_or_else(|| Error::Unsupported("out of signal slots".into()))?;
+        let event = match self.kfd.create_event(
+            hcq_amd_sys::kfd::EVENT_SIGNAL,
+            if pages.event_page_set {
+                0
+            } else {
+                pages.events.handle
+            },
+            true,
+        ) {
+            Ok(event) => event,
+            Err(e) => {
+                pages.free_slots.push(slot);
+                return Err(e);
+            }
+        };
+        if !pages.event_page_set {
+            pages.event_page_set = true;
+            pages.events.leave_to_kernel();
+        }
         let mailbox = pages.events.va + event.event_slot_index as u64 * 8;
         // SAFETY: `slot` indexes a 64-byte slot inside the live signal page, handed out once.
-        Ok(unsafe {
+        let signal = unsafe {
             Signal::new(
                 (pages.signals.va as *mut AmdSignal).add(slot),
                 event.event_id,
                 mailbox,
             )
+        };
+        Ok(OwnedSignal {
+            signal,
+            slot,
+            driver: self.clone(),
         })
     }
 
@@ -195,6 +241,36 @@ impl AmdDriver {
         let (mine, rest): (Vec<_>, Vec<_>) = pending.drain(..).partition(|e| e.gpu_id == gpu_id);
         *pending = rest;
         mine
+    }
+}
+
+impl Drop for AmdDriver {
+    fn drop(&mut self) {
+        // Every device is gone (each holds the driver): nothing waits on the exception events
+        // or uses the shared pages. The render nodes go last, after the memory mapped
+        // through them.
+        if let Some(ex) = self
+            .exceptions
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            ex.destroy(&self.kfd);
+        }
+        drop(
+            self.shared
+                .get_mut()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(),
+        );
+        let nodes = std::mem::take(
+            self.render_nodes
+                .get_mut()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        for (_, fd) in nodes {
+            self.kfd.kernel.close(fd);
+        }
     }
 }
 
@@ -381,8 +457,8 @@ pub(crate) struct DeviceState {
     pub(crate) staging: Option<Staging>,
     pub(crate) timeline_swaps: u64,
     pub(crate) trace: Option<TraceStamps>,
-    pub(crate) timeline: Signal,
-    shadow_timeline: Signal,
+    pub(crate) timeline: OwnedSignal,
+    shadow_timeline: OwnedSignal,
     /// The value the next submission will signal.
     pub(crate) timeline_value: u64,
     kernargs_next: u64,
@@ -395,9 +471,10 @@ pub(crate) struct DeviceState {
     /// timeline reaches it, waits that need it fail at once with `Timeout` instead of waiting
     /// a full timeout again.
     stuck_at: Option<u64>,
-    /// Memory dropped while queued work may still use it, freed once that work has finished
-    /// (or, with the queues destroyed, when the device goes).
-    retired: Vec<Arc<GpuMemory>>,
+    /// Memory dropped while queued work may still use it (a program's code, host pages
+    /// registered for an in-place copy whose wait failed), freed once that work has finished
+    /// (or, with the queues, declared first, destroyed, when the device goes).
+    pub(crate) retired: Vec<Arc<GpuMemory>>,
 }
 
 /// One AMD GPU, real or emulated.

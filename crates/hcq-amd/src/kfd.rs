@@ -1,24 +1,129 @@
-//! Thin checked calls to KFD through the seam: one method per ioctl the driver uses.
+//! Thin checked calls to KFD through the seam: one method per ioctl the driver uses, calls
+//! reissued when the kernel reports them interrupted, and the release of what the driver
+//! holds ([`Kfd::release`]), kept and retried when the kernel refuses it.
 
 use hcq_amd_sys::kfd::{self as abi};
-use hcq_amd_sys::seam::{Fd, Kernel};
+use hcq_amd_sys::seam::{self, Fd, Kernel};
 use hcq_core::{Error, Result};
+use std::collections::VecDeque;
 use std::ffi::c_void;
-use std::sync::Arc;
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How many times a call failed with `EINTR` (or `EAGAIN` from an ioctl) is reissued before
+/// its error is reported; the seam's contract makes reissuing such a call always correct.
+pub const TRANSIENT_RETRIES: u32 = 64;
+/// Reissues after this many are spaced by [`TRANSIENT_BACKOFF`], so a condition that takes a
+/// moment to clear (pages being migrated) is given that moment.
+const IMMEDIATE_RETRIES: u32 = 8;
+const TRANSIENT_BACKOFF: Duration = Duration::from_millis(1);
+
+/// Issues `call`, and again while it fails with `EINTR`, or with `EAGAIN` when `again_too`
+/// (ioctls), up to [`TRANSIENT_RETRIES`] times.
+pub(crate) fn reissue<T>(
+    again_too: bool,
+    mut call: impl FnMut() -> io::Result<T>,
+) -> io::Result<T> {
+    let mut tries = 0;
+    loop {
+        match call() {
+            Err(e)
+                if tries < TRANSIENT_RETRIES
+                    && (e.raw_os_error() == Some(seam::EINTR)
+                        || (again_too && e.raw_os_error() == Some(seam::EAGAIN))) =>
+            {
+                tries += 1;
+                if tries > IMMEDIATE_RETRIES {
+                    std::thread::sleep(TRANSIENT_BACKOFF);
+                }
+            }
+            other => return other,
+        }
+    }
+}
+
+/// One step of giving something back to the kernel ([`Kfd::release`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Release {
+    /// Unmaps a buffer object from these GPUs.
+    Unmap {
+        handle: u64,
+        gpu_ids: Vec<u32>,
+    },
+    /// Unmaps a CPU mapping (a buffer's view, a reservation, a doorbell page).
+    Munmap {
+        addr: u64,
+        len: usize,
+    },
+    FreeMemory {
+        handle: u64,
+    },
+    DestroyQueue {
+        queue_id: u32,
+    },
+    DestroyEvent {
+        event_id: u32,
+    },
+}
 
 /// An open `/dev/kfd`.
 pub struct Kfd {
     pub kernel: Arc<dyn Kernel>,
     pub fd: Fd,
+    /// Releases the kernel refused, each with the steps that must follow it.
+    pending: Mutex<Vec<VecDeque<Release>>>,
 }
 
 impl Kfd {
     pub fn open(kernel: Arc<dyn Kernel>) -> Result<Self> {
-        let fd = kernel.open("/dev/kfd").map_err(|source| Error::Driver {
+        let fd = reissue(false, || kernel.open("/dev/kfd")).map_err(|source| Error::Driver {
             call: "open /dev/kfd",
             source,
         })?;
-        Ok(Kfd { kernel, fd })
+        Ok(Kfd {
+            kernel,
+            fd,
+            pending: Mutex::default(),
+        })
+    }
+
+    /// Opens another device node (a render node) through the same kernel.
+    pub fn open_node(&self, path: &str) -> Result<Fd> {
+        reissue(false, || self.kernel.open(path)).map_err(|source| Error::Driver {
+            call: "open render node",
+            source,
+        })
+    }
+
+    /// The seam's `mmap`, reissued when interrupted.
+    ///
+    /// # Safety
+    /// As [`Kernel::mmap`].
+    pub unsafe fn mmap(
+        &self,
+        addr: *mut c_void,
+        len: usize,
+        prot: i32,
+        flags: i32,
+        fd: Fd,
+        offset: u64,
+    ) -> io::Result<*mut c_void> {
+        // SAFETY: forwarded with the caller's guarantees; a failed call mapped nothing.
+        reissue(false, || unsafe {
+            self.kernel.mmap(addr, len, prot, flags, fd, offset)
+        })
+    }
+
+    /// The seam's `munmap`, reissued when interrupted.
+    ///
+    /// # Safety
+    /// As [`Kernel::munmap`].
+    unsafe fn munmap(&self, addr: u64, len: usize) -> io::Result<()> {
+        // SAFETY: forwarded with the caller's guarantees.
+        reissue(false, || unsafe {
+            self.kernel.munmap(addr as *mut c_void, len)
+        })
     }
 
     fn ioctl<T>(&self, call: &'static str, request: u64, arg: &mut T) -> Result<()> {
@@ -35,13 +140,67 @@ impl Kfd {
                 )),
             });
         }
-        // SAFETY: `arg` is a live, exclusive `T`, and the request encodes exactly its size
-        // (checked above).
-        unsafe {
-            self.kernel
-                .ioctl(self.fd, request, arg as *mut T as *mut c_void)
-        }
+        reissue(true, || {
+            // SAFETY: `arg` is a live, exclusive `T`, and the request encodes exactly its size
+            // (checked above).
+            unsafe {
+                self.kernel
+                    .ioctl(self.fd, request, arg as *mut T as *mut c_void)
+            }
+        })
         .map_err(|source| Error::Driver { call, source })
+    }
+
+    /// Gives `steps` back to the kernel, in order. A step the kernel refuses is kept with the
+    /// steps after it (so memory is never freed before the queue using it is destroyed, nor a
+    /// buffer freed while still mapped) and tried again at every later release and when
+    /// `/dev/kfd` is closed; the kernel reclaims whatever is left at that close.
+    ///
+    /// # Safety
+    /// Nothing may use what the steps release (CPU mappings above all) once this is called.
+    pub unsafe fn release(&self, steps: Vec<Release>) {
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: the caller gives up what `steps` release; pending steps were given up before.
+        unsafe {
+            pending.retain_mut(|chain| !self.run_releases(chain));
+            let mut chain = VecDeque::from(steps);
+            if !self.run_releases(&mut chain) {
+                pending.push(chain);
+            }
+        }
+    }
+
+    /// Runs the steps of `chain` in order until one fails; true when all have run.
+    ///
+    /// # Safety
+    /// As [`Kfd::release`].
+    unsafe fn run_releases(&self, chain: &mut VecDeque<Release>) -> bool {
+        while let Some(step) = chain.front_mut() {
+            let done = match step {
+                Release::Unmap { handle, gpu_ids } => self.unmap_memory_from(*handle, gpu_ids),
+                Release::Munmap { addr, len } => {
+                    // SAFETY: the caller gave the mapping up.
+                    unsafe { self.munmap(*addr, *len) }.map_err(|source| Error::Driver {
+                        call: "munmap",
+                        source,
+                    })
+                }
+                Release::FreeMemory { handle } => self.free_memory(*handle),
+                Release::DestroyQueue { queue_id } => self.destroy_queue(*queue_id),
+                Release::DestroyEvent { event_id } => self.destroy_event(*event_id),
+            };
+            if done.is_err() {
+                return false;
+            }
+            chain.pop_front();
+        }
+        true
+    }
+
+    /// Releases still pending because the kernel refused them (a diagnostic for tests).
+    pub fn pending_releases(&self) -> usize {
+        let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        pending.iter().map(VecDeque::len).sum()
     }
 
     pub fn get_version(&self) -> Result<abi::GetVersionArgs> {
@@ -118,17 +277,27 @@ impl Kfd {
     }
 
     pub fn unmap_memory(&self, handle: u64, gpu_ids: &[u32]) -> Result<()> {
+        self.unmap_memory_from(handle, &mut gpu_ids.to_vec())
+    }
+
+    /// Unmaps `handle` from `gpu_ids`; on failure leaves in `gpu_ids` the GPUs it is still
+    /// mapped on (the kernel reports how many it got through).
+    fn unmap_memory_from(&self, handle: u64, gpu_ids: &mut Vec<u32>) -> Result<()> {
         let mut a = abi::MapMemoryArgs {
             handle,
             device_ids_array_ptr: gpu_ids.as_ptr() as u64,
             n_devices: gpu_ids.len() as u32,
             n_success: 0,
         };
-        self.ioctl(
+        let r = self.ioctl(
             "AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU",
             abi::IOC_UNMAP_MEMORY_FROM_GPU,
             &mut a,
-        )
+        );
+        if r.is_err() {
+            gpu_ids.drain(..(a.n_success as usize).min(gpu_ids.len()));
+        }
+        r
     }
 
     pub fn create_event(
@@ -202,6 +371,11 @@ impl Kfd {
 
 impl Drop for Kfd {
     fn drop(&mut self) {
+        let pending = std::mem::take(self.pending.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for mut chain in pending {
+            // SAFETY: these releases were given up when first attempted.
+            unsafe { self.run_releases(&mut chain) };
+        }
         self.kernel.close(self.fd);
     }
 }

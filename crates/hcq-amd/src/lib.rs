@@ -4,7 +4,9 @@
 //! drives a real GPU ([`hcq_amd_sys::seam::HostKernel`]) and the emulated one (`hcq-emu`).
 //!
 //! - [`allocator`]: the cache of freed buffers, and eviction on out-of-memory.
-//! - [`kfd`]: thin checked calls over the seam (errors carry the errno).
+//! - [`kfd`]: thin checked calls over the seam (errors carry the errno); calls the kernel
+//!   reports interrupted (`EINTR`, `EAGAIN` from an ioctl) are reissued, and releases it
+//!   refuses are kept and retried, so an error path leaks nothing.
 //! - [`topology`]: GPU nodes from the KFD sysfs topology.
 //! - [`memory`]: buffer objects: VRAM, GTT, userptr; CPU and GPU mappings.
 //! - [`signal`]: `amd_signal_t` signals, the process's event page, exception events, waits.

@@ -1,11 +1,10 @@
 //! Buffer objects: GPU memory allocated through KFD and mapped for the CPU and the GPUs.
 
-use crate::kfd::Kfd;
+use crate::kfd::{Kfd, Release};
 use hcq_amd_sys::kfd as abi;
 use hcq_amd_sys::seam::{self, Fd};
 use hcq_amd_sys::shared;
 use hcq_core::{Error, Result};
-use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
 pub const PAGE_SIZE: u64 = 0x1000;
@@ -30,8 +29,11 @@ pub struct GpuMemory {
     pub handle: u64,
     pub kind: MemoryKind,
     mapped_gpus: Mutex<Vec<u32>>,
-    /// The pages belong to someone else (registered host memory): never unmapped here.
-    borrowed: bool,
+    /// The CPU mapping at `va` is this object's to unmap (not registered host memory that
+    /// belongs to someone else).
+    unmap_cpu: bool,
+    /// The buffer object is this object's to free (KFD keeps the event page for itself).
+    free: bool,
 }
 
 // SAFETY: `GpuMemory` only stores the address of its mapping; all access to the mapping goes
@@ -91,7 +93,6 @@ impl GpuMemory {
         if opts.public {
             flags |= abi::ALLOC_MEM_FLAGS_PUBLIC;
         }
-        let k = &kfd.kernel;
         let len = usize::try_from(size).map_err(|_| Error::OutOfMemory {
             device: device_name.into(),
             requested: size,
@@ -119,7 +120,7 @@ impl GpuMemory {
         // SAFETY: an anonymous mapping at an address of the kernel's choosing replaces nothing.
         let addr = unsafe {
             if kind == MemoryKind::UserPtr {
-                k.mmap(
+                kfd.mmap(
                     std::ptr::null_mut(),
                     len,
                     seam::PROT_READ | seam::PROT_WRITE,
@@ -128,7 +129,7 @@ impl GpuMemory {
                     0,
                 )
             } else {
-                k.mmap(
+                kfd.mmap(
                     std::ptr::null_mut(),
                     len,
                     seam::PROT_NONE,
@@ -142,7 +143,7 @@ impl GpuMemory {
         let va = addr as u64;
         let release_va = || {
             // SAFETY: `addr..addr+len` is the reservation made above and nothing else uses it.
-            let _ = unsafe { k.munmap(addr, len) };
+            unsafe { kfd.release(vec![Release::Munmap { addr: va, len }]) };
         };
         let mmap_offset = if kind == MemoryKind::UserPtr { va } else { 0 };
         let args = match kfd.alloc_memory(va, size, gpu_id, flags, mmap_offset) {
@@ -163,12 +164,13 @@ impl GpuMemory {
             handle: args.handle,
             kind,
             mapped_gpus: Mutex::new(Vec::new()),
-            borrowed: false,
+            unmap_cpu: true,
+            free: true,
         };
         if kind != MemoryKind::UserPtr {
             // SAFETY: maps the buffer object over our own reservation at `va`.
             let p = unsafe {
-                k.mmap(
+                kfd.mmap(
                     addr,
                     len,
                     seam::PROT_READ | seam::PROT_WRITE,
@@ -182,6 +184,13 @@ impl GpuMemory {
                 source,
             })?;
             if p as u64 != va {
+                // SAFETY: the kernel put the buffer's view at `p`, which nothing else uses.
+                unsafe {
+                    kfd.release(vec![Release::Munmap {
+                        addr: p as u64,
+                        len,
+                    }])
+                };
                 return Err(Error::Driver {
                     call: "mmap (buffer object)",
                     source: std::io::Error::other(format!("mapped at {p:p}, wanted 0x{va:x}")),
@@ -216,10 +225,45 @@ impl GpuMemory {
             handle: args.handle,
             kind: MemoryKind::UserPtr,
             mapped_gpus: Mutex::new(Vec::new()),
-            borrowed: true,
+            unmap_cpu: false,
+            free: true,
         };
         mem.map_to(gpu_id)?;
         Ok(mem)
+    }
+
+    /// KFD has taken the buffer object for itself (the event page, which it refuses to free):
+    /// dropping this unmaps it but leaves the freeing to the kernel.
+    pub fn leave_to_kernel(&mut self) {
+        self.free = false;
+    }
+
+    /// What giving this buffer back takes, in order; afterwards dropping it does nothing.
+    pub(crate) fn take_release(&mut self) -> Vec<Release> {
+        let mut steps = Vec::new();
+        let gpu_ids = std::mem::take(
+            self.mapped_gpus
+                .get_mut()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        if !gpu_ids.is_empty() {
+            steps.push(Release::Unmap {
+                handle: self.handle,
+                gpu_ids,
+            });
+        }
+        if std::mem::take(&mut self.unmap_cpu) {
+            steps.push(Release::Munmap {
+                addr: self.va,
+                len: self.size as usize,
+            });
+        }
+        if std::mem::take(&mut self.free) {
+            steps.push(Release::FreeMemory {
+                handle: self.handle,
+            });
+        }
+        steps
     }
 
     /// Makes the buffer visible to another GPU (for transfers); mapping twice is a no-op.
@@ -278,23 +322,12 @@ impl GpuMemory {
 
 impl Drop for GpuMemory {
     fn drop(&mut self) {
-        let gpus = std::mem::take(
-            self.mapped_gpus
-                .get_mut()
-                .unwrap_or_else(|e| e.into_inner()),
-        );
-        if !gpus.is_empty() {
-            let _ = self.kfd.unmap_memory(self.handle, &gpus);
+        let steps = self.take_release();
+        if !steps.is_empty() {
+            // SAFETY: the mapping at `va` belongs to this object and nothing refers to it any
+            // more.
+            unsafe { self.kfd.release(steps) };
         }
-        if !self.borrowed {
-            // SAFETY: the mapping at `va` belongs to this object and nothing refers to it any more.
-            let _ = unsafe {
-                self.kfd
-                    .kernel
-                    .munmap(self.va as *mut c_void, self.size as usize)
-            };
-        }
-        let _ = self.kfd.free_memory(self.handle);
     }
 }
 

@@ -2,7 +2,7 @@
 //! and a doorbell. The compute queue (PM4) counts its pointers in dwords; the SDMA copy queue
 //! counts them in bytes and never lets a packet straddle the ring's end.
 
-use crate::kfd::Kfd;
+use crate::kfd::{Kfd, Release};
 use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
 use hcq_amd_sys::kfd as abi;
 use hcq_amd_sys::sdma::SdmaBuilder;
@@ -37,8 +37,9 @@ pub struct HwQueue {
     ring: GpuMemory,
     /// Write pointer at +0, read pointer at +8, in the queue's unit.
     pointers: GpuMemory,
-    _eop: Option<GpuMemory>,
-    _ctx_save: Option<GpuMemory>,
+    /// End-of-pipe and context save areas (compute queues), the engine's own.
+    eop: Option<GpuMemory>,
+    ctx_save: Option<GpuMemory>,
     queue_id: u32,
     doorbell_page: *mut c_void,
     doorbell: *mut u64,
@@ -104,10 +105,26 @@ impl HwQueue {
             QueueKind::Sdma => args.queue_type = abi::QUEUE_TYPE_SDMA,
         }
         kfd.create_queue(&mut args)?;
+        // From here on, dropping the queue destroys it before its memory is released.
+        let mut queue = HwQueue {
+            kfd: kfd.clone(),
+            kind,
+            ring,
+            pointers,
+            eop,
+            ctx_save,
+            queue_id: args.queue_id,
+            doorbell_page: std::ptr::null_mut(),
+            doorbell: std::ptr::null_mut(),
+            ring_bytes,
+            written: 0,
+            last_submission_dwords: 0,
+            destroyed: false,
+        };
         let page_offset = args.doorbell_offset & !(DOORBELL_PAGE_BYTES as u64 - 1);
         // SAFETY: maps the doorbell page KFD assigned to this process at a fresh address.
         let page = unsafe {
-            kfd.kernel.mmap(
+            kfd.mmap(
                 std::ptr::null_mut(),
                 DOORBELL_PAGE_BYTES,
                 seam::PROT_READ | seam::PROT_WRITE,
@@ -115,36 +132,17 @@ impl HwQueue {
                 kfd.fd,
                 page_offset,
             )
-        };
-        let page = match page {
-            Ok(p) => p,
-            Err(source) => {
-                let _ = kfd.destroy_queue(args.queue_id);
-                return Err(Error::Driver {
-                    call: "mmap (doorbell)",
-                    source,
-                });
-            }
-        };
+        }
+        .map_err(|source| Error::Driver {
+            call: "mmap (doorbell)",
+            source,
+        })?;
+        queue.doorbell_page = page;
         // SAFETY: the doorbell lies within the two-page doorbell mapping.
-        let doorbell =
+        queue.doorbell =
             unsafe { (page as *mut u8).add((args.doorbell_offset - page_offset) as usize) }
                 as *mut u64;
-        Ok(HwQueue {
-            kfd: kfd.clone(),
-            kind,
-            ring,
-            pointers,
-            _eop: eop,
-            _ctx_save: ctx_save,
-            queue_id: args.queue_id,
-            doorbell_page: page,
-            doorbell,
-            ring_bytes,
-            written: 0,
-            last_submission_dwords: 0,
-            destroyed: false,
-        })
+        Ok(queue)
     }
 
     fn pointer(&self, offset: usize) -> &AtomicU64 {
@@ -293,19 +291,31 @@ impl HwQueue {
 }
 
 impl HwQueue {
-    /// Destroys the queue now (the kernel stops whatever still runs on it), before its memory
-    /// goes. Dropping it does the same.
+    /// Destroys the queue now (the kernel stops whatever still runs on it) and then releases
+    /// its ring, pointers and engine areas. Dropping it does the same.
     pub(crate) fn destroy(&mut self) {
         if std::mem::replace(&mut self.destroyed, true) {
             return;
         }
-        let _ = self.kfd.destroy_queue(self.queue_id);
-        // SAFETY: the doorbell mapping belongs to this queue, which is gone.
-        let _ = unsafe {
-            self.kfd
-                .kernel
-                .munmap(self.doorbell_page, DOORBELL_PAGE_BYTES)
-        };
+        // The engine may read its ring and pointers until the queue is destroyed: their memory
+        // is released after it, in one chain, even if destroying takes a retry.
+        let mut steps = vec![Release::DestroyQueue {
+            queue_id: self.queue_id,
+        }];
+        if !self.doorbell_page.is_null() {
+            steps.push(Release::Munmap {
+                addr: self.doorbell_page as u64,
+                len: DOORBELL_PAGE_BYTES,
+            });
+        }
+        steps.extend(self.ring.take_release());
+        steps.extend(self.pointers.take_release());
+        for m in [&mut self.eop, &mut self.ctx_save].into_iter().flatten() {
+            steps.extend(m.take_release());
+        }
+        // SAFETY: the doorbell mapping and the queue's memory belong to this queue, which is
+        // going; nothing uses them once it is destroyed.
+        unsafe { self.kfd.release(steps) };
     }
 }
 

@@ -1,6 +1,6 @@
 //! Signals (`amd_signal_t` in the process's signal page), KFD events, and waiting on them.
 
-use crate::kfd::Kfd;
+use crate::kfd::{Kfd, Release};
 use hcq_amd_sys::kfd as abi;
 use hcq_amd_sys::signal::{self as layout, AmdSignal};
 use hcq_core::{Error, Result};
@@ -92,11 +92,31 @@ pub struct ExceptionEvents {
 impl ExceptionEvents {
     pub fn create(kfd: &Kfd) -> Result<Self> {
         let memory_event = kfd.create_event(abi::EVENT_MEMORY, 0, true)?.event_id;
-        let hw_event = kfd.create_event(abi::EVENT_HW_EXCEPTION, 0, true)?.event_id;
+        let hw_event = match kfd.create_event(abi::EVENT_HW_EXCEPTION, 0, true) {
+            Ok(a) => a.event_id,
+            Err(e) => {
+                // SAFETY: destroying an event releases no memory.
+                unsafe {
+                    kfd.release(vec![Release::DestroyEvent {
+                        event_id: memory_event,
+                    }])
+                };
+                return Err(e);
+            }
+        };
         Ok(ExceptionEvents {
             memory_event,
             hw_event,
         })
+    }
+
+    /// Destroys both events (once nothing waits on them).
+    pub fn destroy(&self, kfd: &Kfd) {
+        let steps = [self.memory_event, self.hw_event]
+            .map(|event_id| Release::DestroyEvent { event_id })
+            .to_vec();
+        // SAFETY: destroying events releases no memory.
+        unsafe { kfd.release(steps) };
     }
 
     fn slots(&self, signal_event: Option<u32>) -> Vec<abi::EventData> {

@@ -6,7 +6,9 @@
 use crate::device::{lock, AmdBuffer, AmdDevice, DeviceState, Staging};
 use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
 use hcq_amd_sys::sdma::MAX_COPY_SIZE;
-use hcq_core::Result;
+use hcq_core::{Error, Result};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Staging buffers per device, each one `MAX_COPY_SIZE` bytes of host memory the GPU reaches.
 pub const STAGING_SLOTS: usize = 16;
@@ -93,6 +95,26 @@ impl AmdDevice {
             .ok()
     }
 
+    /// After the wait for an in-place copy (signalling `value`) failed with `failed`: when a
+    /// kernel call failed rather than the engine, waits for the engine to pass `value` by
+    /// watching the timeline in memory (no kernel call), up to the device's timeout, so the
+    /// copy does not return while the engine still reads or writes the caller's pages. True
+    /// when the engine got there.
+    fn engine_passed(&self, st: &DeviceState, value: u64, failed: &Error) -> bool {
+        if !matches!(failed, Error::Driver { .. }) {
+            // A fault or a timeout: the engine may never get there; do not wait again.
+            return st.timeline.value() >= value;
+        }
+        let start = Instant::now();
+        while st.timeline.value() < value {
+            if start.elapsed() > self.timeout {
+                return false;
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        true
+    }
+
     /// Copies host bytes into `buf` at `offset`, after the work already queued. Returns when the
     /// bytes are staged (the host slice may be reused); the copy itself completes in order.
     pub fn copy_in(&self, buf: &AmdBuffer, offset: u64, src: &[u8]) -> Result<()> {
@@ -141,10 +163,12 @@ impl AmdDevice {
             "copy in",
         )?;
         let done = self.wait_value_locked(st, value);
-        if done.is_err() {
-            // The engine may still be reading: keep the registration (leak it) rather than
-            // unregister pages in use. It only ever reads them.
-            std::mem::forget(pages);
+        if let Err(e) = &done {
+            if !self.engine_passed(st, value, e) {
+                // The engine may still be reading: keep the registration until it is done
+                // rather than unregister pages in use. It only ever reads them.
+                st.retired.push(Arc::new(pages));
+            }
         }
         done
     }
@@ -188,6 +212,9 @@ impl AmdDevice {
         // the caller may reuse the memory, so an engine still behind must lose its access to
         // the pages (and fault) rather than write into them later.
         let done = self.wait_value_locked(st, value);
+        if let Err(e) = &done {
+            self.engine_passed(st, value, e);
+        }
         drop(pages);
         done
     }

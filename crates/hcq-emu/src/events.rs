@@ -297,6 +297,23 @@ impl Events {
 }
 
 impl Events {
+    /// Live events, and whether the event page is set.
+    pub fn counts(&self) -> (usize, bool) {
+        let st = lock(&self.state);
+        (st.events.len(), st.page.is_some())
+    }
+
+    /// Destroys every event and forgets the event page (the process's KFD context ends);
+    /// waiters return `WAIT_RESULT_FAIL`.
+    pub fn clear(&self) {
+        let mut st = lock(&self.state);
+        st.events.clear();
+        st.page = None;
+        st.next_nonsignal = 0;
+        drop(st);
+        self.cv.notify_all();
+    }
+
     /// Whether the BO `handle` is the event page.
     pub fn is_page(&self, handle: u64) -> bool {
         lock(&self.state)

@@ -55,6 +55,13 @@ impl FdTable {
         lock(&self.state).open.remove(&fd).is_some()
     }
 
+    /// Open descriptors, and how many of them are `/dev/kfd`.
+    pub fn counts(&self) -> (usize, usize) {
+        let st = lock(&self.state);
+        let kfd = st.open.values().filter(|n| **n == Node::Kfd).count();
+        (st.open.len(), kfd)
+    }
+
     pub fn get(&self, fd: Fd) -> Option<Node> {
         lock(&self.state).open.get(&fd).copied()
     }

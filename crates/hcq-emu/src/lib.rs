@@ -121,6 +121,14 @@
 //! (64-bit) after every packet. Every queue of a GPU gets its own doorbell slot in the GPU's
 //! doorbell page.
 //!
+//! **The process's KFD context** (its VMs, BOs, queues, events and event page) ends when its
+//! last `/dev/kfd` descriptor is closed, as amdkfd's ends when the process exits: whatever the
+//! driver left is reclaimed then, and a later `open("/dev/kfd")` starts afresh (a new
+//! `ACQUIRE_VM`, a new event page). [`EmuKernel::live_objects`] counts what the process holds
+//! now and [`EmuKernel::last_reclaimed`] what the last teardown had to reclaim, so a test can
+//! tell a driver that releases everything from one that leaves it to the kernel. (KFD refuses
+//! to free the event page, `EPERM`, so a correct driver leaves exactly that BO.)
+//!
 //! **Not emulated (yet)**: AQL queues (`CREATE_QUEUE` answers `EINVAL`), SDMA packets other
 //! than those above (e.g. `COPY_LINEAR_RECT`, register-space `POLL_REGMEM`), doorbell
 //! and MMIO buffers, register-space `WAIT_REG_MEM` other than the HDP flush, CPU protections
@@ -179,6 +187,34 @@ pub struct ShaderCounts {
     pub instructions: u64,
 }
 
+/// What the emulated kernel holds for the process, for leak checks ([`EmuKernel::live_objects`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LiveObjects {
+    /// Buffer objects not yet freed.
+    pub buffer_objects: usize,
+    /// Entries of the GPUs' page tables (a BO mapped on two GPUs counts twice).
+    pub gpu_mappings: usize,
+    /// Host address ranges held for BO memory: live BOs, and freed ones a queue still uses.
+    pub host_ranges: usize,
+    /// Doorbell regions mapped into the process and not unmapped.
+    pub doorbell_mappings: usize,
+    pub queues: usize,
+    pub events: usize,
+    /// 1 while an event page is set.
+    pub event_pages: usize,
+    /// Open descriptors of the emulated device nodes.
+    pub file_descriptors: usize,
+    /// GPUs whose VM the process has acquired.
+    pub acquired_vms: usize,
+}
+
+impl LiveObjects {
+    /// Whether nothing at all is held.
+    pub fn is_empty(&self) -> bool {
+        *self == LiveObjects::default()
+    }
+}
+
 /// An emulated KFD kernel driver and its GPUs. Dropping it stops every queue.
 pub struct EmuKernel {
     config: EmuConfig,
@@ -191,6 +227,8 @@ pub struct EmuKernel {
     queues: Mutex<QueueTable>,
     doorbells: Doorbells,
     watch: Arc<MemWatch>,
+    /// What the last end of the process's KFD context reclaimed.
+    reclaimed: Mutex<LiveObjects>,
 }
 
 impl std::fmt::Debug for EmuKernel {
@@ -242,6 +280,7 @@ impl EmuKernel {
             queues: Mutex::new(QueueTable::default()),
             doorbells: Doorbells::default(),
             watch,
+            reclaimed: Mutex::default(),
         }
     }
 
@@ -281,6 +320,71 @@ impl EmuKernel {
         self.gpus.iter().map(|g| g.gpu_id).collect()
     }
 
+    /// What the process holds in this kernel right now.
+    pub fn live_objects(&self) -> LiveObjects {
+        let (events, page) = self.events.counts();
+        LiveObjects {
+            buffer_objects: lock(&self.bos).len(),
+            gpu_mappings: self.gpus.iter().map(|g| g.page_table.len()).sum(),
+            host_ranges: self.space.held_count(),
+            doorbell_mappings: self.doorbells.mapping_count(),
+            queues: lock(&self.queues).queues.len(),
+            events,
+            event_pages: usize::from(page),
+            file_descriptors: self.fds.counts().0,
+            acquired_vms: self
+                .gpus
+                .iter()
+                .filter(|g| lock(&g.vm_fd).is_some())
+                .count(),
+        }
+    }
+
+    /// What the last end of the process's KFD context (the close of its last `/dev/kfd`
+    /// descriptor) found still held and reclaimed; all zero before the first.
+    pub fn last_reclaimed(&self) -> LiveObjects {
+        *lock(&self.reclaimed)
+    }
+
+    /// The process's last `/dev/kfd` descriptor closed: stops and destroys its queues, destroys
+    /// its events and frees its BOs, as amdkfd does when a process exits. Mappings in the
+    /// process's address space are the process's to unmap and stay.
+    fn end_process(&self) {
+        let held = self.live_objects();
+        let queues = std::mem::take(&mut lock(&self.queues).queues);
+        for q in queues.values() {
+            self.doorbells.unbind(q.gpu, q.slot);
+            q.shared.stop();
+        }
+        self.watch.notify();
+        for (_, mut q) in queues {
+            if let Some(t) = q.thread.take() {
+                let _ = t.join();
+            }
+        }
+        self.events.clear();
+        let bos = lock(&self.bos).drain();
+        for bo in &bos {
+            for &g in &bo.mapped_on {
+                if let Some(gpu) = self.gpus.get(g) {
+                    gpu.page_table.unmap(bo.va);
+                }
+            }
+        }
+        // The memory is released as each BO's storage goes (now, or once a page-table
+        // snapshot still in use is dropped).
+        drop(bos);
+        for g in &self.gpus {
+            *lock(&g.vram_used) = 0;
+            *lock(&g.vm_fd) = None;
+        }
+        *lock(&self.reclaimed) = LiveObjects {
+            doorbell_mappings: 0,
+            file_descriptors: 0,
+            ..held
+        };
+    }
+
     fn gpu_by_id(&self, gpu_id: u32) -> Option<&Arc<Gpu>> {
         self.gpus.iter().find(|g| g.gpu_id == gpu_id)
     }
@@ -318,7 +422,10 @@ impl Kernel for EmuKernel {
     }
 
     fn close(&self, fd: Fd) {
-        self.fds.close(fd);
+        let node = self.fds.get(fd);
+        if self.fds.close(fd) && node == Some(Node::Kfd) && self.fds.counts().1 == 0 {
+            self.end_process();
+        }
     }
 
     unsafe fn ioctl(&self, fd: Fd, request: u64, arg: *mut c_void) -> io::Result<()> {

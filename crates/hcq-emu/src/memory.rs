@@ -193,6 +193,11 @@ impl AddressSpace {
         Ok(())
     }
 
+    /// Host ranges held for BO memory (live BOs, and freed ones a queue still uses).
+    pub fn held_count(&self) -> usize {
+        lock(&self.held).len()
+    }
+
     /// The CPU view of `[start, end)` was mapped again: it is no longer released.
     pub fn remapped(&self, start: u64, end: u64) {
         let mut held = lock(&self.held);
@@ -375,6 +380,17 @@ impl BoTable {
         (offset - bo.mmap_offset < bo.size).then_some(bo)
     }
 
+    pub fn len(&self) -> usize {
+        self.bos.len()
+    }
+
+    /// Removes every BO (the process's KFD context ends).
+    pub fn drain(&mut self) -> Vec<Bo> {
+        self.by_offset.clear();
+        self.by_va.clear();
+        self.bos.drain().map(|(_, bo)| bo).collect()
+    }
+
     pub fn remove(&mut self, handle: u64) -> Option<Bo> {
         let bo = self.bos.remove(&handle)?;
         self.by_va.remove(&bo.va);
@@ -414,6 +430,11 @@ impl PageTable {
             },
         );
         *cur = Arc::new(Snapshot { entries });
+    }
+
+    /// How many BOs it maps.
+    pub fn len(&self) -> usize {
+        lock(&self.current).entries.len()
     }
 
     /// Unmaps the BO at `start`.

@@ -169,6 +169,11 @@ impl Doorbells {
             .retain(|m| m.base + m.len <= start || end <= m.base);
     }
 
+    /// Doorbell regions mapped into the process.
+    pub fn mapping_count(&self) -> usize {
+        lock(&self.state).mappings.len()
+    }
+
     /// Smallest free slot on `gpu`.
     pub fn free_slot(&self, gpu: usize) -> Option<u32> {
         let st = lock(&self.state);

@@ -8,7 +8,7 @@ use std::ptr;
 use common::*;
 use hcq_amd_sys::kfd::*;
 use hcq_amd_sys::seam::*;
-use hcq_emu::{EmuConfig, EmuKernel, FIRST_FD};
+use hcq_emu::{EmuConfig, EmuKernel, LiveObjects, FIRST_FD};
 
 #[test]
 fn topology_lists_a_cpu_node_and_the_gpus() {
@@ -655,4 +655,98 @@ fn every_request_with_a_wrong_size_direction_or_high_bits_is_einval_and_reads_no
         errno_of(ioctl(&k, kfd, (IOC_ACQUIRE_VM & !0xff) | 0x7f, &mut arg)),
         libc::ENOTTY
     );
+}
+
+#[test]
+fn closing_the_last_kfd_descriptor_reclaims_what_the_process_left() {
+    let k = EmuKernel::new(small_config());
+    assert!(k.live_objects().is_empty());
+    let dev = Dev::open(&k, 0);
+    let vram = dev.alloc(0x4000, ALLOC_MEM_FLAGS_VRAM);
+    let page = dev.alloc(0x8000, ALLOC_MEM_FLAGS_GTT);
+    let signal = dev.create_event(EVENT_SIGNAL, Some(&page));
+    let memory = dev.create_event(EVENT_MEMORY, None);
+    let q = dev.create_queue_of(QUEUE_TYPE_COMPUTE, 0x1000);
+    let live = k.live_objects();
+    assert_eq!(
+        live,
+        LiveObjects {
+            buffer_objects: 4,
+            gpu_mappings: 4,
+            host_ranges: 4,
+            doorbell_mappings: 1,
+            queues: 1,
+            events: 2,
+            event_pages: 1,
+            file_descriptors: 2,
+            acquired_vms: 1,
+        }
+    );
+    // The event page cannot be freed; the rest is released by the process itself.
+    let free = |handle| {
+        errno_of(ioctl(
+            &k,
+            dev.kfd,
+            IOC_FREE_MEMORY_OF_GPU,
+            &mut FreeMemoryOfGpuArgs { handle },
+        ))
+    };
+    assert_eq!(free(page.handle), libc::EPERM);
+    dev.destroy_queue(q.queue_id);
+    for id in [signal.event_id, memory.event_id] {
+        ioctl(
+            &k,
+            dev.kfd,
+            IOC_DESTROY_EVENT,
+            &mut DestroyEventArgs {
+                event_id: id,
+                pad: 0,
+            },
+        )
+        .unwrap();
+    }
+    dev.free(q.ring);
+    dev.free(q.gart);
+    // The VRAM buffer is left for the kernel, as is the event page's memory (unmapped by
+    // the process).
+    dev.unmap(&page).unwrap();
+    // SAFETY: the CPU views of buffers this test no longer uses, and the queue's doorbell page.
+    unsafe {
+        k.munmap(page.va as usize as *mut c_void, page.size as usize)
+            .unwrap();
+        k.munmap(vram.va as usize as *mut c_void, vram.size as usize)
+            .unwrap();
+        k.munmap((q.doorbell as usize & !0x1fff) as *mut c_void, 0x2000)
+            .unwrap();
+    }
+    k.close(dev.drm);
+    // Another descriptor of /dev/kfd keeps the process's context alive.
+    let second = k.open("/dev/kfd").unwrap();
+    k.close(dev.kfd);
+    assert_eq!(k.live_objects().buffer_objects, 2);
+    assert_eq!(k.last_reclaimed(), LiveObjects::default());
+    k.close(second);
+    assert!(k.live_objects().is_empty(), "{:?}", k.live_objects());
+    assert_eq!(
+        k.last_reclaimed(),
+        LiveObjects {
+            buffer_objects: 2,
+            gpu_mappings: 1,
+            host_ranges: 2,
+            event_pages: 1,
+            acquired_vms: 1,
+            ..LiveObjects::default()
+        }
+    );
+    // A new process context starts afresh: a new VM binding and a new event page.
+    let dev = Dev::open(&k, 0);
+    let page = dev.alloc(0x8000, ALLOC_MEM_FLAGS_GTT);
+    let signal = dev.create_event(EVENT_SIGNAL, Some(&page));
+    assert_eq!(signal.event_slot_index, 1);
+    dev.unmap(&page).unwrap();
+    // SAFETY: the event page's CPU view, no longer used.
+    unsafe { k.munmap(page.va as usize as *mut c_void, page.size as usize) }.unwrap();
+    k.close(dev.drm);
+    k.close(dev.kfd);
+    assert!(k.live_objects().is_empty(), "{:?}", k.live_objects());
 }

@@ -167,6 +167,18 @@ impl Device {
         registry::open(name)
     }
 
+    /// A device over an AMD driver the caller opened on a kernel of its choosing (a private
+    /// `hcq_emu::EmuKernel`, or one wrapped in `hcq_amd_sys::seam::FaultInjector`), outside
+    /// the registry that [`Device::open`] uses: it is not shared with devices opened by name,
+    /// and it closes (its queues, memory, and the driver once no device uses it) when the
+    /// last clone and the last buffer, program and graph using it are dropped.
+    #[cfg(target_os = "linux")]
+    pub fn from_amd(device: AmdDevice) -> Device {
+        Device {
+            backend: Arc::new(Backend::Amd(device)),
+        }
+    }
+
     /// The device `HCQ_DEVICE` names; else, on Linux, the first real AMD GPU, else `amd-emu:0`;
     /// on macOS, `metal:0`.
     pub fn default_device() -> Result<Device> {
