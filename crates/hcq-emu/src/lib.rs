@@ -76,6 +76,8 @@ mod cp;
 mod dispatch;
 mod events;
 mod fds;
+#[doc(hidden)]
+pub mod fuzzing;
 mod gpu;
 mod hostmaps;
 mod ioctl;
