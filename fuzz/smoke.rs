@@ -104,6 +104,15 @@ pub fn smoke(
     budget: Duration,
 ) -> usize {
     let start = Instant::now();
+    // HCQ_FUZZ_WRITE_SEEDS=1 refreshes the committed seed corpus that scripts/fuzz.sh hands
+    // to libFuzzer from these seeds.
+    if std::env::var_os("HCQ_FUZZ_WRITE_SEEDS").is_some() {
+        let dir = regression_dir(target).join("../../seeds").join(target);
+        std::fs::create_dir_all(&dir).expect("creating the seed directory");
+        for (i, seed) in seeds.iter().enumerate() {
+            std::fs::write(dir.join(format!("seed-{i}")), seed).expect("writing a seed");
+        }
+    }
     let kept = regressions(target);
     for (name, input) in &kept {
         eprintln!("{target}: replaying {name}");

@@ -28,7 +28,9 @@
 # -Zsanitizer=address, which works with the sanitizer runtimes stable rustup ships for
 # x86_64 Linux; it is about 2-3x slower, hence not the default.
 #
-# Files: fuzz/corpus/TARGET (grown corpus, not in git), fuzz/artifacts/TARGET (crashes,
+# Files: fuzz/seeds/TARGET (seeds made from our own kernels and packet builders, in git;
+# `HCQ_FUZZ_WRITE_SEEDS=1 cargo test --test fuzz_smoke` rewrites them from the smoke tests'
+# seeds), fuzz/corpus/TARGET (grown corpus, not in git), fuzz/artifacts/TARGET (crashes,
 # hangs, out-of-memory inputs), fuzz/logs/TARGET.log. An input that ever failed goes to
 # fuzz/regressions/TARGET/NAME (in git): `cargo test` replays those forever (the
 # `fuzz_smoke` tests of rdna3, hcq-emu and hcq-amd), together with a few seconds of seeded
@@ -94,7 +96,9 @@ case "$target" in
 esac
 corpus=fuzz/corpus/$target
 mkdir -p "$corpus" "fuzz/artifacts/$target" fuzz/logs
-[ -d "fuzz/regressions/$target" ] && seeds+=("fuzz/regressions/$target")
+for dir in "fuzz/seeds/$target" "fuzz/regressions/$target"; do
+  [ -d "$dir" ] && seeds+=("$dir")
+done
 log=fuzz/logs/$target.log
 
 echo "== fuzzing $target for ${seconds}s (log: $log)"

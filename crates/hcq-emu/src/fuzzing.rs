@@ -30,7 +30,7 @@ use crate::{EmuConfig, EmuKernel};
 /// Longest time one input may keep an engine busy (a `WAIT_REG_MEM` that never holds, a
 /// dispatch of billions of workgroups) before the harness destroys the queue, as a driver
 /// would; the engine must then stop promptly.
-const ENGINE_DEADLINE: Duration = Duration::from_millis(20);
+const ENGINE_DEADLINE: Duration = Duration::from_millis(3);
 /// Instructions one wave may execute in the harnesses.
 const WAVE_STEPS: u64 = 10_000;
 
@@ -82,7 +82,7 @@ impl Watchdog {
             std::thread::Builder::new()
                 .name("hcq-emu-fuzz-watchdog".into())
                 .spawn(|| loop {
-                    std::thread::sleep(Duration::from_millis(2));
+                    std::thread::sleep(Duration::from_millis(1));
                     let dog = Watchdog::get();
                     let cur = lock(&dog.current);
                     if let Some((deadline, queue, watch)) = cur.as_ref() {
@@ -110,6 +110,16 @@ impl Watchdog {
     fn done(&self) {
         *lock(&self.current) = None;
     }
+}
+
+/// A fault report is a message about the input's commands; an interpreter panic (which the
+/// emulator turns into a report to keep its queue alive) is a defect of the emulator.
+fn assert_reported_fault(report: &str) {
+    assert!(!report.is_empty());
+    assert!(
+        !report.contains("interpreter panicked"),
+        "the interpreter panicked: {report}"
+    );
 }
 
 /// GPU address of the memory the stream harness maps: fixed, so that inputs replay alike.
@@ -243,7 +253,7 @@ pub fn run_stream(data: &[u8]) {
     }
     dog.done();
     while let Some(report) = gpu.take_report() {
-        assert!(!report.is_empty());
+        assert_reported_fault(&report);
     }
     drop(shared);
     // The GPU may remember the queue just dropped, not every queue it ever had.
@@ -335,6 +345,13 @@ impl Arena {
     }
 }
 
+/// `HCQ_FUZZ_VERBOSE=1` prints every call of an ioctl input and its result (to triage a
+/// failing input).
+fn verbose() -> bool {
+    static VERBOSE: OnceLock<bool> = OnceLock::new();
+    *VERBOSE.get_or_init(|| std::env::var_os("HCQ_FUZZ_VERBOSE").is_some())
+}
+
 /// What an ioctl input has learnt from the kernel, to name in later calls.
 #[derive(Default)]
 struct Learnt {
@@ -405,7 +422,7 @@ pub fn run_syscalls(data: &[u8]) {
                 }
             }
             3 => {
-                let fd = pick(&learnt.fds, sel).unwrap_or(input.u32() as Fd);
+                let fd = pick(&learnt.fds, sel).unwrap_or_else(|| input.u32() as Fd);
                 let request = ioctl_request(&mut input);
                 let n = usize::from(input.u8()) % 96;
                 let arg_bytes = args_bytes(&mut args);
@@ -428,6 +445,9 @@ pub fn run_syscalls(data: &[u8]) {
                 // pointer inside it points to a buffer of this function large enough for the
                 // count next to it (`prepare_args`).
                 let result = unsafe { kernel.ioctl(fd, request, args.as_mut_ptr().cast()) };
+                if verbose() {
+                    eprintln!("ioctl(fd {fd}, {request:#x}): {result:?}");
+                }
                 if result.is_ok() {
                     learn(request, args_bytes(&mut args), &mut learnt);
                     if request == IOC_CREATE_QUEUE {
@@ -459,6 +479,9 @@ pub fn run_syscalls(data: &[u8]) {
                 let mapped = unsafe {
                     kernel.mmap(addr as *mut c_void, len as usize, prot, flags, fd, offset)
                 };
+                if verbose() {
+                    eprintln!("mmap(fd {fd}, offset {offset:#x}, {len} bytes): {mapped:?}");
+                }
                 if let Ok(p) = mapped {
                     let p = p as usize as u64;
                     if !arena.contains(p) {
@@ -493,11 +516,17 @@ pub fn run_syscalls(data: &[u8]) {
                 // SAFETY: the kernel writes only inside doorbell pages it mapped and ignores
                 // any other address.
                 unsafe { kernel.write_doorbell(target as usize as *mut u64, value) };
+                if verbose() {
+                    eprintln!("doorbell {target:#x} = {value}");
+                }
             }
             _ => {
                 let gpu = pick(&gpu_ids, sel).unwrap_or(0);
                 while let Some(report) = kernel.take_fault_report(gpu) {
-                    assert!(!report.is_empty());
+                    assert_reported_fault(&report);
+                    if verbose() {
+                        eprintln!("fault report: {report}");
+                    }
                 }
             }
         }
@@ -659,10 +688,14 @@ fn prepare_args(
         IOC_WAIT_EVENTS => {
             let mut a: WaitEventsArgs = read_struct(bytes);
             let n = (a.num_events as usize).min(events.len());
+            let other = input.u32();
             for (i, e) in events.iter_mut().enumerate().take(n) {
                 // SAFETY: `EventData` is plain integers: zero is a valid value.
                 *e = unsafe { std::mem::zeroed() };
-                e.event_id = pick(&learnt.event_ids, i as u8 ^ fix).unwrap_or(input.u32());
+                e.event_id = match pick(&learnt.event_ids, i as u8 ^ fix) {
+                    Some(id) if fix & 2 == 0 => id,
+                    _ => other.wrapping_add(i as u32),
+                };
             }
             // `events` holds as many as the kernel ever reads; a larger count must be refused
             // before anything is read.
@@ -691,11 +724,14 @@ fn prepare_args(
                     a.handle = h;
                 }
             }
+            // Real ids, alternating with ids from one number of the input (any number, when
+            // `fix` says so).
+            let other = input.u32();
             for (i, id) in device_ids.iter_mut().enumerate() {
                 *id = if i % 2 == 0 {
-                    gpu_ids[(i / 2 + usize::from(fix)) % gpu_ids.len()]
+                    gpu_ids[(i / 2) % gpu_ids.len()]
                 } else {
-                    gpu(input.u32())
+                    gpu(other.wrapping_add(i as u32))
                 };
             }
             // The kernel reads at most 1024 ids, so this buffer is always large enough; a

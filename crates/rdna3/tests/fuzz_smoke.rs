@@ -38,7 +38,7 @@ fn decode_smoke() {
         &seeds,
         20_000,
         20_000,
-        4096,
+        256,
         Duration::from_secs(5),
     );
     assert!(n > 1000, "only {n} inputs ran");
@@ -57,4 +57,47 @@ fn interpreter_smoke() {
         Duration::from_secs(5),
     );
     assert!(n > 1000, "only {n} inputs ran");
+}
+
+/// Memory with nothing mapped.
+struct Unmapped;
+
+impl rdna3::Memory for Unmapped {
+    fn translate(&self, _addr: u64, _len: u64) -> Option<*mut u8> {
+        None
+    }
+}
+
+/// Found by the `streams` target: the workgroup count of a grid of three u32 dimensions
+/// overflowed u64 (a panic with overflow checks, a wrapped count without).
+#[test]
+fn grids_beyond_u64_workgroups_are_refused() {
+    let d = rdna3::Dispatch {
+        grid: [u32::MAX; 3],
+        block: [1, 1, 1],
+        wave32: true,
+        max_steps: 10,
+        ..Default::default()
+    };
+    let fault = rdna3::run_dispatch(&Unmapped, &rdna3::CodeCache::new(), &d).unwrap_err();
+    assert!(
+        matches!(fault.kind, rdna3::FaultKind::Unsupported(_)),
+        "{fault}"
+    );
+    assert!(
+        fault
+            .to_string()
+            .contains("4294967295x4294967295x4294967295"),
+        "{fault}"
+    );
+    let d = rdna3::Dispatch {
+        grid: [1, 1, 1],
+        block: [u32::MAX; 3],
+        ..d
+    };
+    let fault = rdna3::run_dispatch(&Unmapped, &rdna3::CodeCache::new(), &d).unwrap_err();
+    assert!(
+        matches!(fault.kind, rdna3::FaultKind::Unsupported(_)),
+        "{fault}"
+    );
 }
