@@ -26,7 +26,8 @@
 # debug assertions, all enabled here) catch what ASan would in safe code.
 # HCQ_FUZZ_ASAN=1 adds AddressSanitizer (and LeakSanitizer) through RUSTC_BOOTSTRAP=1 and
 # -Zsanitizer=address, which works with the sanitizer runtimes stable rustup ships for
-# x86_64 Linux; it is about 2-3x slower, hence not the default.
+# x86_64 Linux (tried on decode: it builds and runs); it is several times slower and uses far
+# more memory, hence not the default. Its build goes to fuzz/target-asan.
 #
 # Files: fuzz/seeds/TARGET (seeds made from our own kernels and packet builders, in git;
 # `HCQ_FUZZ_WRITE_SEEDS=1 cargo test --test fuzz_smoke` rewrites them from the smoke tests'
