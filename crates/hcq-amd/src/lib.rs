@@ -23,6 +23,8 @@
 pub mod allocator;
 pub mod compiler;
 pub mod device;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod graph;
 pub mod kfd;
 pub mod memory;

@@ -55,8 +55,13 @@ impl Cp {
     pub fn run(mut self) {
         self.ring.publish_rptr();
         while let Some((rptr, wptr)) = self.ring.next_work() {
-            self.process(Source::Ring, rptr, wptr, 0);
+            self.consume(rptr, wptr);
         }
+    }
+
+    /// Executes the ring's packets from dword position `rptr` up to `wptr`.
+    pub(crate) fn consume(&mut self, rptr: u64, wptr: u64) {
+        self.process(Source::Ring, rptr, wptr, 0);
     }
 
     fn fault(&self, class: FaultClass, what: String) {

@@ -80,7 +80,16 @@ impl EngineHold {
     }
 
     pub(crate) fn register(&self, queue: &Arc<QueueShared>) {
-        lock(&self.queues).push(Arc::downgrade(queue));
+        let mut queues = lock(&self.queues);
+        // Destroyed queues leave only a dead reference: drop those here, or every queue ever
+        // created would stay in the list (with its allocation) for the GPU's lifetime.
+        queues.retain(|q| q.strong_count() > 0);
+        queues.push(Arc::downgrade(queue));
+    }
+
+    /// Queues registered and not yet gone.
+    pub(crate) fn registered_queues(&self) -> usize {
+        lock(&self.queues).len()
     }
 
     /// Blocks while the engines are held, or until `stopped` says the queue is gone.
@@ -171,5 +180,26 @@ impl Gpu {
     /// VRAM bytes not allocated.
     pub fn vram_available(&self) -> u64 {
         self.vram_bytes.saturating_sub(*lock(&self.vram_used))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn destroyed_queues_do_not_stay_registered() {
+        let hold = Arc::new(EngineHold::default());
+        let live = QueueShared::new(&hold);
+        for _ in 0..100 {
+            drop(QueueShared::new(&hold));
+        }
+        // The live queue and at most the last destroyed one.
+        assert!(
+            hold.registered_queues() <= 2,
+            "{}",
+            hold.registered_queues()
+        );
+        drop(live);
     }
 }

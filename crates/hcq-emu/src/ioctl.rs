@@ -25,7 +25,7 @@ pub const KFD_MINOR_VERSION: u32 = 11;
 /// Most GPU ids one `MAP_MEMORY_TO_GPU` may name.
 const MAX_MAP_DEVICES: u32 = 1024;
 /// Most events one `WAIT_EVENTS` may name.
-const MAX_WAIT_EVENTS: u32 = 2 * SIGNAL_EVENT_LIMIT;
+pub(crate) const MAX_WAIT_EVENTS: u32 = 2 * SIGNAL_EVENT_LIMIT;
 /// The mmap-type bits of a `/dev/kfd` offset.
 const MMAP_TYPE_MASK: u64 = 3 << kfd::MMAP_TYPE_SHIFT;
 /// Smallest ring accepted, in bytes.

@@ -140,6 +140,8 @@ mod cp;
 mod dispatch;
 mod events;
 mod fds;
+#[doc(hidden)]
+pub mod fuzzing;
 mod gpu;
 pub mod host_memory;
 mod hostmaps;

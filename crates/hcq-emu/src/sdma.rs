@@ -56,15 +56,24 @@ impl Sdma {
     pub fn run(mut self) {
         self.ring.publish_rptr();
         while let Some((rptr, wptr)) = self.ring.next_work() {
-            let mut pos = rptr;
-            while pos < wptr {
-                if self.ring.queue.stopped() {
-                    return;
-                }
-                pos = self.step(pos, wptr);
-                self.ring.set_rptr(pos);
+            if !self.consume(rptr, wptr) {
+                return;
             }
         }
+    }
+
+    /// Executes the ring's packets from byte position `rptr` up to `wptr`; false when the
+    /// queue was stopped first.
+    pub(crate) fn consume(&mut self, rptr: u64, wptr: u64) -> bool {
+        let mut pos = rptr;
+        while pos < wptr {
+            if self.ring.queue.stopped() {
+                return false;
+            }
+            pos = self.step(pos, wptr);
+            self.ring.set_rptr(pos);
+        }
+        true
     }
 
     fn fault(&self, class: FaultClass, what: String) {

@@ -134,13 +134,26 @@ pub fn run_dispatch<M: Memory>(
     if d.block.contains(&0) || d.grid.contains(&0) {
         return Ok(DispatchStats::default());
     }
-    let items_per_group = u64::from(d.block[0]) * u64::from(d.block[1]) * u64::from(d.block[2]);
-    if items_per_group > 1024 {
+    // Three u32 factors can exceed u64: checked, so a huge launch is refused, not wrapped.
+    let product = |v: [u32; 3]| {
+        v.iter()
+            .try_fold(1u64, |acc, &x| acc.checked_mul(u64::from(x)))
+    };
+    let items_per_group = match product(d.block) {
+        Some(n) if n <= 1024 => n,
+        _ => {
+            return Err(dispatch_fault(FaultKind::Unsupported(format!(
+                "workgroup of {}x{}x{} work-items",
+                d.block[0], d.block[1], d.block[2]
+            ))))
+        }
+    };
+    let Some(groups) = product(d.grid) else {
         return Err(dispatch_fault(FaultKind::Unsupported(format!(
-            "workgroup of {items_per_group} work-items"
+            "grid of {}x{}x{} workgroups (more than 2^64)",
+            d.grid[0], d.grid[1], d.grid[2]
         ))));
-    }
-    let groups = u64::from(d.grid[0]) * u64::from(d.grid[1]) * u64::from(d.grid[2]);
+    };
     let waves_per_group = items_per_group.div_ceil(WAVE_SIZE as u64);
     let mut threads = host_cores()
         .min(usize::try_from(groups).unwrap_or(usize::MAX))

@@ -48,6 +48,8 @@ pub mod code_cache;
 pub mod decode;
 pub mod exec;
 pub mod fault;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod isa;
 pub mod launch;
 pub mod memory;
