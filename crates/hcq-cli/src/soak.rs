@@ -25,12 +25,19 @@ const COPY_SPACE: usize = 24 << 20;
 /// Every this many copy rounds moves at least 16 MiB, the size from which copies read or write
 /// the caller's memory in place instead of staging it.
 const LARGE_COPY_EVERY: u64 = 1000;
+/// Bounds of those large copies.
+const LARGE_COPY_MIN: usize = 16 << 20;
+const LARGE_COPY_MAX: usize = 20 << 20;
 /// The largest copy the soak stages through the copy engine's ring of staging buffers (small
 /// copy rounds and the batches' sentinel fills and read-backs; larger ones go in place).
 const STAGED_MAX: usize = 1 << 20;
 /// Round trips of `STAGED_MAX` bytes in the warm-up: enough to pass several times through a
 /// staging ring (16 buffers today), whose pages become resident as it first turns.
 const WARM_STAGED_ROUND_TRIPS: usize = 64;
+/// Tiny copies between two looks at resident memory while the copy engine's ring turns.
+const COPY_RING_ROUND: u64 = 1000;
+/// Most rounds of tiny copies in the warm-up.
+const COPY_RING_MAX_ROUNDS: u64 = 100;
 /// Copies in one round: host to device, device to device, device to host.
 const COPIES_PER_ROUND: u64 = 3;
 /// Bytes around each read-back region that are checked to be untouched.
@@ -261,7 +268,7 @@ struct CopyRound {
 
 fn copy_round(index: u64, rng: &mut Rng) -> CopyRound {
     let size = if index.is_multiple_of(LARGE_COPY_EVERY) {
-        (16 << 20) + rng.below(4 << 20)
+        LARGE_COPY_MIN + rng.below(LARGE_COPY_MAX - LARGE_COPY_MIN + 1)
     } else {
         // Sizes spread evenly over the powers of two up to 1 MiB, at any byte offset.
         let bits = rng.below(21);
@@ -678,8 +685,9 @@ impl Copier {
             x,
             y,
             y_host,
-            data: Vec::with_capacity(20 << 20),
-            back: Vec::with_capacity((20 << 20) + 2 * GUARD),
+            // Written whole now, for the same reason.
+            data: vec![0x5A; LARGE_COPY_MAX],
+            back: vec![0xA5; LARGE_COPY_MAX + 2 * GUARD],
             rng,
             bytes: 0,
         })
@@ -694,18 +702,18 @@ impl Copier {
     ) -> Result<(), String> {
         for index in first..first + rounds {
             let round = copy_round(index, &mut self.rng);
-            self.data.resize(round.size, 0);
-            self.rng.fill(&mut self.data);
-            self.x.copy_in(round.x_at, &self.data).map_err(e)?;
+            let data = &mut self.data[..round.size];
+            self.rng.fill(data);
+            self.x.copy_in(round.x_at, data).map_err(e)?;
             self.x
                 .copy_to(round.x_at, &self.y, round.y_at, round.size)
                 .map_err(e)?;
-            self.y_host[round.y_at..round.y_at + round.size].copy_from_slice(&self.data);
+            self.y_host[round.y_at..round.y_at + round.size].copy_from_slice(data);
             let from = round.y_at.saturating_sub(GUARD);
             let to = (round.y_at + round.size + GUARD).min(COPY_SPACE);
-            self.back.resize(to - from, 0);
-            self.y.copy_out(from, &mut self.back).map_err(e)?;
-            check_copy(index, &round, from, &self.back, &self.y_host[from..to])?;
+            let back = &mut self.back[..to - from];
+            self.y.copy_out(from, back).map_err(e)?;
+            check_copy(index, &round, from, back, &self.y_host[from..to])?;
             self.bytes += (round.size * 2 + (to - from)) as u64;
             if let Some(p) = progress.as_deref_mut() {
                 p.update((index - first + 1) * COPIES_PER_ROUND);
@@ -726,6 +734,28 @@ fn turn_compute_ring(dev: &hcq::Device, empty: &Program) -> Result<u64, String> 
     }
     dev.synchronize().map_err(e)?;
     Ok(1 + more)
+}
+
+/// Tiny device-to-device copies in rounds of `COPY_RING_ROUND` until a round leaves resident
+/// memory unchanged (at most `COPY_RING_MAX_ROUNDS`): the copy engine's command ring, whose size
+/// the API does not tell, is then resident. Returns the copies.
+fn turn_copy_ring(dev: &hcq::Device) -> Result<u64, String> {
+    let buffer = dev.alloc(64).map_err(e)?;
+    let mut copies = 0;
+    let mut before = resources()?.rss_kib;
+    for _ in 0..COPY_RING_MAX_ROUNDS {
+        for _ in 0..COPY_RING_ROUND {
+            buffer.copy_to(0, &buffer, 32, 4).map_err(e)?;
+        }
+        dev.synchronize().map_err(e)?;
+        copies += COPY_RING_ROUND;
+        let now = resources()?.rss_kib;
+        if now <= before {
+            break;
+        }
+        before = now;
+    }
+    Ok(copies)
 }
 
 /// The demo's code object: the prebuilt one when it matches the device, else compiled.
@@ -880,14 +910,15 @@ pub fn run(opts: Options) -> Result<(), String> {
         0
     };
     replayer.jit_calls = 0;
-    dev.synchronize().map_err(e)?;
+    let ring_copies = turn_copy_ring(&dev)?;
     let start = resources()?;
     if !opts.json {
         println!(
             "warm-up: {ring_launches} launches of the empty kernel (two turns of the command \
              ring), {warm_launches} launches, {warm_replays} replays, {} copies and \
-             {WARM_STAGED_ROUND_TRIPS} staged round trips of {} (one turn of the staging ring) \
-             in {:.1} s; the baseline is measured after it",
+             {WARM_STAGED_ROUND_TRIPS} staged round trips of {} (one turn of the staging ring), \
+             {ring_copies} copies of 4 bytes (until the copy engine's ring had turned) in \
+             {:.1} s; the baseline is measured after it",
             warm_rounds * COPIES_PER_ROUND,
             crate::format_bytes(STAGED_MAX as u64),
             warm.elapsed().as_secs_f64()
