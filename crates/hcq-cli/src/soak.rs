@@ -912,6 +912,7 @@ pub fn run(opts: Options) -> Result<(), String> {
     replayer.jit_calls = 0;
     let ring_copies = turn_copy_ring(&dev)?;
     let start = resources()?;
+    let start_maps = read_maps()?;
     if !opts.json {
         println!(
             "warm-up: {ring_launches} launches of the empty kernel (two turns of the command \
@@ -984,10 +985,32 @@ pub fn run(opts: Options) -> Result<(), String> {
                 "soak passed: every result verified, resources flat within {MAX_GROWTH_PERCENT}%"
             );
         }
-        Ok(())
-    } else {
-        Err(format!("soak failed: {}", failures.join("; ")))
+        return Ok(());
     }
+    if growth_percent(start.mappings, end.mappings) > MAX_GROWTH_PERCENT {
+        // What the new mappings are (thread stacks, allocator arenas, device memory) is the
+        // first thing to know about a growth, and it is gone once the process exits.
+        let end_maps = read_maps()?;
+        eprintln!("mappings made since the start:");
+        for line in new_mappings(&start_maps, &end_maps) {
+            eprintln!("  {line}");
+        }
+    }
+    Err(format!("soak failed: {}", failures.join("; ")))
+}
+
+fn read_maps() -> Result<String, String> {
+    std::fs::read_to_string("/proc/self/maps").map_err(|e| format!("reading /proc/self/maps: {e}"))
+}
+
+/// The lines of `end` (a `/proc/self/maps` text) whose start address no line of `start` has:
+/// the mappings made in between (a mapping that only grew or shrank keeps its start).
+fn new_mappings<'a>(start: &str, end: &'a str) -> Vec<&'a str> {
+    let address = |l: &str| l.split('-').next().unwrap_or("").to_string();
+    let before: std::collections::HashSet<String> = start.lines().map(address).collect();
+    end.lines()
+        .filter(|l| !before.contains(&address(l)))
+        .collect()
 }
 
 fn report(opts: &Options, phases: &[PhaseResult], start: &Resources, end: &Resources) {
@@ -1230,6 +1253,25 @@ mod tests {
         );
         assert_eq!(growth_percent(0, 0), 0.0);
         assert!(growth_percent(0, 1).is_infinite());
+    }
+
+    #[test]
+    fn new_mappings_are_those_with_a_new_start_address() {
+        let start = "55d0-55e0 r--p 00000000 08:01 12 /usr/bin/hcq\n\
+                     7f00-7f10 rw-p 00000000 00:00 0\n\
+                     7f10-7f40 ---p 00000000 00:00 0\n";
+        let end = "55d0-55e0 r--p 00000000 08:01 12 /usr/bin/hcq\n\
+                   7f00-7f20 rw-p 00000000 00:00 0\n\
+                   7f20-7f40 ---p 00000000 00:00 0\n\
+                   7f80-7f81 ---p 00000000 00:00 0\n";
+        assert_eq!(
+            new_mappings(start, end),
+            [
+                "7f20-7f40 ---p 00000000 00:00 0",
+                "7f80-7f81 ---p 00000000 00:00 0"
+            ]
+        );
+        assert!(new_mappings(end, end).is_empty());
     }
 
     #[test]
