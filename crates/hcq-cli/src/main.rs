@@ -5,6 +5,7 @@ mod bench_copy;
 mod demo;
 mod prebuilt;
 mod run;
+mod soak;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -74,6 +75,25 @@ enum Command {
         #[arg(long, global = true)]
         json: bool,
         #[arg(long, global = true)]
+        device: Option<String>,
+    },
+    /// Long run of kernel launches, graph replays and copies, every result checked against the
+    /// host; fails if resident memory, open file descriptors or memory mappings grow by more
+    /// than 5% between the start (after a warm-up) and the end.
+    Soak {
+        /// Kernel launches.
+        #[arg(long, default_value_t = 1_000_000)]
+        launches: u64,
+        /// Graph replays (one in 16 through `hcq::Jit`).
+        #[arg(long, default_value_t = 100_000)]
+        replays: u64,
+        /// Copies, in rounds of three (host to device, device to device, device to host).
+        #[arg(long, default_value_t = 10_000)]
+        copies: u64,
+        /// One JSON object per line for each phase and each resource figure.
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
         device: Option<String>,
     },
 }
@@ -150,6 +170,19 @@ fn run(cli: Cli) -> Result<(), String> {
             json,
             device,
         } => bench::run(which, json, device.as_deref()),
+        Command::Soak {
+            launches,
+            replays,
+            copies,
+            json,
+            device,
+        } => soak::run(soak::Options {
+            launches,
+            replays,
+            copies,
+            json,
+            device,
+        }),
     }
 }
 
