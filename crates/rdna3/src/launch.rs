@@ -112,8 +112,9 @@ fn dispatch_fault(kind: FaultKind) -> Fault {
     }
 }
 
-/// Runs a dispatch to completion. Workgroups run in parallel on host threads; the waves of a
-/// workgroup run round-robin on one thread. The first fault stops the dispatch.
+/// Runs a dispatch to completion. Workgroups run in parallel on the calling thread and the
+/// pool's host threads ([`crate::pool`]); the waves of a workgroup run round-robin on one
+/// thread. The first fault stops the dispatch.
 pub fn run_dispatch<M: Memory>(
     mem: &M,
     code: &CodeCache,
@@ -237,15 +238,9 @@ pub fn run_dispatch<M: Memory>(
         }
     };
 
-    if threads == 1 {
-        worker();
-    } else {
-        std::thread::scope(|scope| {
-            for _ in 0..threads {
-                scope.spawn(worker);
-            }
-        });
-    }
+    // Every run of `worker` takes a distinct `thread_index` below `threads`: the caller's run
+    // and at most `threads - 1` helpers.
+    crate::pool::run(&worker, threads - 1, host_cores().saturating_sub(1));
     if let Some((_, fault)) = first_fault.into_inner().ok().flatten() {
         return Err(fault);
     }

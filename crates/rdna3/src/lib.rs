@@ -54,6 +54,7 @@ pub mod isa;
 pub mod launch;
 pub mod memory;
 pub mod operand;
+mod pool;
 
 pub use code_cache::CodeCache;
 pub use decode::{decode, DecodeError, Decoded, Inst};
