@@ -21,7 +21,7 @@ use crate::cp::Cp;
 use crate::events::Events;
 use crate::gpu::Gpu;
 use crate::memory::{AddressSpace, Storage};
-use crate::queue::QueueShared;
+use crate::queue::{DoorbellSlot, Doorbells, QueueShared};
 use crate::ring::RingDesc;
 use crate::sdma::Sdma;
 use crate::util::{lock, MemWatch};
@@ -137,6 +137,8 @@ struct StreamRig {
     gpu: Arc<Gpu>,
     host: *mut u8,
     _storage: Arc<Storage>,
+    /// The doorbell slot of the stream's queue (the engine is driven directly, never rung).
+    doorbell: DoorbellSlot,
     /// Serialises inputs (the workspace replay may run tests on several threads).
     busy: Mutex<()>,
 }
@@ -171,8 +173,12 @@ impl StreamRig {
                 .hold_user(host as usize as u64, STREAM_BYTES)
                 .expect("holding the stream harness memory");
             gpu.page_table.map(STREAM_GPU_BASE, &storage);
+            let doorbell = Doorbells::default()
+                .slot(0, 0)
+                .expect("mapping the stream harness doorbell");
             StreamRig {
                 gpu,
+                doorbell,
                 host: host.cast(),
                 _storage: storage,
                 busy: Mutex::new(()),
@@ -237,7 +243,7 @@ pub fn run_stream(data: &[u8]) {
     let gpu = &rig.gpu;
     gpu.code_cache.invalidate();
     let ring_dwords = (len as u64 / 4).min(STREAM_RING_BYTES / 4);
-    let shared = QueueShared::new(&gpu.hold);
+    let shared = QueueShared::new(&gpu.hold, rig.doorbell.clone());
     let desc = RingDesc {
         queue_id: 1,
         ring_base: STREAM_GPU_BASE,

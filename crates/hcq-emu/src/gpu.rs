@@ -190,9 +190,11 @@ mod tests {
     #[test]
     fn destroyed_queues_do_not_stay_registered() {
         let hold = Arc::new(EngineHold::default());
-        let live = QueueShared::new(&hold);
+        let doorbells = crate::queue::Doorbells::default();
+        let slot = || doorbells.slot(0, 0).unwrap();
+        let live = QueueShared::new(&hold, slot());
         for _ in 0..100 {
-            drop(QueueShared::new(&hold));
+            drop(QueueShared::new(&hold, slot()));
         }
         // The live queue and at most the last destroyed one.
         assert!(

@@ -393,7 +393,8 @@ impl EmuKernel {
             .free_slot(gpu.index)
             .ok_or_else(|| errno(libc::ENOSPC))?;
         let queue_id = queues.free_id();
-        let shared = QueueShared::new(&gpu.hold);
+        let doorbell = self.doorbells.slot(gpu.index, slot)?;
+        let shared = QueueShared::new(&gpu.hold, doorbell);
         let ring = RingDesc {
             queue_id,
             ring_base: a.ring_base_address,
@@ -501,14 +502,12 @@ impl EmuKernel {
                 if rest != 0 || len > DOORBELL_REGION_BYTES {
                     return Err(errno(libc::EINVAL));
                 }
-                let flags = (flags & MAP_FIXED) | libc::MAP_SHARED | libc::MAP_ANONYMOUS;
-                // SAFETY: a fresh anonymous mapping; with MAP_FIXED the caller owns the range.
-                let p = unsafe {
-                    host_mmap(addr, len, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0)
-                }?;
-                self.doorbells
-                    .add_mapping(gpu.index, p as usize as u64, len);
-                Ok(p)
+                // Every mapping is the same pages, read-write and shared whatever the caller
+                // asked for, as a mapping of the doorbell BAR is.
+                // SAFETY: with MAP_FIXED the caller owns the range (the seam's contract), and
+                // it holds no buffer memory (checked above).
+                let p = unsafe { self.doorbells.map(gpu.index, fixed.then_some(start), len) }?;
+                Ok(p as usize as *mut c_void)
             }
             Some(Node::Render(g)) => {
                 let bos = lock(&self.bos);
@@ -521,12 +520,23 @@ impl EmuKernel {
                     return Err(errno(libc::EINVAL));
                 }
                 let target = bo.va + rel;
-                if fixed && start != target {
-                    // The buffer's memory lives at its own address; it cannot be placed elsewhere.
+                if !fixed || start == target {
+                    self.space.remapped(target, target + len);
+                    return Ok(target as usize as *mut c_void);
+                }
+                // Elsewhere: a second mapping of the buffer's pages, which stay where they are
+                // (the GPU and the BO's own view keep using them). The alias is the process's
+                // own mapping: it is not held, so its `munmap` unmaps it at once.
+                if self.space.overlaps(start, start + len) {
                     return Err(errno(libc::EINVAL));
                 }
-                self.space.remapped(target, target + len);
-                Ok(target as usize as *mut c_void)
+                self.doorbells.remove_overlapping(start, start + len);
+                // SAFETY: the BO's view `[target, target + len)` is a shared mapping (VRAM and
+                // GTT BOs are backed by `AddressSpace::back`; USERPTR BOs have no mmap offset)
+                // that stays mapped while the BO lives, and the BO table's lock is held. The
+                // caller owns the fixed range, which holds no buffer memory (checked above).
+                let p = unsafe { crate::memory::alias_shared(target, len, Some(start)) }?;
+                Ok(p as usize as *mut c_void)
             }
         }
     }

@@ -24,7 +24,11 @@
 //!   and the limits it reads). CPU protections of buffer mappings are not enforced (buffers stay
 //!   read-write), and a render-node `mmap` can only place a buffer at its own address.
 //! - **Doorbells**: `mmap` of `/dev/kfd` at a queue's `doorbell_offset & !0x1fff` gives the
-//!   doorbell page; [`Kernel::write_doorbell`] wakes the queue's command processor.
+//!   GPU's doorbell pages (every mapping is the same memory). A queue's engine watches its
+//!   slot: a plain store by any thread through any mapping is a doorbell, seen within about a
+//!   millisecond at worst (the engine spins, then yields, then sleeps ever longer between
+//!   polls while idle; see `queue.rs`); [`Kernel::write_doorbell`] stores and wakes the
+//!   engine at once.
 //! - **Command processors**: one thread per compute queue executes the PM4 ring: `SET_SH_REG`,
 //!   `ACQUIRE_MEM`, `RELEASE_MEM` (32/64-bit data, GPU clock, end-of-pipe interrupts that
 //!   signal events), `WAIT_REG_MEM`, `DISPATCH_DIRECT` (the kernel runs on the `rdna3`
@@ -61,11 +65,12 @@
 //! | dispatch workers (`rdna3`) | code, kernel arguments, global/scratch data | `rdna3::memory`: plain data through `shared` (relaxed), `*_atomic_*` instructions as sequentially consistent compare-exchange loops |
 //! | SDMA engine | packet fetch; `COPY_LINEAR`, `CONST_FILL`, `INDIRECT` contents; `FENCE`, `TIMESTAMP`, `ATOMIC`, `POLL_REGMEM` | acquire loads for packets and polls; `shared::{copy, fill, load}` between sequentially consistent fences; release stores; `fetch_add` |
 //! | event mailboxes | written by `RELEASE_MEM`/`TRAP`, read by `WAIT_EVENTS` | `AtomicU64` |
-//! | doorbell page | written only by [`Kernel::write_doorbell`] under the queue table's lock | a volatile store (a device register's semantics); nobody reads it back |
+//! | doorbell pages | stored by the client (plain stores, or [`Kernel::write_doorbell`]: a release store), polled by each queue's engine | `AtomicU64` acquire loads of the engine's slot |
 //!
 //! **Why results are seen**: every hand-over has a happens-before edge. Driver → command
-//! processor: the ring and arguments are stored before the doorbell, whose value reaches the
-//! queue thread through a mutex. Command processor → workers: thread spawn; workers →
+//! processor: the ring and arguments are stored before the doorbell, whose value the queue
+//! thread loads with acquire ordering (a client storing it without release ordering relies on
+//! x86's store order, as it does on hardware). Command processor → workers: thread spawn; workers →
 //! command processor: the scoped threads' join. GPU → driver: `RELEASE_MEM` and SDMA `FENCE`
 //! store the signal with release ordering after the work (SDMA copies are followed by a
 //! sequentially consistent fence), and the driver loads it with acquire ordering (or wakes
@@ -198,8 +203,12 @@ pub struct LiveObjects {
     pub gpu_mappings: usize,
     /// Host address ranges held for BO memory: live BOs, and freed ones a queue still uses.
     pub host_ranges: usize,
-    /// Doorbell regions mapped into the process and not unmapped.
+    /// Doorbell regions mapped into the process and not unmapped (a partly unmapped one counts
+    /// once for each part left).
     pub doorbell_mappings: usize,
+    /// GPUs whose doorbell memory the KFD context has (made on its first queue or doorbell
+    /// `mmap`; released when the context ends).
+    pub doorbell_regions: usize,
     pub queues: usize,
     pub events: usize,
     /// 1 while an event page is set.
@@ -330,6 +339,7 @@ impl EmuKernel {
             gpu_mappings: self.gpus.iter().map(|g| g.page_table.len()).sum(),
             host_ranges: self.space.held_count(),
             doorbell_mappings: self.doorbells.mapping_count(),
+            doorbell_regions: self.doorbells.region_count(),
             queues: lock(&self.queues).queues.len(),
             events,
             event_pages: usize::from(page),
@@ -364,6 +374,7 @@ impl EmuKernel {
                 let _ = t.join();
             }
         }
+        self.doorbells.end_context();
         self.events.clear();
         let bos = lock(&self.bos).drain();
         for bo in &bos {
@@ -380,8 +391,11 @@ impl EmuKernel {
             *lock(&g.vram_used) = 0;
             *lock(&g.vm_fd) = None;
         }
+        // Doorbell memory has no call to release it: every context leaves it to the end, so
+        // counting it would tell nothing about the driver.
         *lock(&self.reclaimed) = LiveObjects {
             doorbell_mappings: 0,
+            doorbell_regions: 0,
             file_descriptors: 0,
             ..held
         };

@@ -29,6 +29,40 @@ pub(crate) fn page_round(n: u64) -> Option<u64> {
     n.checked_add(PAGE - 1).map(|v| v & !(PAGE - 1))
 }
 
+/// Maps the `len` bytes of the shared mapping at `src` a second time, at `at` (replacing what
+/// was there, as `MAP_FIXED` does) or where the kernel chooses, and returns where: both
+/// mappings are the same pages.
+///
+/// `mremap` with an old size of 0 duplicates a `MAP_SHARED` mapping. The alternative, a memfd
+/// per buffer that every mapping maps, would hold a descriptor for every BO of the process
+/// (programs allocate thousands; the usual limit is 1024) and could not alias a BO already
+/// backed by an anonymous mapping; duplication needs neither.
+///
+/// # Safety
+/// `[src, src + len)` must be (part of) a live `MAP_SHARED` mapping of at least `len` bytes
+/// from `src`, and with `at` the caller must own the replaced range.
+pub(crate) unsafe fn alias_shared(src: u64, len: u64, at: Option<u64>) -> io::Result<u64> {
+    let flags = match at {
+        Some(_) => libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+        None => libc::MREMAP_MAYMOVE,
+    };
+    // SAFETY: the caller's guarantees: the source is shared (so the old mapping stays and a
+    // new one is made) and the target range is the caller's to replace.
+    let p = unsafe {
+        libc::mremap(
+            src as *mut libc::c_void,
+            0,
+            len as usize,
+            flags,
+            at.unwrap_or(0) as usize as *mut libc::c_void,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(p as usize as u64)
+}
+
 /// Host address ranges held for BOs, and which parts of them the driver has `munmap`ed.
 #[derive(Debug, Default)]
 pub(crate) struct AddressSpace {

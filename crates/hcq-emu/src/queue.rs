@@ -1,13 +1,23 @@
-//! Queues and doorbells: the doorbell pages mapped from `/dev/kfd`, which slot belongs to which
-//! queue, and the wake-up channel between `write_doorbell` and a queue's command processor.
+//! Queues and doorbells: each GPU's doorbell memory, its mappings into the process, which slot
+//! belongs to which queue, and how a queue's engine learns that its doorbell was written.
+//!
+//! The doorbell memory of a GPU is one shared anonymous mapping per KFD context, which the
+//! emulator keeps mapped for itself ([`DoorbellRegion`]); every `mmap` of the GPU's doorbell
+//! offset duplicates it (`mremap` with an old size of 0), so every mapping aliases the same
+//! pages, as every mapping of a doorbell BAR does on hardware. An engine watches its own slot
+//! there ([`QueueShared::next`]): a plain store from any thread, through any mapping, is a
+//! doorbell. [`Doorbells::write`] (the seam's `write_doorbell`) stores the same way and also
+//! wakes the engine at once.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crate::gpu::EngineHold;
-use crate::util::{lock, wait};
+use crate::util::{errno, lock, wait_timeout};
 
 /// Bytes of one GPU's doorbell region (two pages, as the driver maps it).
 pub const DOORBELL_REGION_BYTES: u64 = 0x2000;
@@ -20,19 +30,123 @@ pub const MMAP_GPU_ID_MASK: u64 = 0xffff;
 /// Queues per GPU.
 pub const MAX_QUEUES_PER_GPU: usize = 128;
 
-#[derive(Debug, Default)]
-struct Bell {
-    wptr: u64,
-    rung: bool,
-    /// The command processor is blocked waiting for a ring: only then does a doorbell need
-    /// the wake-up system call.
-    sleeping: bool,
+/// How an idle engine polls its doorbell slot. Right after work it spins (a client that
+/// submits again within microseconds, as a launch loop does, is served without a context
+/// switch), then yields the core between polls (cheap when other threads want the core, and
+/// still a poll every few microseconds when they do not), then sleeps between polls, each
+/// sleep twice the last, up to [`POLL_SLEEP_MAX`].
+///
+/// The bound decides both costs of an idle queue: a store into the slot after a long idle is
+/// seen within about 1 ms (plus the scheduler's timer slack), and an idle engine wakes 1000
+/// times a second, a few microseconds of CPU each, well under 1% of a core per queue. 1 ms is
+/// below what a program waiting for a GPU result notices (a launch on the emulated GPU takes
+/// longer), while a 100 µs bound would cost ten times the CPU for every idle queue of every
+/// program. The wait after activity stays proportional to how long the queue was idle: the
+/// sleep doubles from [`POLL_SLEEP_MIN`], so a doorbell after an idle time `t` is seen within
+/// about `t` (never worse than the bound). `write_doorbell` wakes a sleeping engine at once,
+/// so our own driver never waits for a poll.
+const POLL_SPIN: Duration = Duration::from_micros(20);
+/// End of the yielding phase, measured from the start of the wait.
+const POLL_YIELD: Duration = Duration::from_micros(200);
+/// First and longest sleep between polls of an idle doorbell slot.
+const POLL_SLEEP_MIN: Duration = Duration::from_micros(50);
+const POLL_SLEEP_MAX: Duration = Duration::from_millis(1);
+
+/// One GPU's doorbell memory in one KFD context: a shared anonymous mapping the emulator
+/// keeps for itself and duplicates into the process for every doorbell `mmap`.
+#[derive(Debug)]
+pub(crate) struct DoorbellRegion {
+    /// The emulator's own view, `DOORBELL_REGION_BYTES` long and page aligned.
+    view: usize,
+    /// Tells this context's region from an earlier one's (whose process mappings may stay).
+    generation: u64,
+}
+
+impl DoorbellRegion {
+    fn new(generation: u64) -> io::Result<DoorbellRegion> {
+        // SAFETY: a fresh anonymous mapping at an address the kernel picks; nothing else can
+        // refer to it yet.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                DOORBELL_REGION_BYTES as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(DoorbellRegion {
+            view: p as usize,
+            generation,
+        })
+    }
+
+    /// The slot `index` (below [`DOORBELL_SLOTS`]) in the emulator's own view.
+    fn slot(&self, index: u32) -> &AtomicU64 {
+        assert!(index < DOORBELL_SLOTS, "doorbell slot {index} out of range");
+        // SAFETY: `view` is a page-aligned mapping of DOORBELL_REGION_BYTES that lives as long
+        // as `self`, so slot `index` is an aligned, mapped u64. The process stores into the
+        // same pages through its own mappings, so every access here is atomic.
+        unsafe { AtomicU64::from_ptr((self.view as *mut u64).add(index as usize)) }
+    }
+
+    /// Maps the first `len` bytes (a whole number of pages, at most the region) of this
+    /// region into the process: at `at` when given (replacing what was there, as `MAP_FIXED`
+    /// does), else where the kernel chooses.
+    ///
+    /// # Safety
+    /// With `at`, the caller must own the replaced range.
+    pub unsafe fn map_into_process(&self, at: Option<u64>, len: u64) -> io::Result<u64> {
+        if len == 0 || len > DOORBELL_REGION_BYTES {
+            return Err(errno(libc::EINVAL));
+        }
+        // SAFETY: the view is a live shared mapping of at least `len` bytes; the caller owns
+        // the replaced range.
+        unsafe { crate::memory::alias_shared(self.view as u64, len, at) }
+    }
+}
+
+impl Drop for DoorbellRegion {
+    fn drop(&mut self) {
+        // SAFETY: the view was mapped by `new` and is used only through `self`, which is going;
+        // the process's own mappings of the pages are separate mappings and stay.
+        unsafe {
+            libc::munmap(
+                self.view as *mut libc::c_void,
+                DOORBELL_REGION_BYTES as usize,
+            )
+        };
+    }
+}
+
+/// A queue's doorbell: one slot of its GPU's doorbell region.
+#[derive(Debug, Clone)]
+pub(crate) struct DoorbellSlot {
+    region: Arc<DoorbellRegion>,
+    index: u32,
+}
+
+impl DoorbellSlot {
+    /// The value last stored in the slot, by anyone. Acquire: the ring contents the client
+    /// wrote before its doorbell store are visible once the store is seen.
+    fn load(&self) -> u64 {
+        self.region.slot(self.index).load(Ordering::Acquire)
+    }
 }
 
 /// What a command processor shares with the rest of the kernel.
 #[derive(Debug)]
 pub(crate) struct QueueShared {
-    bell: Mutex<Bell>,
+    doorbell: DoorbellSlot,
+    /// `write_doorbell` stored into the slot: look now, even if the value did not change.
+    rung: AtomicBool,
+    /// The engine is blocked in a timed wait for its doorbell: only then does a doorbell need
+    /// the wake-up system call.
+    sleeping: Mutex<bool>,
     cv: Condvar,
     stop: Arc<AtomicBool>,
     /// Its GPU's engine hold: a doorbell rung while held wakes nobody until the release.
@@ -40,10 +154,12 @@ pub(crate) struct QueueShared {
 }
 
 impl QueueShared {
-    /// A queue of the GPU whose engines `hold` holds.
-    pub fn new(hold: &Arc<EngineHold>) -> Arc<QueueShared> {
+    /// A queue of the GPU whose engines `hold` holds, watching `doorbell`.
+    pub fn new(hold: &Arc<EngineHold>, doorbell: DoorbellSlot) -> Arc<QueueShared> {
         let q = Arc::new(QueueShared {
-            bell: Mutex::default(),
+            doorbell,
+            rung: AtomicBool::new(false),
+            sleeping: Mutex::new(false),
             cv: Condvar::new(),
             stop: Arc::default(),
             hold: Arc::clone(hold),
@@ -54,20 +170,18 @@ impl QueueShared {
 
     /// Wakes the command processor if a doorbell rang while it slept (after a hold).
     pub fn wake_if_rung(&self) {
-        let b = lock(&self.bell);
-        if b.rung && b.sleeping {
+        let sleeping = lock(&self.sleeping);
+        if *sleeping && self.rung.load(Ordering::SeqCst) {
             self.cv.notify_all();
         }
     }
 
-    /// The doorbell was written with `wptr`.
-    pub fn ring(&self, wptr: u64) {
-        let mut b = lock(&self.bell);
-        b.wptr = wptr;
-        b.rung = true;
-        let sleeping = b.sleeping;
-        drop(b);
-        // Checked after `rung` is published: a release that missed it sees `rung` set.
+    /// `write_doorbell` stored into this queue's slot: the engine looks at it now.
+    fn ring(&self) {
+        self.rung.store(true, Ordering::SeqCst);
+        // Read under the lock the engine holds from checking `rung` until it waits: either it
+        // sees `rung`, or it is waiting by the time this sees `sleeping`.
+        let sleeping = *lock(&self.sleeping);
         if sleeping && !self.hold.is_held() {
             self.cv.notify_all();
         }
@@ -76,7 +190,7 @@ impl QueueShared {
     /// Asks the command processor to stop.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
-        let _g = lock(&self.bell);
+        let _g = lock(&self.sleeping);
         self.cv.notify_all();
     }
 
@@ -89,20 +203,43 @@ impl QueueShared {
         self.stop.clone()
     }
 
-    /// Blocks until the doorbell rings (returns the written value) or the queue stops (`None`).
-    pub fn next(&self) -> Option<u64> {
-        let mut b = lock(&self.bell);
+    /// Whether the doorbell holds news for an engine that last took `seen` from it.
+    fn rang(&self, seen: u64) -> bool {
+        self.rung.swap(false, Ordering::SeqCst) || self.doorbell.load() != seen
+    }
+
+    /// Waits until the doorbell is written (returns the value in the slot) or the queue stops
+    /// (`None`). `seen` is the value the engine took last: a store of any other value, or any
+    /// `write_doorbell`, is a doorbell. Polls as the module's `POLL_*` constants describe.
+    pub fn next(&self, seen: u64) -> Option<u64> {
+        let idle_since = Instant::now();
+        let mut sleep = POLL_SLEEP_MIN;
         loop {
             if self.stopped() {
                 return None;
             }
-            if b.rung {
-                b.rung = false;
-                return Some(b.wptr);
+            if self.rang(seen) {
+                return Some(self.doorbell.load());
             }
-            b.sleeping = true;
-            b = wait(&self.cv, b);
-            b.sleeping = false;
+            let idle = idle_since.elapsed();
+            if idle < POLL_SPIN {
+                std::hint::spin_loop();
+                continue;
+            }
+            if idle < POLL_YIELD {
+                std::thread::yield_now();
+                continue;
+            }
+            let mut sleeping = lock(&self.sleeping);
+            *sleeping = true;
+            let news =
+                self.stopped() || self.rung.load(Ordering::SeqCst) || self.doorbell.load() != seen;
+            if !news {
+                sleeping = wait_timeout(&self.cv, sleeping, sleep);
+            }
+            *sleeping = false;
+            drop(sleeping);
+            sleep = (sleep * 2).min(POLL_SLEEP_MAX);
         }
     }
 }
@@ -135,49 +272,109 @@ impl QueueTable {
     }
 }
 
-#[derive(Debug)]
+/// What is left of one doorbell `mmap` in the process (a partial `munmap` leaves a part).
+#[derive(Debug, Clone, Copy)]
 struct DoorbellMapping {
     gpu: usize,
-    base: u64,
-    len: u64,
+    /// The region it maps ([`DoorbellRegion::generation`]).
+    generation: u64,
+    /// Where offset 0 of the region is (or was, if that page was unmapped since).
+    origin: u64,
+    start: u64,
+    end: u64,
 }
 
 #[derive(Debug, Default)]
 struct DoorbellState {
     mappings: Vec<DoorbellMapping>,
+    /// This KFD context's region of each GPU (by index), created on first use.
+    regions: HashMap<usize, Arc<DoorbellRegion>>,
     slots: HashMap<(usize, u32), Arc<QueueShared>>,
+    generations: u64,
 }
 
-/// Doorbell pages and slot owners.
+impl DoorbellState {
+    fn region(&mut self, gpu: usize) -> io::Result<Arc<DoorbellRegion>> {
+        if let Some(r) = self.regions.get(&gpu) {
+            return Ok(Arc::clone(r));
+        }
+        self.generations += 1;
+        let r = Arc::new(DoorbellRegion::new(self.generations)?);
+        self.regions.insert(gpu, Arc::clone(&r));
+        Ok(r)
+    }
+}
+
+/// Doorbell regions, their mappings in the process, and slot owners.
 #[derive(Debug, Default)]
 pub(crate) struct Doorbells {
     state: Mutex<DoorbellState>,
 }
 
 impl Doorbells {
-    /// A doorbell region of `gpu` is mapped at `[base, base + len)`.
-    pub fn add_mapping(&self, gpu: usize, base: u64, len: u64) {
-        lock(&self.state)
-            .mappings
-            .push(DoorbellMapping { gpu, base, len });
+    /// Maps `gpu`'s doorbell region (`len` bytes from its start) into the process, at `at`
+    /// when given, and returns where.
+    ///
+    /// # Safety
+    /// With `at`, the caller must own the replaced range.
+    pub unsafe fn map(&self, gpu: usize, at: Option<u64>, len: u64) -> io::Result<u64> {
+        let mut st = lock(&self.state);
+        let region = st.region(gpu)?;
+        if let Some(a) = at {
+            remove_overlapping(&mut st.mappings, a, a.saturating_add(len));
+        }
+        // SAFETY: the caller's guarantee about `at`. Done under the lock, so `write` never
+        // sees a mapping that is not in place yet.
+        let p = unsafe { region.map_into_process(at, len) }?;
+        st.mappings.push(DoorbellMapping {
+            gpu,
+            generation: region.generation,
+            origin: p,
+            start: p,
+            end: p + len,
+        });
+        Ok(p)
     }
 
-    /// Forgets doorbell mappings overlapping `[start, end)` (about to be unmapped/replaced).
+    /// Forgets the parts of doorbell mappings inside `[start, end)` (about to be unmapped or
+    /// replaced).
     pub fn remove_overlapping(&self, start: u64, end: u64) {
-        lock(&self.state)
-            .mappings
-            .retain(|m| m.base + m.len <= start || end <= m.base);
+        remove_overlapping(&mut lock(&self.state).mappings, start, end);
     }
 
-    /// Doorbell regions mapped into the process.
+    /// Doorbell mappings (or parts of one) in the process.
     pub fn mapping_count(&self) -> usize {
         lock(&self.state).mappings.len()
+    }
+
+    /// Doorbell regions of the current KFD context.
+    pub fn region_count(&self) -> usize {
+        lock(&self.state).regions.len()
+    }
+
+    /// The KFD context ended (its queues are gone): its regions are released once the last
+    /// engine lets go of them. The process's mappings stay, as mappings of nothing the
+    /// emulator watches.
+    pub fn end_context(&self) {
+        let mut st = lock(&self.state);
+        st.regions.clear();
+        st.slots.clear();
     }
 
     /// Smallest free slot on `gpu`.
     pub fn free_slot(&self, gpu: usize) -> Option<u32> {
         let st = lock(&self.state);
         (0..DOORBELL_SLOTS).find(|s| !st.slots.contains_key(&(gpu, *s)))
+    }
+
+    /// Slot `index` of `gpu`'s region, set to 0 for a new queue (whose pointers start at 0).
+    pub fn slot(&self, gpu: usize, index: u32) -> io::Result<DoorbellSlot> {
+        if index >= DOORBELL_SLOTS {
+            return Err(errno(libc::EINVAL));
+        }
+        let region = lock(&self.state).region(gpu)?;
+        region.slot(index).store(0, Ordering::Release);
+        Ok(DoorbellSlot { region, index })
     }
 
     pub fn bind(&self, gpu: usize, slot: u32, q: Arc<QueueShared>) {
@@ -188,30 +385,82 @@ impl Doorbells {
         lock(&self.state).slots.remove(&(gpu, slot));
     }
 
-    /// A 64-bit store to a doorbell: stored in the page if `ptr` is a slot of a mapped doorbell
-    /// page, and handed to the queue owning that slot. Stores anywhere else are dropped.
+    /// `write_doorbell`: a 64-bit store to `ptr` if it is a slot of a mapped doorbell region,
+    /// and a wake-up for the queue owning that slot. Stores anywhere else are dropped.
     pub fn write(&self, ptr: *mut u64, value: u64) {
         let p = ptr as usize as u64;
         let st = lock(&self.state);
         let Some(m) = st
             .mappings
             .iter()
-            .find(|m| m.base <= p && p.checked_add(8).is_some_and(|e| e <= m.base + m.len))
+            .find(|m| m.start <= p && p.checked_add(8).is_some_and(|e| e <= m.end))
         else {
             return;
         };
-        if (p - m.base) % 8 != 0 {
+        if (p - m.origin) % 8 != 0 {
             return;
         }
-        // SAFETY: `ptr` is an 8-byte aligned slot (base is page aligned, offset checked) inside a
-        // doorbell page this kernel mapped and still has registered; unregistering happens under
-        // this lock before the page is unmapped, so it is mapped for the store.
-        unsafe { ptr.write_volatile(value) };
-        let slot = ((p - m.base) / 8) as u32;
-        let queue = st.slots.get(&(m.gpu, slot)).cloned();
+        // SAFETY: `ptr` is an 8-byte aligned slot (the origin is page aligned, the offset
+        // checked) inside a doorbell mapping this kernel made and still has registered;
+        // unregistering happens under this lock before the range is unmapped, so it is mapped
+        // for the store. Engines and the process access these pages concurrently, atomically.
+        unsafe { AtomicU64::from_ptr(ptr) }.store(value, Ordering::Release);
+        let current = st
+            .regions
+            .get(&m.gpu)
+            .is_some_and(|r| r.generation == m.generation);
+        let slot = ((p - m.origin) / 8) as u32;
+        let queue = if current {
+            st.slots.get(&(m.gpu, slot)).cloned()
+        } else {
+            None
+        };
         drop(st);
         if let Some(q) = queue {
-            q.ring(value);
+            q.ring();
         }
+    }
+}
+
+/// Removes `[start, end)` from the mapped ranges in `mappings`, keeping what is left of each.
+fn remove_overlapping(mappings: &mut Vec<DoorbellMapping>, start: u64, end: u64) {
+    let mut kept = Vec::with_capacity(mappings.len() + 1);
+    for &m in mappings.iter() {
+        if m.end <= start || end <= m.start {
+            kept.push(m);
+            continue;
+        }
+        if m.start < start {
+            kept.push(DoorbellMapping { end: start, ..m });
+        }
+        if end < m.end {
+            kept.push(DoorbellMapping { start: end, ..m });
+        }
+    }
+    *mappings = kept;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unmapping_part_of_a_doorbell_mapping_keeps_the_rest() {
+        let m = DoorbellMapping {
+            gpu: 0,
+            generation: 1,
+            origin: 0x10000,
+            start: 0x10000,
+            end: 0x12000,
+        };
+        let mut list = vec![m];
+        remove_overlapping(&mut list, 0x10000, 0x11000);
+        assert_eq!(list.len(), 1);
+        assert_eq!(
+            (list[0].origin, list[0].start, list[0].end),
+            (0x10000, 0x11000, 0x12000)
+        );
+        remove_overlapping(&mut list, 0x11000, 0x12000);
+        assert!(list.is_empty());
     }
 }

@@ -49,6 +49,8 @@ pub(crate) struct Ring {
     /// The read pointer, in `unit`s.
     rptr: u64,
     rptr_fault_reported: bool,
+    /// The doorbell value taken last: the engine has work when the slot holds another.
+    doorbell_seen: u64,
 }
 
 impl Ring {
@@ -67,6 +69,7 @@ impl Ring {
             kind,
             rptr: 0,
             rptr_fault_reported: false,
+            doorbell_seen: 0,
         }
     }
 
@@ -83,14 +86,15 @@ impl Ring {
         self.desc.ring_bytes / self.unit.bytes()
     }
 
-    /// Blocks until the doorbell rings, and returns the read pointer and the write pointer it
+    /// Blocks until the doorbell is written, and returns the read pointer and the write pointer it
     /// carries: the packets between them are the engine's to execute. `None` once the queue is
     /// destroyed. A write pointer the engine cannot use (behind the read pointer, more than a
     /// ring ahead of it, or between dwords) is a fault: the read pointer jumps to it (to its
     /// dword) and the ring contents in between are skipped.
     pub fn next_work(&mut self) -> Option<(u64, u64)> {
         loop {
-            let wptr = self.queue.next()?;
+            let wptr = self.queue.next(self.doorbell_seen)?;
+            self.doorbell_seen = wptr;
             let queue = &self.queue;
             self.gpu.hold.wait(|| queue.stopped());
             let between_dwords = self.unit == PointerUnit::Bytes && wptr % 4 != 0;

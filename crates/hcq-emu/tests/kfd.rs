@@ -289,7 +289,7 @@ fn vram_gtt_and_userptr_buffers() {
     // SAFETY: our reservation.
     unsafe { k.munmap(res as usize as *mut c_void, 0x4000) }.unwrap();
 
-    // Render-node mmap must name a live buffer of that GPU, at its own address.
+    // Render-node mmap must name a live buffer of that GPU.
     // SAFETY: rejected before anything is mapped.
     let r = unsafe {
         k.mmap(
@@ -302,10 +302,11 @@ fn vram_gtt_and_userptr_buffers() {
         )
     };
     assert_eq!(errno_of(r), libc::EINVAL);
-    // SAFETY: rejected before anything is mapped (the buffer lives elsewhere).
+    // A second view of a buffer may go anywhere but over another buffer's memory.
+    // SAFETY: rejected before anything is mapped.
     let r = unsafe {
         k.mmap(
-            (gtt.va + 0x10_0000) as usize as *mut c_void,
+            (vram.va + 0x1000) as usize as *mut c_void,
             0x1000,
             PROT_READ,
             MAP_SHARED | MAP_FIXED,
@@ -675,6 +676,7 @@ fn closing_the_last_kfd_descriptor_reclaims_what_the_process_left() {
             gpu_mappings: 4,
             host_ranges: 4,
             doorbell_mappings: 1,
+            doorbell_regions: 1,
             queues: 1,
             events: 2,
             event_pages: 1,

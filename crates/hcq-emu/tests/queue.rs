@@ -468,3 +468,61 @@ fn random_packets_never_stop_the_queue() {
     while k.take_fault_report(dev.gpu_id).is_some() {}
     q.destroy();
 }
+
+/// A foreign client rings a doorbell with a plain store, never through `write_doorbell`: the
+/// command processor must notice the value in its slot, through any mapping of the doorbell
+/// page, from any thread, after any idle time.
+#[test]
+fn plain_stores_to_the_doorbell_through_any_mapping_are_doorbells() {
+    let k = EmuKernel::new(small_config());
+    let dev = Dev::open(&k, 0);
+    let sig = Signals::new(&dev);
+    let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
+    let mut q = dev.create_queue(0x1000);
+    // A second mapping of the same doorbell page, where the kernel chooses.
+    let base = q.doorbell_offset & !0x1fff;
+    // SAFETY: a fresh mapping of the doorbell page.
+    let second = unsafe {
+        k.mmap(
+            std::ptr::null_mut(),
+            0x2000,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            dev.kfd,
+            base,
+        )
+    }
+    .unwrap();
+    let second_slot = (second as u64 + (q.doorbell_offset - base)) as usize;
+    assert_ne!(second_slot, q.doorbell as usize);
+
+    for (round, idle_ms) in [(1u64, 0u64), (2, 5), (3, 60), (4, 0), (5, 200)] {
+        std::thread::sleep(Duration::from_millis(idle_ms));
+        let mut b = Pm4Builder::new();
+        b.signal(sig.value_addr(0), round, sig.mailbox(&ev), ev.event_id);
+        q.write_words(&b.words);
+        let wptr = q.wptr;
+        // Odd rounds store through the queue's own mapping, even ones through the second, and
+        // from another thread.
+        let slot = if round % 2 == 1 {
+            q.doorbell as usize
+        } else {
+            second_slot
+        };
+        std::thread::spawn(move || {
+            // SAFETY: an aligned slot of a doorbell page mapped above and still mapped; the
+            // emulator reads it atomically.
+            unsafe { std::sync::atomic::AtomicU64::from_ptr(slot as *mut u64) }
+                .store(wptr, std::sync::atomic::Ordering::Release);
+        })
+        .join()
+        .unwrap();
+        assert!(
+            wait_signal(&dev, &sig, 0, round, &ev),
+            "round {round} after {idle_ms} ms idle: the store was not seen"
+        );
+    }
+    // SAFETY: the second mapping is ours and no longer used.
+    unsafe { k.munmap(second, 0x2000) }.unwrap();
+    q.destroy();
+}
