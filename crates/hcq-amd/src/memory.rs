@@ -139,7 +139,23 @@ impl GpuMemory {
                 )
             }
         }
-        .map_err(|e| oom_or("mmap (reserve)", e))?;
+        .map_err(|e| {
+            if e.raw_os_error() == Some(seam::ENOMEM) {
+                // Before any driver is asked: the host's own address space is what is short.
+                Error::OutOfMemory {
+                    device: device_name.to_string(),
+                    requested: size,
+                    reason: Some(
+                        "the host's memory map has no room for the buffer: reserving its address \
+                         range failed with ENOMEM (an address-space limit such as `ulimit -v`, \
+                         or the host is out of memory)"
+                            .into(),
+                    ),
+                }
+            } else {
+                oom_or("mmap (reserve)", e)
+            }
+        })?;
         let va = addr as u64;
         let release_va = || {
             // SAFETY: `addr..addr+len` is the reservation made above and nothing else uses it.
