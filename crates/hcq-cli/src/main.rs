@@ -3,6 +3,8 @@
 mod bench;
 mod bench_copy;
 mod demo;
+#[cfg(target_os = "linux")]
+mod exec;
 mod prebuilt;
 mod run;
 mod soak;
@@ -76,6 +78,20 @@ enum Command {
         json: bool,
         #[arg(long, global = true)]
         device: Option<String>,
+    },
+    /// Run an unmodified program that uses AMD GPUs through /dev/kfd (tinygrad, a HIP-free C
+    /// client, ...) on emulated gfx1100 GPUs; exits with the program's status.
+    #[cfg(target_os = "linux")]
+    Exec {
+        /// Emulated GPUs (default: HCQ_EMU_GPUS, else 1).
+        #[arg(long)]
+        gpus: Option<u32>,
+        /// VRAM per GPU, as 64M, 16G or bytes (default: HCQ_EMU_VRAM, else 16G).
+        #[arg(long)]
+        vram: Option<String>,
+        /// The program and its arguments (after `--`).
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<std::ffi::OsString>,
     },
     /// Long run of kernel launches, graph replays and copies, every result checked against the
     /// host; fails if resident memory, open file descriptors or memory mappings grow by more
@@ -170,6 +186,8 @@ fn run(cli: Cli) -> Result<(), String> {
             json,
             device,
         } => bench::run(which, json, device.as_deref()),
+        #[cfg(target_os = "linux")]
+        Command::Exec { .. } => unreachable!("handled in main"),
         Command::Soak {
             launches,
             replays,
@@ -210,6 +228,16 @@ fn exit_cleanly_on_signals() {
         // SAFETY: `signals` is a valid set, blocked in every thread, and `signal` a valid
         // place for the one received.
         if unsafe { libc::sigwait(&signals, &mut signal) } == 0 {
+            // Under `hcq exec`, the program decides how it ends; hcq exits with its status.
+            #[cfg(target_os = "linux")]
+            {
+                let child = exec::CHILD.load(std::sync::atomic::Ordering::SeqCst);
+                if child > 0 {
+                    // SAFETY: sends a signal to our own child process.
+                    unsafe { libc::kill(child, signal) };
+                    continue;
+                }
+            }
             #[cfg(target_os = "linux")]
             hcq::stop_compiles_for_exit();
             std::process::exit(128 + signal);
@@ -224,6 +252,26 @@ fn main() -> ExitCode {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     exit_cleanly_on_signals();
     let cli = Cli::parse();
+    #[cfg(target_os = "linux")]
+    if let Command::Exec {
+        gpus,
+        vram,
+        command,
+    } = cli.command
+    {
+        // The program's own status, untouched by tracing (the program is not traced by us).
+        return match exec::run(exec::Options {
+            gpus,
+            vram,
+            command,
+        }) {
+            Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::from(127)
+            }
+        };
+    }
     // Before any work: a trace file that cannot be written ends the command here.
     let started = match &cli.trace {
         Some(path) => hcq::trace_to(path),

@@ -326,6 +326,16 @@ impl EmuKernel {
         }
     }
 
+    /// Whether any of `[addr, addr + len)` is memory this kernel holds: a buffer's pages (live,
+    /// or freed while a queue still uses them) or a mapped doorbell region. A process that
+    /// intercepts its own `munmap` and `mmap(MAP_FIXED)` calls (`hcq exec`) asks this to tell
+    /// which belong to the emulated driver. Takes only the kernel's own locks and allocates
+    /// nothing.
+    pub fn holds_range(&self, addr: u64, len: u64) -> bool {
+        let end = addr.saturating_add(len.max(1));
+        self.space.overlaps(addr, end) || self.doorbells.overlaps(addr, end)
+    }
+
     /// `gpu_id`s of the emulated GPUs, in topology order (nodes 1..=n).
     pub fn gpu_ids(&self) -> Vec<u32> {
         self.gpus.iter().map(|g| g.gpu_id).collect()

@@ -342,6 +342,14 @@ impl Doorbells {
         remove_overlapping(&mut lock(&self.state).mappings, start, end);
     }
 
+    /// Whether a doorbell mapping overlaps `[start, end)`.
+    pub fn overlaps(&self, start: u64, end: u64) -> bool {
+        lock(&self.state)
+            .mappings
+            .iter()
+            .any(|m| m.start < end && start < m.end)
+    }
+
     /// Doorbell mappings (or parts of one) in the process.
     pub fn mapping_count(&self) -> usize {
         lock(&self.state).mappings.len()

@@ -1,0 +1,202 @@
+//! `hcq exec`: runs an unmodified program that drives AMD GPUs through `/dev/kfd` on emulated
+//! gfx1100 GPUs.
+//!
+//! The program runs in a child process with the preload library of `hcq-exec`
+//! (`libhcq_exec.so`) in `LD_PRELOAD`, which intercepts its system calls and plays the kernel
+//! driver with the same emulator as `amd-emu:N` (see that crate's documentation for how). What
+//! the program reads of `/sys` and `/dev` comes from a directory made here for the run
+//! (`HCQ_EXEC_ROOT`): the emulator's KFD topology and device nodes, written out as files. The
+//! directory is removed when the program ends.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use hcq_amd_sys::seam::Kernel;
+use hcq_emu::{EmuConfig, EmuKernel};
+
+/// The running program's pid, to which SIGINT, SIGTERM and SIGHUP sent to `hcq` are passed on
+/// (0 when there is none).
+pub static CHILD: AtomicI32 = AtomicI32::new(0);
+
+/// File name of the preload library.
+const LIBRARY: &str = "libhcq_exec.so";
+/// Where the KFD topology lives in sysfs.
+const TOPOLOGY: &str = "/sys/devices/virtual/kfd/kfd/topology";
+
+pub struct Options {
+    pub gpus: Option<u32>,
+    pub vram: Option<String>,
+    pub command: Vec<OsString>,
+}
+
+/// Runs the program and returns the exit code `hcq` should end with: the program's, or 128 +
+/// the signal that ended it (as a shell reports it).
+pub fn run(o: Options) -> Result<i32, String> {
+    let Some((program, args)) = o.command.split_first() else {
+        return Err(
+            "hcq exec: no command given (hcq exec [--gpus N] [--vram SIZE] -- COMMAND [ARGS...])"
+                .into(),
+        );
+    };
+    let library = preload_library()?;
+    let env_var = |name: &str| std::env::var(name).ok();
+    let gpus = o
+        .gpus
+        .map(|g| g.to_string())
+        .or_else(|| env_var("HCQ_EMU_GPUS"));
+    let vram = o.vram.clone().or_else(|| env_var("HCQ_EMU_VRAM"));
+    let config = EmuConfig::from_vars(
+        gpus.as_deref(),
+        env_var("HCQ_EMU_MAX_STEPS").as_deref(),
+        vram.as_deref(),
+    )
+    .map_err(|e| format!("hcq exec: {e}"))?;
+    let root = Root::create().map_err(|e| format!("hcq exec: creating its /sys and /dev: {e}"))?;
+    let vram_bytes = write_tree(&root.path, config)
+        .map_err(|e| format!("hcq exec: writing {}: {e}", root.path.display()))?;
+
+    let mut preload = library.into_os_string();
+    if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+        preload.push(":");
+        preload.push(existing);
+    }
+    let mut command = std::process::Command::new(program);
+    command
+        .args(args)
+        .env("LD_PRELOAD", preload)
+        .env("HCQ_EXEC_ROOT", &root.path)
+        .env("HCQ_EMU_GPUS", config.gpus.to_string())
+        // The size the tree shows, which the host's limits may have lowered from the request.
+        .env("HCQ_EMU_VRAM", vram_bytes.to_string())
+        .env("HCQ_EMU_MAX_STEPS", config.max_steps.to_string());
+    // SAFETY: the closure runs in the child between fork and exec and only makes a system
+    // call (async-signal-safe): the program starts with no signal blocked, not with the mask
+    // `hcq` keeps for its signal thread.
+    unsafe {
+        command.pre_exec(|| {
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            Ok(())
+        });
+    }
+    let mut child = command
+        .spawn()
+        .map_err(|e| format!("hcq exec: cannot run {}: {e}", Path::new(program).display()))?;
+    CHILD.store(child.id() as i32, Ordering::SeqCst);
+    let status = child.wait();
+    CHILD.store(0, Ordering::SeqCst);
+    drop(root);
+    let status = status.map_err(|e| format!("hcq exec: waiting for the program: {e}"))?;
+    Ok(match (status.code(), status.signal()) {
+        (Some(code), _) => code,
+        (None, Some(signal)) => 128 + signal,
+        (None, None) => 1,
+    })
+}
+
+/// `libhcq_exec.so`: `HCQ_EXEC_LIB`, else beside the `hcq` executable (or in its `deps/`,
+/// where cargo puts it when it builds it for the tests).
+fn preload_library() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("HCQ_EXEC_LIB").filter(|p| !p.is_empty()) {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            std::path::absolute(&p).map_err(|e| format!("hcq exec: HCQ_EXEC_LIB: {e}"))
+        } else {
+            Err(format!(
+                "hcq exec: HCQ_EXEC_LIB={} is not a file",
+                p.display()
+            ))
+        };
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("hcq exec: {e}"))?;
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    let candidates = [dir.join(LIBRARY), dir.join("deps").join(LIBRARY)];
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .ok_or_else(|| {
+            format!(
+                "hcq exec: the preload library {LIBRARY} is not beside {} (build it with \
+             `cargo build --release -p hcq-exec`, or name it with HCQ_EXEC_LIB)",
+                exe.display()
+            )
+        })
+}
+
+/// The run's directory, removed when dropped.
+struct Root {
+    path: PathBuf,
+}
+
+impl Root {
+    fn create() -> io::Result<Root> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path =
+            std::env::temp_dir().join(format!("hcq-exec-{}-{nanos:08x}", std::process::id()));
+        std::fs::DirBuilder::new().mode(0o700).create(&path)?;
+        Ok(Root { path })
+    }
+}
+
+impl Drop for Root {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Writes the emulator's `/sys` and `/dev` entries under `root` and returns the VRAM size each
+/// GPU shows.
+fn write_tree(root: &Path, config: EmuConfig) -> io::Result<u64> {
+    let k = EmuKernel::new(config);
+    let under = |path: &str| root.join(path.trim_start_matches('/'));
+    copy_dir(&k, TOPOLOGY, &under(TOPOLOGY))?;
+    std::fs::create_dir_all(under("/sys/class/kfd"))?;
+    std::os::unix::fs::symlink("../../devices/virtual/kfd/kfd", under("/sys/class/kfd/kfd"))?;
+    std::fs::create_dir_all(under("/dev/dri"))?;
+    std::fs::write(under("/dev/kfd"), "")?;
+    let mut vram = 0;
+    for node in k.read_dir(hcq_amd_sys::seam::TOPOLOGY_NODES)? {
+        let properties = k.read_to_string(&format!(
+            "{}/{node}/properties",
+            hcq_amd_sys::seam::TOPOLOGY_NODES
+        ))?;
+        let value = |key: &str| {
+            properties.lines().find_map(|l| {
+                l.strip_prefix(key)
+                    .and_then(|v| v.strip_prefix(' '))
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+            })
+        };
+        if let (Some(minor), Some(size)) = (value("drm_render_minor"), value("local_mem_size")) {
+            if size > 0 {
+                std::fs::write(under(&format!("/dev/dri/renderD{minor}")), "")?;
+                vram = size;
+            }
+        }
+    }
+    Ok(vram)
+}
+
+/// Copies the emulator's directory `from` (and everything below) to `to`.
+fn copy_dir(k: &EmuKernel, from: &str, to: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for name in k.read_dir(from)? {
+        let path = format!("{from}/{name}");
+        match k.read_to_string(&path) {
+            Ok(text) => std::fs::write(to.join(&name), text)?,
+            Err(e) if e.raw_os_error() == Some(libc::EISDIR) => {
+                copy_dir(k, &path, &to.join(&name))?
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}

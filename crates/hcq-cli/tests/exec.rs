@@ -1,0 +1,215 @@
+//! `hcq exec`: programs written against the Linux kernel driver, run unmodified on the
+//! emulated GPU. Their results are checked against the emulator's own view (the topology an
+//! `EmuKernel` of the same configuration publishes) and against the program's host-side
+//! expectations (the C client checks every byte it copied).
+#![cfg(all(target_os = "linux", target_arch = "x86_64"))]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use hcq_amd_sys::seam::Kernel;
+use hcq_emu::{EmuConfig, EmuKernel};
+
+const NODES: &str = "/sys/devices/virtual/kfd/kfd/topology/nodes";
+
+/// `hcq exec ARGS`, killed if it has not finished in a minute (a hang fails, not stalls).
+fn hcq_exec(args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hcq"))
+        .arg("exec")
+        .args(args)
+        .env_remove("HCQ_DEVICE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("hcq runs");
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("hcq exec {args:?} did not finish in 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Compiles the C client with the system's compiler and the kernel's uapi header.
+fn kfd_client(dir: &Path) -> PathBuf {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/exec");
+    let out = dir.join("kfd_client");
+    let o = Command::new("cc")
+        .args(["-O1", "-Wall", "-Wextra", "-Werror", "-pthread", "-I"])
+        .arg(here.join("include"))
+        .arg(here.join("kfd_client.c"))
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .expect("a C compiler (cc) runs");
+    assert!(
+        o.status.success(),
+        "the C client does not compile:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+/// The KFD version an emulator answers `GET_VERSION` with.
+fn kfd_version() -> (u32, u32) {
+    let k = EmuKernel::new(EmuConfig::default());
+    let fd = k.open("/dev/kfd").unwrap();
+    let mut v = hcq_amd_sys::kfd::GetVersionArgs::default();
+    // SAFETY: a GetVersionArgs for GET_VERSION.
+    unsafe {
+        k.ioctl(
+            fd,
+            hcq_amd_sys::kfd::IOC_GET_VERSION,
+            &mut v as *mut _ as *mut std::ffi::c_void,
+        )
+    }
+    .unwrap();
+    (v.major_version, v.minor_version)
+}
+
+/// What an emulator configured like `hcq exec --gpus N` publishes as its first GPU's node:
+/// the node, its properties, and how many GPUs there are.
+fn first_gpu(gpus: u32) -> (u32, String, usize) {
+    let k = EmuKernel::new(EmuConfig {
+        gpus,
+        ..EmuConfig::default()
+    });
+    let mut found = Vec::new();
+    for n in k.read_dir(NODES).unwrap() {
+        let id: u32 = k
+            .read_to_string(&format!("{NODES}/{n}/gpu_id"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        if id != 0 {
+            found.push((n.parse::<u32>().unwrap(), id));
+        }
+    }
+    found.sort();
+    let node = found[0].0;
+    let props = k
+        .read_to_string(&format!("{NODES}/{node}/properties"))
+        .unwrap();
+    (node, props, found.len())
+}
+
+fn property(props: &str, name: &str) -> String {
+    props
+        .lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(' ')))
+        .unwrap_or_else(|| panic!("no {name} in {props}"))
+        .to_string()
+}
+
+#[test]
+fn a_c_program_drives_the_emulated_gpu_through_the_kernel_driver() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = kfd_client(dir.path());
+    for gpus in [1, 2] {
+        let gpus_arg = gpus.to_string();
+        let o = hcq_exec(&["--gpus", &gpus_arg, "--", client.to_str().unwrap()]);
+        assert!(
+            o.status.success(),
+            "{gpus} GPUs: {o:?}\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let (node, props, count) = first_gpu(gpus);
+        assert_eq!(count, gpus as usize);
+        let (major, minor) = kfd_version();
+        let want = format!(
+            "kfd {major}.{minor}\n\
+             gpus {gpus} node {node} gfx_target_version {target} render_minor {render}\n\
+             thread clock ok\n\
+             wait_result 0 signal 7\n\
+             sdma copied 12388 bytes\n\
+             done\n",
+            target = property(&props, "gfx_target_version"),
+            render = property(&props, "drm_render_minor"),
+        );
+        assert_eq!(stdout(&o), want, "{gpus} GPUs");
+    }
+}
+
+#[test]
+fn shell_tools_see_the_emulated_devices_and_exit_statuses_pass_through() {
+    let (node, props, _) = first_gpu(1);
+    let k = EmuKernel::new(EmuConfig::default());
+    let gpu_id = k.read_to_string(&format!("{NODES}/{node}/gpu_id")).unwrap();
+    let render = property(&props, "drm_render_minor");
+    // `sh` starts `cat` and `ls` with vfork: the children and the shell after them are still
+    // intercepted, and the shell's own exit status comes back.
+    let script = format!(
+        "cat {NODES}/{node}/gpu_id; ls /dev/dri; head -c 15 {NODES}/{node}/properties; echo; \
+         test -e /dev/kfd && ls /sys/class/kfd/kfd/topology/nodes; exit 7"
+    );
+    let o = hcq_exec(&["--", "sh", "-c", &script]);
+    assert_eq!(o.status.code(), Some(7), "{o:?}");
+    let first_line = props.lines().next().unwrap();
+    assert_eq!(
+        stdout(&o),
+        format!(
+            "{gpu_id}renderD{render}\n{}\n0\n1\n",
+            &first_line[..15.min(first_line.len())]
+        )
+    );
+
+    // Ended by a signal: reported as a shell would, 128 + the signal.
+    let o = hcq_exec(&["--", "sh", "-c", "kill -TERM $$"]);
+    assert_eq!(o.status.code(), Some(128 + 15), "{o:?}");
+}
+
+/// A shell busy with subshells, pipes, command substitutions and signal traps: forks and
+/// clones from many call sites, signals arriving in and around the library's handler.
+#[test]
+fn a_busy_shell_script_runs_to_the_end() {
+    let (node, _, _) = first_gpu(1);
+    let k = EmuKernel::new(EmuConfig::default());
+    let gpu_id = k.read_to_string(&format!("{NODES}/{node}/gpu_id")).unwrap();
+    let script = format!(
+        "n=0; same=0; trap 'n=$((n+1))' USR1
+         for i in $(seq 1 40); do
+           v=$(cat {NODES}/{node}/gpu_id | tr -d '\\n')
+           [ \"$v\" = {id} ] && same=$((same+1))
+           kill -USR1 $$
+           (sleep 0.001; true) &
+           wait
+         done
+         echo \"$same $n\"",
+        id = gpu_id.trim()
+    );
+    let o = hcq_exec(&["--", "bash", "-c", &script]);
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(stdout(&o), "40 40\n");
+}
+
+#[test]
+fn a_missing_program_is_a_clear_error() {
+    let o = hcq_exec(&["--", "/nonexistent/program"]);
+    assert_eq!(o.status.code(), Some(127), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("cannot run /nonexistent/program") && err.contains("No such file"),
+        "{err}"
+    );
+    let o = hcq_exec(&[]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+}
+
+#[test]
+fn the_generated_tree_is_removed_afterwards() {
+    let o = hcq_exec(&["--", "sh", "-c", "echo $HCQ_EXEC_ROOT"]);
+    assert!(o.status.success(), "{o:?}");
+    let root = stdout(&o).trim().to_string();
+    assert!(!root.is_empty(), "HCQ_EXEC_ROOT is not set in the program");
+    assert!(!Path::new(&root).exists(), "{root} is left behind");
+}
