@@ -718,8 +718,9 @@ fn closing_the_last_kfd_descriptor_reclaims_what_the_process_left() {
             .unwrap();
         k.munmap(vram.va as usize as *mut c_void, vram.size as usize)
             .unwrap();
-        k.munmap((q.doorbell as usize & !0x1fff) as *mut c_void, 0x2000)
-            .unwrap();
+        // The page the kernel placed (4 KiB aligned, not necessarily 8 KiB).
+        let page = q.doorbell as u64 - (q.doorbell_offset & 0x1fff);
+        k.munmap(page as usize as *mut c_void, 0x2000).unwrap();
     }
     k.close(dev.drm);
     // Another descriptor of /dev/kfd keeps the process's context alive.
