@@ -16,6 +16,16 @@ if [ ${#need_llvm[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq clang-19 lld-19 llvm-19 >/dev/null
 fi
 
+# tinygrad for the `hcq exec` tests: a virtualenv of its own, made once.
+venv=target/tinygrad-venv
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import tinygrad, numpy" 2>/dev/null; then
+  echo "== making $venv (tinygrad 0.14.0, numpy)"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check tinygrad==0.14.0 numpy==2.4.6
+fi
+export HCQ_TEST_TINYGRAD_PYTHON="$PWD/$venv/bin/python"
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use hcq_amd_sys::seam::Kernel;
-use hcq_emu::{EmuConfig, EmuKernel};
+use hcq_emu::{EmuConfig, EmuKernel, SysfsKind};
 
 /// The running program's pid, to which SIGINT, SIGTERM and SIGHUP sent to `hcq` are passed on
 /// (0 when there is none).
@@ -25,7 +25,9 @@ pub static CHILD: AtomicI32 = AtomicI32::new(0);
 /// File name of the preload library.
 const LIBRARY: &str = "libhcq_exec.so";
 /// Where the KFD topology lives in sysfs.
-const TOPOLOGY: &str = "/sys/devices/virtual/kfd/kfd/topology";
+/// The file of the generated tree listing the path prefixes it serves, one per line (read by
+/// the preload library at load).
+const PREFIXES: &str = "served-paths";
 
 pub struct Options {
     pub gpus: Option<u32>,
@@ -157,9 +159,13 @@ impl Drop for Root {
 fn write_tree(root: &Path, config: EmuConfig) -> io::Result<u64> {
     let k = EmuKernel::new(config);
     let under = |path: &str| root.join(path.trim_start_matches('/'));
-    copy_dir(&k, TOPOLOGY, &under(TOPOLOGY))?;
-    std::fs::create_dir_all(under("/sys/class/kfd"))?;
-    std::os::unix::fs::symlink("../../devices/virtual/kfd/kfd", under("/sys/class/kfd/kfd"))?;
+    for entry in k.sysfs_entries() {
+        match &entry.kind {
+            SysfsKind::Dir => std::fs::create_dir_all(under(&entry.path))?,
+            SysfsKind::File(text) => std::fs::write(under(&entry.path), text)?,
+            SysfsKind::Symlink(target) => std::os::unix::fs::symlink(target, under(&entry.path))?,
+        }
+    }
     std::fs::create_dir_all(under("/dev/dri"))?;
     std::fs::write(under("/dev/kfd"), "")?;
     let mut vram = 0;
@@ -182,21 +188,12 @@ fn write_tree(root: &Path, config: EmuConfig) -> io::Result<u64> {
             }
         }
     }
-    Ok(vram)
-}
-
-/// Copies the emulator's directory `from` (and everything below) to `to`.
-fn copy_dir(k: &EmuKernel, from: &str, to: &Path) -> io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for name in k.read_dir(from)? {
-        let path = format!("{from}/{name}");
-        match k.read_to_string(&path) {
-            Ok(text) => std::fs::write(to.join(&name), text)?,
-            Err(e) if e.raw_os_error() == Some(libc::EISDIR) => {
-                copy_dir(k, &path, &to.join(&name))?
-            }
-            Err(e) => return Err(e),
-        }
+    // The paths the library serves from this tree: the device nodes and the sysfs roots.
+    let mut prefixes = String::from("/dev/kfd\n/dev/dri\n");
+    for r in k.sysfs_roots() {
+        prefixes.push_str(r);
+        prefixes.push('\n');
     }
-    Ok(())
+    std::fs::write(root.join(PREFIXES), prefixes)?;
+    Ok(vram)
 }

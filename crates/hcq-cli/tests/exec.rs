@@ -213,3 +213,46 @@ fn the_generated_tree_is_removed_afterwards() {
     assert!(!root.is_empty(), "HCQ_EXEC_ROOT is not set in the program");
     assert!(!Path::new(&root).exists(), "{root} is left behind");
 }
+
+/// tinygrad 0.14.0 from PyPI, unmodified, with its own AMD backend compiling through Debian's
+/// libLLVM-19 (`DEV=AMD:LLVM`), on two emulated GPUs: `tests/exec/tinygrad_suite.py` checks
+/// every result against numpy. `scripts/test.sh` makes the virtualenv and names its Python in
+/// `HCQ_TEST_TINYGRAD_PYTHON`.
+#[test]
+fn tinygrad_runs_unmodified_on_two_emulated_gpus() {
+    let Some(python) = std::env::var_os("HCQ_TEST_TINYGRAD_PYTHON") else {
+        eprintln!(
+            "\n*** NOT TESTED: tinygrad under hcq exec (HCQ_TEST_TINYGRAD_PYTHON is not set; \
+             scripts/test.sh sets it up) ***\n"
+        );
+        return;
+    };
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/exec/tinygrad_suite.py");
+    let o = hcq_exec(&[
+        "--gpus",
+        "2",
+        "--",
+        "env",
+        "DEV=AMD:LLVM",
+        python.to_str().unwrap(),
+        suite.to_str().unwrap(),
+    ]);
+    let out = stdout(&o);
+    assert!(
+        o.status.success() && out.ends_with("all ok\n"),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for line in [
+        "device AMD AMDDevice",
+        "copy_64MiB: ok",
+        "jit graphs ['HCQGraph']",
+        "second AMD:1 AMDDevice",
+        "gpu1_math: ok",
+    ] {
+        assert!(
+            out.lines().any(|l| l == line),
+            "{line:?} missing from\n{out}"
+        );
+    }
+}

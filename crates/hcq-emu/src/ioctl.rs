@@ -35,22 +35,41 @@ const CP_STACK_BYTES: usize = 16 << 20;
 /// Stack of an SDMA engine thread.
 const SDMA_STACK_BYTES: usize = 1 << 20;
 
-/// Runs `f` on a copy of the argument struct and copies it back when the request returns data
-/// (as the kernel does, whether or not the handler failed).
+/// Runs `f` on the kernel's copy of the argument, as `kfd_ioctl` makes it: the caller's
+/// request says only how many bytes it passes (`usize`); what moves is the kernel's own
+/// definition of the request (`known`): with `_IOC_WRITE` the caller's `usize` bytes are read,
+/// the rest of the kernel's struct zeroed (an older, shorter struct works); with `_IOC_READ`
+/// `usize` bytes are written back, whether or not the handler failed (a newer, longer struct
+/// gets its tail back untouched).
 ///
 /// # Safety
-/// `arg` must point to a readable (and, for requests that return data, writable) `T`.
+/// `arg` must point to `request_size(request)` readable bytes (and writable, for requests
+/// the kernel answers with data).
 unsafe fn with_args<T: Copy>(
     arg: *mut c_void,
     request: u64,
     f: impl FnOnce(&mut T) -> io::Result<()>,
 ) -> io::Result<()> {
-    // SAFETY: the caller guarantees `arg` points to a `T`; it may be unaligned.
-    let mut a = unsafe { arg.cast::<T>().read_unaligned() };
+    let known = known_request(request)?;
+    let user = request_size(request);
+    let mut kdata = vec![0u8; user.max(std::mem::size_of::<T>())];
+    if user > 0 && arg.is_null() {
+        return Err(errno(libc::EFAULT));
+    }
+    if request_dir(known) & IOC_DIR_WRITE != 0 {
+        // SAFETY: `arg` holds `user` readable bytes (caller's guarantee); `kdata` at least as
+        // many.
+        unsafe { std::ptr::copy_nonoverlapping(arg as *const u8, kdata.as_mut_ptr(), user) };
+    }
+    // SAFETY: `kdata` holds at least `size_of::<T>()` bytes; every `T` here is a plain
+    // `#[repr(C)]` struct of integers, for which any bytes are a value.
+    let mut a = unsafe { kdata.as_ptr().cast::<T>().read_unaligned() };
     let result = f(&mut a);
-    if request_dir(request) & IOC_DIR_READ != 0 {
-        // SAFETY: requests that return data pass a writable `T` (caller's guarantee).
-        unsafe { arg.cast::<T>().write_unaligned(a) };
+    // SAFETY: as above.
+    unsafe { kdata.as_mut_ptr().cast::<T>().write_unaligned(a) };
+    if request_dir(known) & IOC_DIR_READ != 0 {
+        // SAFETY: `arg` holds `user` writable bytes for a request that returns data.
+        unsafe { std::ptr::copy_nonoverlapping(kdata.as_ptr(), arg as *mut u8, user) };
     }
     result
 }
@@ -75,28 +94,15 @@ const KNOWN_REQUESTS: [u64; 15] = [
     IOC_AVAILABLE_MEMORY,
 ];
 
-/// Checks a request's encoding before its argument is touched, as the kernel's ioctl
-/// dispatch does: a request of another driver or an unknown number is `ENOTTY`; a known
-/// number whose encoded size differs from its struct's, with other direction bits, or with
-/// bits above the 32 Linux decodes is `EINVAL`. Only a request that passes may have its
-/// argument read as that struct.
-pub(crate) fn check_request(request: u64) -> io::Result<()> {
-    if (request >> 8) & 0xff != u64::from(b'K') {
-        return Err(errno(libc::ENOTTY));
-    }
-    let Some(&known) = KNOWN_REQUESTS
+/// The kernel's own definition of the request with `request`'s number, as `kfd_ioctl` finds
+/// it: by number alone (the caller's type byte, direction and size do not select it). A number
+/// KFD does not define is `EINVAL`, as is one it defines that this emulator does not model.
+pub(crate) fn known_request(request: u64) -> io::Result<u64> {
+    KNOWN_REQUESTS
         .iter()
-        .find(|&&k| request_nr(k) == request_nr(request))
-    else {
-        return Err(errno(libc::ENOTTY));
-    };
-    if request_size(request) != request_size(known)
-        || request_dir(request) != request_dir(known)
-        || request >> 32 != 0
-    {
-        return Err(errno(libc::EINVAL));
-    }
-    Ok(())
+        .copied()
+        .find(|&k| request_nr(k) == request_nr(request))
+        .ok_or_else(|| errno(libc::EINVAL))
 }
 
 impl EmuKernel {
@@ -108,15 +114,11 @@ impl EmuKernel {
             Some(Node::Render(_)) => return Err(errno(libc::ENOTTY)),
             Some(Node::Kfd) => {}
         }
-        check_request(request)?;
-        if arg.is_null() {
-            return Err(errno(libc::EFAULT));
-        }
+        let known = known_request(request)?;
         // SAFETY: in every arm, the caller guarantees `arg` points to as many bytes as `request`
-        // encodes, `check_request` made sure that is the size of the struct the arm names (the
-        // arm's constant is built from it), and the direction bits decide the copy back.
+        // encodes, which is all `with_args` reads or writes.
         unsafe {
-            match request {
+            match known {
                 IOC_GET_VERSION => with_args(arg, request, |a: &mut GetVersionArgs| {
                     a.major_version = KFD_IOCTL_MAJOR_VERSION;
                     a.minor_version = KFD_MINOR_VERSION;
@@ -154,7 +156,7 @@ impl EmuKernel {
                         Ok(())
                     })
                 }
-                _ => Err(errno(libc::ENOTTY)),
+                _ => Err(errno(libc::EINVAL)),
             }
         }
     }

@@ -5,15 +5,25 @@
 //!
 //! - **Device nodes**: `open("/dev/kfd")` and `open("/dev/dri/renderD<128+i>")` return
 //!   descriptors at or above `0x4000_0000`, which no real descriptor of the process reaches.
-//! - **Topology**: `/sys/devices/virtual/kfd/kfd/topology/nodes/N/{gpu_id,name,properties,
-//!   mem_banks/0/properties}`. Node 0 is the CPU; nodes `1..=n` are gfx1100 GPUs (an RX 7900
-//!   XTX's properties, with `local_mem_size` the configured VRAM).
+//! - **sysfs**: the KFD topology, `/sys/devices/virtual/kfd/kfd/topology/nodes/N/{gpu_id,name,
+//!   properties,mem_banks/0/properties}` (node 0 is the CPU; nodes `1..=n` are gfx1100 GPUs
+//!   with an RX 7900 XTX's properties and `local_mem_size` the configured VRAM), the `kfd` and
+//!   `drm` classes, and each GPU's PCI device directory (`/sys/class/drm/renderD<minor>/device`)
+//!   with its IP discovery table (`ip_discovery/die/0/<hw_id>/<instance>/{major,minor,
+//!   revision,...}`: GC 11.0.0, SDMA 6.0.0, NBIF 4.3.0, ...). One immutable tree answers both
+//!   `read_dir` and `read_to_string`, following symbolic links as the kernel would.
 //! - **ioctls** on `/dev/kfd`, with the request numbers and `#[repr(C)]` structs of
 //!   `linux/kfd_ioctl.h` (ABI 1.11): `GET_VERSION`, `ACQUIRE_VM`, `ALLOC_MEMORY_OF_GPU` (VRAM,
 //!   GTT, USERPTR), `FREE_MEMORY_OF_GPU`, `MAP_MEMORY_TO_GPU`, `UNMAP_MEMORY_FROM_GPU`,
 //!   `CREATE_EVENT`, `DESTROY_EVENT`, `SET_EVENT`, `RESET_EVENT`, `WAIT_EVENTS`,
 //!   `CREATE_QUEUE` (PM4 compute queues and SDMA copy queues), `DESTROY_QUEUE`, `GET_CLOCK_COUNTERS`,
-//!   `AVAILABLE_MEMORY` (free VRAM, but no more than the host can back now).
+//!   `AVAILABLE_MEMORY` (free VRAM, but no more than the host can back now). As `kfd_ioctl`
+//!   does, a request is found by its number alone (type byte and direction bits are not
+//!   checked), and the size the caller encodes is reconciled with the struct's: a shorter
+//!   argument (an older header) is zero-extended, a longer one (a newer header) has its tail
+//!   left as the caller wrote it, and exactly the caller's size is copied back, whether or not
+//!   the request failed. A number KFD does not define, or one this emulator does not model,
+//!   is `EINVAL`.
 //! - **Memory**: GPU memory is host memory at the virtual address the driver chose. A VRAM or
 //!   GTT buffer is backed when it is allocated, over the driver's `PROT_NONE` reservation; the
 //!   render-node `mmap` at its `mmap_offset` then just exposes it. Every GPU access is checked
@@ -155,6 +165,7 @@ mod memory;
 mod queue;
 mod ring;
 mod sdma;
+mod sysfs;
 mod topology;
 mod util;
 
@@ -173,6 +184,8 @@ use fds::{FdTable, Node};
 use gpu::Gpu;
 use memory::{AddressSpace, BoTable};
 use queue::{Doorbells, QueueTable};
+use sysfs::Sysfs;
+pub use sysfs::{SysfsEntry, SysfsKind};
 use topology::{GpuNode, Topology};
 use util::{errno, lock, MemWatch};
 
@@ -229,7 +242,7 @@ impl LiveObjects {
 /// An emulated KFD kernel driver and its GPUs. Dropping it stops every queue.
 pub struct EmuKernel {
     config: EmuConfig,
-    topology: Topology,
+    sysfs: Sysfs,
     fds: FdTable,
     gpus: Vec<Arc<Gpu>>,
     bos: Mutex<BoTable>,
@@ -282,7 +295,7 @@ impl EmuKernel {
         };
         EmuKernel {
             config,
-            topology,
+            sysfs: topology.sysfs(),
             fds: FdTable::default(),
             gpus,
             bos: Mutex::new(BoTable::default()),
@@ -293,6 +306,17 @@ impl EmuKernel {
             watch,
             reclaimed: Mutex::default(),
         }
+    }
+
+    /// Every directory, file and symbolic link of the emulated sysfs, each directory before
+    /// its contents (what `hcq exec` writes out for a program to read).
+    pub fn sysfs_entries(&self) -> &[SysfsEntry] {
+        self.sysfs.entries()
+    }
+
+    /// The directories whose whole subtree the emulated sysfs defines.
+    pub fn sysfs_roots(&self) -> &[String] {
+        self.sysfs.roots()
     }
 
     /// The configuration this kernel was built with.
@@ -477,11 +501,11 @@ impl Kernel for EmuKernel {
     }
 
     fn read_to_string(&self, path: &str) -> io::Result<String> {
-        self.topology.read_to_string(path)
+        self.sysfs.read_to_string(path)
     }
 
     fn read_dir(&self, path: &str) -> io::Result<Vec<String>> {
-        self.topology.read_dir(path)
+        self.sysfs.read_dir(path)
     }
 
     unsafe fn write_doorbell(&self, doorbell: *mut u64, value: u64) {

@@ -1,12 +1,16 @@
-//! The KFD topology in sysfs (`/sys/devices/virtual/kfd/kfd/topology`): node 0 is the CPU,
-//! nodes `1..=n` the emulated gfx1100 GPUs.
-
-use std::io;
+//! The emulated sysfs: the KFD topology (`/sys/devices/virtual/kfd/kfd/topology`; node 0 is
+//! the CPU, nodes `1..=n` the emulated gfx1100 GPUs) and the amdgpu device files of each GPU.
 
 use hcq_amd_sys::seam::TOPOLOGY_NODES;
 
-/// The topology directory (parent of `nodes`).
+use crate::sysfs::{Sysfs, SysfsBuilder};
+
+/// The KFD device, its topology (parent of `nodes`), and the classes linking to devices.
+const KFD_DEVICE: &str = "/sys/devices/virtual/kfd/kfd";
 const TOPOLOGY: &str = "/sys/devices/virtual/kfd/kfd/topology";
+const KFD_CLASS: &str = "/sys/class/kfd";
+const DRM_CLASS: &str = "/sys/class/drm";
+const PCI_ROOT: &str = "/sys/devices/pci0000:00";
 
 /// What the topology shows of one GPU.
 #[derive(Debug, Clone, Copy)]
@@ -23,23 +27,69 @@ pub(crate) struct Topology {
     pub cpu_cores: u32,
 }
 
-fn not_found() -> io::Error {
-    io::Error::from_raw_os_error(libc::ENOENT)
+/// PCI address of the `i`-th GPU, matching the `location_id` (bus << 8 | devfn) of its node.
+fn pci_address(node: u32) -> String {
+    let location = location_id(node);
+    format!(
+        "0000:{:02x}:{:02x}.{}",
+        location >> 8,
+        (location & 0xff) >> 3,
+        location & 7
+    )
 }
 
-fn not_dir() -> io::Error {
-    io::Error::from_raw_os_error(libc::ENOTDIR)
+fn location_id(node: u32) -> u64 {
+    34304 + 0x100 * u64::from(node)
 }
 
-fn is_dir() -> io::Error {
-    io::Error::from_raw_os_error(libc::EISDIR)
+/// A block of the die as its IP discovery table lists it.
+struct IpBlock {
+    name: &'static str,
+    /// `soc15_hw_ip.h`'s hardware id.
+    hw_id: u32,
+    /// Major, minor, revision.
+    version: [u32; 3],
 }
 
-/// An entry of the tree: a directory listing or a file's text.
-enum Entry {
-    Dir(Vec<String>),
-    File(String),
-}
+/// The blocks of a gfx1100 (Navi 31) die: the ones a compute client reads (GC, SDMA, NBIF)
+/// and the hubs beside them, each with one instance.
+const IP_BLOCKS: [IpBlock; 7] = [
+    IpBlock {
+        name: "GC",
+        hw_id: 11,
+        version: [11, 0, 0],
+    },
+    IpBlock {
+        name: "MMHUB",
+        hw_id: 34,
+        version: [3, 0, 0],
+    },
+    IpBlock {
+        name: "OSSSYS",
+        hw_id: 40,
+        version: [6, 0, 0],
+    },
+    IpBlock {
+        name: "HDP",
+        hw_id: 41,
+        version: [6, 0, 0],
+    },
+    IpBlock {
+        name: "SDMA0",
+        hw_id: 42,
+        version: [6, 0, 0],
+    },
+    IpBlock {
+        name: "SDMA1",
+        hw_id: 43,
+        version: [6, 0, 0],
+    },
+    IpBlock {
+        name: "NBIF",
+        hw_id: 108,
+        version: [4, 3, 0],
+    },
+];
 
 impl Topology {
     /// `gpu_id` of the `i`-th GPU (0-based): non-zero, distinct, 16 bits (KFD encodes gpu ids
@@ -48,96 +98,93 @@ impl Topology {
         0x4a00 + 0x11 * (index + 1)
     }
 
-    pub fn read_to_string(&self, path: &str) -> io::Result<String> {
-        match self.lookup(path)? {
-            Entry::File(text) => Ok(text),
-            Entry::Dir(_) => Err(is_dir()),
+    /// The sysfs a KFD program reads: the KFD topology (node 0 the CPU, then the GPUs), the
+    /// `kfd` and `drm` classes, and for each GPU its PCI device directory with the render
+    /// node and the IP discovery table.
+    pub fn sysfs(&self) -> Sysfs {
+        let mut t = SysfsBuilder::default();
+        t.root(KFD_DEVICE);
+        t.file(&format!("{TOPOLOGY}/generation_id"), "1\n");
+        t.file(
+            &format!("{TOPOLOGY}/system_properties"),
+            "platform_oem 0\nplatform_id 0\nplatform_rev 0\n",
+        );
+        for node in 0..=self.gpus.len() as u32 {
+            let dir = format!("{TOPOLOGY_NODES}/{node}");
+            let gpu = node.checked_sub(1).and_then(|i| self.gpus.get(i as usize));
+            t.file(
+                &format!("{dir}/gpu_id"),
+                format!("{}\n", gpu.map_or(0, |g| g.gpu_id)),
+            );
+            t.file(
+                &format!("{dir}/name"),
+                if gpu.is_some() { "gfx1100\n" } else { "\n" },
+            );
+            t.file(
+                &format!("{dir}/properties"),
+                match gpu {
+                    Some(g) => gpu_properties(node, g),
+                    None => self.cpu_properties(),
+                },
+            );
+            t.file(
+                &format!("{dir}/mem_banks/0/properties"),
+                match gpu {
+                    Some(g) => format!(
+                        "heap_type 1\nsize_in_bytes {}\nflags 0\nwidth 64\nmem_clk_max 1249\n",
+                        g.vram_bytes
+                    ),
+                    None => format!(
+                        "heap_type 0\nsize_in_bytes {}\nflags 0\nwidth 64\nmem_clk_max 2400\n",
+                        host_memory_bytes()
+                    ),
+                },
+            );
+            t.dir(&format!("{dir}/caches"));
+            t.dir(&format!("{dir}/io_links"));
         }
-    }
-
-    pub fn read_dir(&self, path: &str) -> io::Result<Vec<String>> {
-        match self.lookup(path)? {
-            Entry::Dir(names) => Ok(names),
-            Entry::File(_) => Err(not_dir()),
-        }
-    }
-
-    fn lookup(&self, path: &str) -> io::Result<Entry> {
-        let path = path.trim_end_matches('/');
-        let strs = |v: &[&str]| Entry::Dir(v.iter().map(|s| s.to_string()).collect());
-        if path == TOPOLOGY {
-            return Ok(strs(&["generation_id", "system_properties", "nodes"]));
-        }
-        if let Some(rest) = path
-            .strip_prefix(TOPOLOGY)
-            .and_then(|r| r.strip_prefix('/'))
-        {
-            match rest {
-                "generation_id" => return Ok(Entry::File("1\n".into())),
-                "system_properties" => {
-                    return Ok(Entry::File(
-                        "platform_oem 0\nplatform_id 0\nplatform_rev 0\n".into(),
-                    ))
+        t.root(KFD_CLASS);
+        t.symlink(&format!("{KFD_CLASS}/kfd"), "../../devices/virtual/kfd/kfd");
+        t.root(DRM_CLASS);
+        for (i, g) in self.gpus.iter().enumerate() {
+            let pci = pci_address(i as u32 + 1);
+            let device = format!("{PCI_ROOT}/{pci}");
+            // Each device is a root of its own: the host's other PCI devices stay visible.
+            t.root(&device);
+            t.file(&format!("{device}/vendor"), "0x1002\n");
+            t.file(&format!("{device}/device"), "0x744c\n");
+            let render = format!("renderD{}", g.render_minor);
+            t.file(
+                &format!("{device}/drm/{render}/dev"),
+                format!("226:{}\n", g.render_minor),
+            );
+            t.symlink(
+                &format!("{device}/drm/{render}/device"),
+                &format!("../../../{pci}"),
+            );
+            t.symlink(
+                &format!("{DRM_CLASS}/{render}"),
+                &format!("../../devices/pci0000:00/{pci}/drm/{render}"),
+            );
+            let die = format!("{device}/ip_discovery/die/0");
+            for IpBlock {
+                name,
+                hw_id,
+                version,
+            } in IP_BLOCKS
+            {
+                let ip = format!("{die}/{hw_id}/0");
+                t.file(&format!("{ip}/hw_id"), format!("{hw_id}\n"));
+                t.file(&format!("{ip}/num_instance"), "0\n");
+                for (file, value) in ["major", "minor", "revision"].into_iter().zip(version) {
+                    t.file(&format!("{ip}/{file}"), format!("{value}\n"));
                 }
-                _ => {}
+                t.file(&format!("{ip}/harvest"), "0x0\n");
+                // Linux also links each block's directory by name.
+                t.symlink(&format!("{die}/{name}"), &hw_id.to_string());
             }
         }
-        if path == TOPOLOGY_NODES {
-            return Ok(Entry::Dir(
-                (0..=self.gpus.len()).map(|n| n.to_string()).collect(),
-            ));
-        }
-        let rest = path
-            .strip_prefix(TOPOLOGY_NODES)
-            .and_then(|r| r.strip_prefix('/'))
-            .ok_or_else(not_found)?;
-        let mut parts = rest.split('/');
-        let node_text = parts.next().ok_or_else(not_found)?;
-        // Only canonical decimal node numbers exist ("01" does not).
-        let node: usize = node_text.parse().map_err(|_| not_found())?;
-        if node.to_string() != node_text || node > self.gpus.len() {
-            return Err(not_found());
-        }
-        let gpu = if node == 0 {
-            None
-        } else {
-            self.gpus.get(node - 1)
-        };
-        let tail: Vec<&str> = parts.collect();
-        Ok(match tail.as_slice() {
-            [] => strs(&[
-                "gpu_id",
-                "name",
-                "properties",
-                "mem_banks",
-                "caches",
-                "io_links",
-            ]),
-            ["gpu_id"] => Entry::File(format!("{}\n", gpu.map_or(0, |g| g.gpu_id))),
-            ["name"] => Entry::File(if gpu.is_some() {
-                "gfx1100\n".into()
-            } else {
-                "\n".into()
-            }),
-            ["properties"] => Entry::File(match gpu {
-                Some(g) => gpu_properties(node as u32, g),
-                None => self.cpu_properties(),
-            }),
-            ["mem_banks"] => strs(&["0"]),
-            ["mem_banks", "0"] => strs(&["properties"]),
-            ["mem_banks", "0", "properties"] => Entry::File(match gpu {
-                Some(g) => format!(
-                    "heap_type 1\nsize_in_bytes {}\nflags 0\nwidth 64\nmem_clk_max 1249\n",
-                    g.vram_bytes
-                ),
-                None => format!(
-                    "heap_type 0\nsize_in_bytes {}\nflags 0\nwidth 64\nmem_clk_max 2400\n",
-                    host_memory_bytes()
-                ),
-            }),
-            ["caches"] | ["io_links"] => Entry::Dir(Vec::new()),
-            _ => return Err(not_found()),
-        })
+        t.build()
     }
 
     fn cpu_properties(&self) -> String {
@@ -191,7 +238,7 @@ fn gpu_properties(node: u32, g: &GpuNode) -> String {
         ("gfx_target_version", 110_000),
         ("vendor_id", 4098),
         ("device_id", 29772),
-        ("location_id", 34304 + 0x100 * u64::from(node)),
+        ("location_id", location_id(node)),
         ("domain", 0),
         ("drm_render_minor", u64::from(g.render_minor)),
         ("hive_id", 0),

@@ -95,14 +95,23 @@ pub fn remove_range(first: u32, last: u32) {
 /// Where the generated tree lives (`HCQ_EXEC_ROOT`), set once at load.
 pub static ROOT: OnceLock<Vec<u8>> = OnceLock::new();
 
-/// Path prefixes served from the generated tree instead of the host's.
-const REDIRECTED: [&[u8]; 5] = [
-    b"/dev/kfd",
-    b"/dev/dri",
-    b"/sys/devices/virtual/kfd",
-    b"/sys/class/kfd",
-    b"/sys/class/drm",
-];
+/// Path prefixes served from the generated tree instead of the host's (the tree's
+/// `served-paths`, one per line, read once at load: the device nodes and the sysfs roots).
+pub static SERVED: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
+
+/// Reads the prefixes the tree at `root` serves.
+pub fn load_served(root: &[u8]) -> std::io::Result<()> {
+    let mut path = root.to_vec();
+    path.extend_from_slice(b"/served-paths");
+    let text = std::fs::read(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&path))?;
+    let prefixes = text
+        .split(|&b| b == b'\n')
+        .filter(|l| l.starts_with(b"/"))
+        .map(|l| l.strip_suffix(b"/").unwrap_or(l).to_vec())
+        .collect();
+    let _ = SERVED.set(prefixes);
+    Ok(())
+}
 
 /// Whether `path` (without its NUL) names an emulated device node the program opens.
 pub fn device_node(path: &[u8]) -> bool {
@@ -118,8 +127,11 @@ pub fn redirect(path: &[u8], out: &mut [u8]) -> bool {
     let Some(root) = ROOT.get() else {
         return false;
     };
-    let served = REDIRECTED.iter().any(|p| {
-        path.strip_prefix(*p)
+    let Some(prefixes) = SERVED.get() else {
+        return false;
+    };
+    let served = prefixes.iter().any(|p| {
+        path.strip_prefix(p.as_slice())
             .is_some_and(|rest| rest.is_empty() || rest[0] == b'/')
     });
     if !served || root.len() + path.len() + 1 > out.len() {

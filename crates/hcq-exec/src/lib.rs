@@ -59,6 +59,13 @@ extern "C" fn init() {
         return;
     };
     let root = std::os::unix::ffi::OsStrExt::as_bytes(root.as_os_str()).to_vec();
+    if let Err(e) = files::load_served(&root) {
+        // The tree is gone (hcq exec has ended): nothing to emulate for this process.
+        report(&format!(
+            "hcq exec: the emulated devices' tree is unreadable ({e}); running without them"
+        ));
+        return;
+    }
     if files::ROOT.set(root).is_err() {
         return;
     }
