@@ -8,10 +8,16 @@
  *     to the event's mailbox and raises the interrupt that completes a WAIT_EVENTS;
  *   - an SDMA queue copies a GTT buffer into VRAM and back, then FENCEs a signal;
  *   - a second thread reads the GPU's clock counters;
+ * and, given a gfx1100 code object (argv[1], built from kfd_kernels.hip),
+ *   - loads it and dispatches its kernel on the compute queue with PM4 (SET_SH_REG,
+ *     DISPATCH_DIRECT), checking every element on the host;
+ *   - dispatches it again on a second compute queue with its output at a page the GPU never
+ *     mapped, and reports what the memory-exception event says about the fault;
  * and prints what it saw. Every check failing exits 1 with the reason.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kfd_ioctl.h>
@@ -191,11 +197,16 @@ static uint32_t pm4_header(uint32_t op, uint32_t payload) {
   return (3u << 30) | ((payload - 1) << 16) | (op << 8);
 }
 
+/* RELEASE_MEM's cache actions after a kernel: GL2 and the caches above it written back and
+ * invalidated, so the host reads what the kernel stored (GLM_WB|GLM_INV|GLV_INV|GL1_INV|
+ * GL2_INV|GL2_WB|SEQ). The first signals need none: the GPU wrote nothing before them. */
+#define GCR_AFTER_KERNEL 0x70f000u
+
 /* RELEASE_MEM at end of pipe (CACHE_FLUSH_AND_INV_TS): a 32-bit write, then an interrupt. */
 static unsigned release_mem(uint32_t *w, uint64_t addr, uint32_t value, uint32_t int_sel,
-                            uint32_t int_ctx) {
+                            uint32_t int_ctx, uint32_t release_gcr) {
   w[0] = pm4_header(0x49, 7);
-  w[1] = 0x14 | (5 << 8);
+  w[1] = 0x14 | (5 << 8) | release_gcr;
   w[2] = (1u << 29) | (int_sel << 24);
   w[3] = (uint32_t)addr;
   w[4] = (uint32_t)(addr >> 32);
@@ -228,7 +239,227 @@ static void *clock_thread(void *arg) {
   return NULL;
 }
 
-int main(void) {
+static void *read_file(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) fail("cannot open %s", path);
+  if (fseek(f, 0, SEEK_END) != 0) fail("cannot seek in %s", path);
+  long n = ftell(f);
+  if (n <= 0) fail("%s is empty", path);
+  rewind(f);
+  void *data = malloc((size_t)n);
+  if (!data || fread(data, 1, (size_t)n, f) != (size_t)n) fail("cannot read %s", path);
+  fclose(f);
+  *size = (size_t)n;
+  return data;
+}
+
+/* The file is untrusted input: every offset it gives is checked against its size. */
+static int in_file(uint64_t offset, uint64_t len, size_t size) {
+  return offset <= size && len <= size - offset;
+}
+
+/* The symbol `name` from .symtab or .dynsym (a code object has both; either will do). */
+static const Elf64_Sym *find_symbol(const uint8_t *file, size_t size, const char *name) {
+  const Elf64_Ehdr *eh = (const void *)file;
+  if (eh->e_shentsize != sizeof(Elf64_Shdr) ||
+      !in_file(eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr), size))
+    fail("the code object's section headers are outside the file");
+  const Elf64_Shdr *sh = (const void *)(file + eh->e_shoff);
+  for (unsigned i = 0; i < eh->e_shnum; i++) {
+    if (sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM) continue;
+    if (sh[i].sh_link >= eh->e_shnum || !in_file(sh[i].sh_offset, sh[i].sh_size, size))
+      fail("symbol table %u is malformed", i);
+    const Elf64_Shdr *strtab = &sh[sh[i].sh_link];
+    if (!in_file(strtab->sh_offset, strtab->sh_size, size)) fail("string table is outside the file");
+    const char *names = (const char *)file + strtab->sh_offset;
+    const Elf64_Sym *syms = (const void *)(file + sh[i].sh_offset);
+    for (uint64_t j = 0; j < sh[i].sh_size / sizeof(Elf64_Sym); j++) {
+      uint32_t at = syms[j].st_name;
+      if (at >= strtab->sh_size) continue;
+      if (strnlen(names + at, strtab->sh_size - at) < strtab->sh_size - at &&
+          strcmp(names + at, name) == 0)
+        return &syms[j];
+    }
+  }
+  fail("the code object has no symbol %s", name);
+  return NULL;
+}
+
+/* What a dispatch of one kernel needs, taken from its code object. */
+struct kernel {
+  struct buffer image; /* the loadable segments, at their p_vaddr offsets */
+  uint64_t code;       /* address of the first instruction */
+  uint32_t rsrc1, rsrc2, rsrc3, kernarg_size;
+  unsigned kernarg_sgpr; /* the user SGPR (COMPUTE_USER_DATA_n) the kernarg pointer goes in */
+  int wave32;
+};
+
+static struct kernel load_kernel(const char *path, const char *name) {
+  size_t size;
+  uint8_t *file = read_file(path, &size);
+  const Elf64_Ehdr *eh = (const void *)file;
+  if (size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_ident[EI_DATA] != ELFDATA2LSB ||
+      eh->e_machine != EM_AMDGPU)
+    fail("%s is not a 64-bit little-endian AMDGPU ELF file", path);
+  /* EF_AMDGPU_MACH, the low byte of e_flags: 0x41 is gfx1100. */
+  if ((eh->e_flags & 0xff) != 0x41)
+    fail("%s is for AMDGPU machine 0x%x, not gfx1100 (0x41)", path, eh->e_flags & 0xff);
+
+  /* Code refers to data by PC-relative offsets fixed at link time, so the segments go at their
+   * p_vaddr offsets from one base, not at their file offsets (which differ). */
+  if (eh->e_phentsize != sizeof(Elf64_Phdr) ||
+      !in_file(eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr), size))
+    fail("the program headers of %s are outside the file", path);
+  const Elf64_Phdr *ph = (const void *)(file + eh->e_phoff);
+  uint64_t span = 0;
+  for (unsigned i = 0; i < eh->e_phnum; i++) {
+    if (ph[i].p_type != PT_LOAD) continue;
+    if (!in_file(ph[i].p_offset, ph[i].p_filesz, size) || ph[i].p_filesz > ph[i].p_memsz ||
+        ph[i].p_vaddr > (1ull << 32) || ph[i].p_memsz > (1ull << 32))
+      fail("loadable segment %u of %s is malformed", i, path);
+    if (ph[i].p_vaddr + ph[i].p_memsz > span) span = ph[i].p_vaddr + ph[i].p_memsz;
+  }
+  if (span == 0) fail("%s has no loadable segment", path);
+  uint8_t *host = calloc(1, span);
+  if (!host) fail("allocating %lu bytes for the code object", (unsigned long)span);
+  for (unsigned i = 0; i < eh->e_phnum; i++)
+    if (ph[i].p_type == PT_LOAD) memcpy(host + ph[i].p_vaddr, file + ph[i].p_offset, ph[i].p_filesz);
+
+  char kd_name[256];
+  snprintf(kd_name, sizeof kd_name, "%s.kd", name);
+  const Elf64_Sym *kd = find_symbol(file, size, kd_name);
+  const Elf64_Sym *entry = find_symbol(file, size, name);
+  if (kd->st_size != 64 || kd->st_value > span - 64)
+    fail("%s is not a 64-byte kernel descriptor inside the loaded image", kd_name);
+
+  /* The AMDHSA kernel descriptor, by byte offset. */
+  const uint8_t *d = host + kd->st_value;
+  uint32_t group_segment, private_segment, rsrc[3];
+  int64_t entry_offset;
+  uint16_t properties;
+  memcpy(&group_segment, d + 0, 4);
+  memcpy(&private_segment, d + 4, 4);
+  struct kernel k = {0};
+  memcpy(&k.kernarg_size, d + 8, 4);
+  memcpy(&entry_offset, d + 16, 8);
+  memcpy(&rsrc[2], d + 44, 4);
+  memcpy(&rsrc[0], d + 48, 4);
+  memcpy(&rsrc[1], d + 52, 4);
+  memcpy(&properties, d + 56, 2);
+
+  /* Scratch needs a scratch buffer and COMPUTE_TMPRING_SIZE; this client sets up none. */
+  if (private_segment != 0)
+    fail("%s needs %u bytes of scratch per work-item; this client provides none", name,
+         private_segment);
+  /* The user SGPRs kernel_code_properties enables, in the order the hardware loads them from
+   * COMPUTE_USER_DATA_0 on, and how many each takes. Only the kernarg pointer is provided: the
+   * others need an AQL packet, a queue descriptor or scratch. */
+  static const struct {
+    const char *what;
+    unsigned sgprs;
+  } user_sgprs[] = {{"private segment buffer", 4}, {"dispatch ptr", 2},
+                    {"queue ptr", 2},              {"kernarg segment ptr", 2},
+                    {"dispatch id", 2},            {"flat scratch init", 2},
+                    {"private segment size", 1}};
+  unsigned next = 0;
+  for (unsigned bit = 0; bit < 7; bit++) {
+    if (!(properties & (1u << bit))) continue;
+    if (bit != 3) fail("%s wants the %s in user SGPRs, which this client does not provide", name, user_sgprs[bit].what);
+    k.kernarg_sgpr = next;
+    next += user_sgprs[bit].sgprs;
+  }
+  if (!(properties & (1u << 3))) fail("%s takes no kernarg pointer", name);
+  /* COMPUTE_PGM_RSRC2.USER_SGPR: how many user SGPRs the hardware loads. */
+  if (((rsrc[1] >> 1) & 0x1f) < next)
+    fail("%s loads %u user SGPRs, fewer than the %u it enables", name, (rsrc[1] >> 1) & 0x1f, next);
+  k.wave32 = (properties >> 10) & 1;
+  k.rsrc1 = rsrc[0];
+  /* LDS_SIZE (bits 15..23) is the command processor's to fill in: 512-byte granules on gfx11. */
+  k.rsrc2 = rsrc[1] | (((group_segment + 511) / 512) << 15);
+  k.rsrc3 = rsrc[2];
+
+  k.image = alloc((span + 0xfff) & ~(uint64_t)0xfff, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+  memcpy(k.image.cpu, host, span);
+  k.code = k.image.va + kd->st_value + (uint64_t)entry_offset;
+  if (k.code != k.image.va + entry->st_value)
+    fail("%s's descriptor points at 0x%lx, not at the symbol %s", kd_name,
+         (unsigned long)(k.code - k.image.va), name);
+  /* COMPUTE_PGM_LO/HI hold the address in 256-byte units. */
+  if (k.code & 0xff) fail("%s's code is not 256-byte aligned", name);
+  free(host);
+  free(file);
+  return k;
+}
+
+static unsigned set_sh_reg(uint32_t *w, uint32_t reg, const uint32_t *values, unsigned n) {
+  w[0] = pm4_header(0x76, n + 1);
+  w[1] = reg - 0x2c00; /* SET_SH_REG counts in dwords from the start of the SH registers */
+  memcpy(w + 2, values, n * 4);
+  return n + 2;
+}
+
+/* One dispatch of `groups` workgroups of `block` work-items; 1-D. */
+static unsigned dispatch(uint32_t *w, const struct kernel *k, uint64_t kernargs, uint32_t block,
+                         uint32_t groups) {
+  unsigned n = 0;
+  /* The CPU wrote the code and the arguments: an HDP flush makes its writes through the PCIe
+   * BAR visible (WAIT_REG_MEM writing GPU_HDP_FLUSH_REQ and polling GPU_HDP_FLUSH_DONE, the
+   * BIF_BX_PF1 registers at dwords 0x106/0x107), then ACQUIRE_MEM drops whatever the
+   * instruction, scalar, vector, GL1 and GL2 caches hold of the whole address space. */
+  w[n++] = pm4_header(0x3c, 6);
+  w[n++] = 3 | (1 << 6); /* function "equal", operation "write, then wait", register space */
+  w[n++] = 0x106;
+  w[n++] = 0x107;
+  w[n++] = 0;
+  w[n++] = 0;
+  w[n++] = 0x20;
+  w[n++] = pm4_header(0x58, 7);
+  w[n++] = 0;
+  w[n++] = 0xffffffff; /* size in 256-byte units, 40 bits: everything */
+  w[n++] = 0xff;
+  w[n++] = 0; /* base */
+  w[n++] = 0;
+  w[n++] = 0;
+  w[n++] = 0x4381; /* GCR_CNTL: GLI_INV | GLK_INV | GLV_INV | GL1_INV | GL2_INV */
+
+  uint32_t pgm[2] = {(uint32_t)(k->code >> 8), (uint32_t)(k->code >> 40)};
+  n += set_sh_reg(w + n, 0x2e0c, pgm, 2); /* COMPUTE_PGM_LO, _HI */
+  uint32_t rsrc12[2] = {k->rsrc1, k->rsrc2};
+  n += set_sh_reg(w + n, 0x2e12, rsrc12, 2); /* COMPUTE_PGM_RSRC1, _RSRC2 */
+  n += set_sh_reg(w + n, 0x2e28, &k->rsrc3, 1); /* COMPUTE_PGM_RSRC3 (gfx11's offset) */
+  uint32_t zero = 0;
+  n += set_sh_reg(w + n, 0x2e18, &zero, 1); /* COMPUTE_TMPRING_SIZE: no scratch */
+  uint32_t kernarg_ptr[2] = {(uint32_t)kernargs, (uint32_t)(kernargs >> 32)};
+  n += set_sh_reg(w + n, 0x2e40 + k->kernarg_sgpr, kernarg_ptr, 2); /* COMPUTE_USER_DATA_n */
+  uint32_t start_and_size[6] = {0, 0, 0, block, 1, 1};
+  n += set_sh_reg(w + n, 0x2e04, start_and_size, 6); /* COMPUTE_START_X..NUM_THREAD_Z */
+  n += set_sh_reg(w + n, 0x2e15, &zero, 1);          /* COMPUTE_RESOURCE_LIMITS */
+  w[n++] = pm4_header(0x15, 4);                       /* DISPATCH_DIRECT, in workgroups */
+  w[n++] = groups;
+  w[n++] = 1;
+  w[n++] = 1;
+  w[n++] = 1u | (k->wave32 ? 1u << 15 : 0); /* COMPUTE_SHADER_EN, CS_W32_EN */
+  return n;
+}
+
+/* scale_add's arguments: y, x, a, b, n, block at offsets 0, 8, 16, 20, 24, 28. */
+static struct buffer kernel_arguments(const struct kernel *k, uint64_t y, uint64_t x, float a,
+                                      float b, uint32_t count, uint32_t block) {
+  if (k->kernarg_size < 32) fail("scale_add takes %u bytes of arguments, not 32", k->kernarg_size);
+  struct buffer args = alloc((k->kernarg_size + 0xfff) & ~0xfffu, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+  uint8_t *p = args.cpu;
+  memset(p, 0, args.size);
+  memcpy(p + 0, &y, 8);
+  memcpy(p + 8, &x, 8);
+  memcpy(p + 16, &a, 4);
+  memcpy(p + 20, &b, 4);
+  memcpy(p + 24, &count, 4);
+  memcpy(p + 28, &block, 4);
+  return args;
+}
+
+int main(int argc, char **argv) {
   kfd = open("/dev/kfd", O_RDWR | O_CLOEXEC);
   if (kfd < 0) fail("cannot open /dev/kfd");
   struct kfd_ioctl_get_version_args v = {0};
@@ -299,9 +530,9 @@ int main(void) {
 
   /* Compute queue: RELEASE_MEM writes 7, then the event's mailbox with an interrupt. */
   struct queue compute = create_queue(0);
-  uint32_t words[64];
-  unsigned n = release_mem(words, signals.va + 8, 7, 0, 0);
-  n += release_mem(words + n, mailbox, ev.event_id, 2, ev.event_id);
+  uint32_t words[128];
+  unsigned n = release_mem(words, signals.va + 8, 7, 0, 0, 0);
+  n += release_mem(words + n, mailbox, ev.event_id, 2, ev.event_id, 0);
   submit(&compute, words, n);
   struct kfd_event_data data = {.event_id = ev.event_id};
   struct kfd_ioctl_wait_events_args w = {
@@ -347,6 +578,93 @@ int main(void) {
     if (b[i] != want) fail("byte %u after the copies is %u, not %u", i, b[i], want);
   }
   printf("sdma copied %d bytes\n", BYTES);
+
+  if (argc > 1) {
+    /* y = 2.5 x + 1 over a length that is not a multiple of the workgroup size. a * x is
+     * exact in float for these x, so a fused multiply-add and the host's separate multiply
+     * and add agree to the bit. */
+    enum { COUNT = 1000, BLOCK = 64, GROUPS = (COUNT + BLOCK - 1) / BLOCK };
+    const float a = 2.5f, b = 1.0f, untouched = -7.0f;
+    struct kernel k = load_kernel(argv[1], "scale_add");
+    struct buffer x = alloc(GROUPS * BLOCK * 4, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+    struct buffer y = alloc(GROUPS * BLOCK * 4, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
+    float *xs = x.cpu, *ys = y.cpu;
+    for (unsigned i = 0; i < GROUPS * BLOCK; i++) {
+      xs[i] = (float)i;
+      ys[i] = untouched;
+    }
+    struct buffer args = kernel_arguments(&k, y.va, x.va, a, b, COUNT, BLOCK);
+    n = dispatch(words, &k, args.va, BLOCK, GROUPS);
+    n += release_mem(words + n, signals.va + 128 + 8, 1, 0, 0, GCR_AFTER_KERNEL);
+    n += release_mem(words + n, mailbox, ev.event_id, 2, ev.event_id, 0);
+    submit(&compute, words, n);
+    w.wait_result = 0;
+    kioctl(AMDKFD_IOC_WAIT_EVENTS, &w, "WAIT_EVENTS after the dispatch");
+    if (w.wait_result != KFD_IOC_WAIT_RESULT_COMPLETE) fail("the dispatch did not complete");
+    wait_value((volatile uint32_t *)((char *)signals.cpu + 128 + 8), 1, "the dispatch's signal");
+    for (unsigned i = 0; i < GROUPS * BLOCK; i++) {
+      float want = i < COUNT ? a * (float)i + b : untouched;
+      if (ys[i] != want) fail("y[%u] is %g, not %g", i, ys[i], want);
+    }
+    printf("dispatch scale_add %d elements ok\n", COUNT);
+
+    /* The same kernel storing to a page that is reserved in the process but was never
+     * allocated or mapped on the GPU: a GPU page fault, which KFD reports through the memory
+     * event (and stops the queue), not through the queue's signal. */
+    struct kfd_ioctl_create_event_args memory_ev = {.event_type = KFD_IOC_EVENT_MEMORY,
+                                                    .auto_reset = 1};
+    kioctl(AMDKFD_IOC_CREATE_EVENT, &memory_ev, "CREATE_EVENT (memory)");
+    struct kfd_ioctl_create_event_args hw_ev = {.event_type = KFD_IOC_EVENT_HW_EXCEPTION,
+                                                .auto_reset = 1};
+    kioctl(AMDKFD_IOC_CREATE_EVENT, &hw_ev, "CREATE_EVENT (hardware exception)");
+    void *hole = mmap(NULL, 0x1000, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (hole == MAP_FAILED) fail("reserving a page");
+    uint64_t hole_va = (uint64_t)(uintptr_t)hole;
+    struct buffer bad_args = kernel_arguments(&k, hole_va, x.va, a, b, COUNT, BLOCK);
+    struct queue doomed = create_queue(0);
+    n = dispatch(words, &k, bad_args.va, BLOCK, GROUPS);
+    n += release_mem(words + n, signals.va + 192 + 8, 1, 0, 0, GCR_AFTER_KERNEL);
+    n += release_mem(words + n, mailbox, ev.event_id, 2, ev.event_id, 0);
+    submit(&doomed, words, n);
+    struct kfd_event_data fault[3] = {
+        {.event_id = ev.event_id}, {.event_id = memory_ev.event_id}, {.event_id = hw_ev.event_id}};
+    struct kfd_ioctl_wait_events_args any = {
+        .events_ptr = (uint64_t)(uintptr_t)fault,
+        .num_events = 3,
+        .wait_for_all = 0,
+        .timeout = 10000,
+    };
+    kioctl(AMDKFD_IOC_WAIT_EVENTS, &any, "WAIT_EVENTS for the fault");
+    /* KFD fills in the exception data of the exception events that fired. */
+    const struct kfd_hsa_memory_exception_data *m = &fault[1].memory_exception_data;
+    const struct kfd_hsa_hw_exception_data *h = &fault[2].hw_exception_data;
+    if (any.wait_result == KFD_IOC_WAIT_RESULT_TIMEOUT) {
+      printf("fault: no event fired within 10 s\n");
+    } else if (m->gpu_id == 0) {
+      printf("fault: WAIT_EVENTS returned %u without memory exception data\n", any.wait_result);
+    } else {
+      printf("fault va %s reported by the memory event: gpu %s, not_present %u read_only %u "
+             "no_execute %u imprecise %u\n",
+             (m->va & ~(uint64_t)0xfff) == hole_va ? "in the unmapped page" : "elsewhere",
+             m->gpu_id == gpu_id ? "ok" : "wrong", m->failure.NotPresent, m->failure.ReadOnly,
+             m->failure.NoExecute, m->failure.imprecise);
+    }
+    if (h->gpu_id != 0)
+      printf("fault also reported by the hardware exception event: reset_type %u cause %u\n",
+             h->reset_type, h->reset_cause);
+    /* A faulted queue is stopped for good: it is only destroyed. */
+    destroy_queue(&doomed);
+    uint32_t after = *(volatile uint32_t *)((char *)signals.cpu + 192 + 8);
+    printf("faulting queue %s its signal\n", after == 1 ? "wrote" : "did not write");
+
+    struct kfd_ioctl_destroy_event_args dm = {.event_id = memory_ev.event_id};
+    kioctl(AMDKFD_IOC_DESTROY_EVENT, &dm, "DESTROY_EVENT (memory)");
+    struct kfd_ioctl_destroy_event_args dh = {.event_id = hw_ev.event_id};
+    kioctl(AMDKFD_IOC_DESTROY_EVENT, &dh, "DESTROY_EVENT (hardware exception)");
+    munmap(hole, 0x1000);
+    struct buffer *used[] = {&bad_args, &args, &x, &y, &k.image};
+    for (unsigned i = 0; i < sizeof used / sizeof used[0]; i++) release(used[i]);
+  }
 
   destroy_queue(&compute);
   destroy_queue(&copy);
