@@ -270,7 +270,8 @@ static const Elf64_Sym *find_symbol(const uint8_t *file, size_t size, const char
     if (sh[i].sh_link >= eh->e_shnum || !in_file(sh[i].sh_offset, sh[i].sh_size, size))
       fail("symbol table %u is malformed", i);
     const Elf64_Shdr *strtab = &sh[sh[i].sh_link];
-    if (!in_file(strtab->sh_offset, strtab->sh_size, size)) fail("string table is outside the file");
+    if (!in_file(strtab->sh_offset, strtab->sh_size, size))
+      fail("a string table is outside the file");
     const char *names = (const char *)file + strtab->sh_offset;
     const Elf64_Sym *syms = (const void *)(file + sh[i].sh_offset);
     for (uint64_t j = 0; j < sh[i].sh_size / sizeof(Elf64_Sym); j++) {
@@ -324,13 +325,14 @@ static struct kernel load_kernel(const char *path, const char *name) {
   uint8_t *host = calloc(1, span);
   if (!host) fail("allocating %lu bytes for the code object", (unsigned long)span);
   for (unsigned i = 0; i < eh->e_phnum; i++)
-    if (ph[i].p_type == PT_LOAD) memcpy(host + ph[i].p_vaddr, file + ph[i].p_offset, ph[i].p_filesz);
+    if (ph[i].p_type == PT_LOAD)
+      memcpy(host + ph[i].p_vaddr, file + ph[i].p_offset, ph[i].p_filesz);
 
   char kd_name[256];
   snprintf(kd_name, sizeof kd_name, "%s.kd", name);
   const Elf64_Sym *kd = find_symbol(file, size, kd_name);
   const Elf64_Sym *entry = find_symbol(file, size, name);
-  if (kd->st_size != 64 || kd->st_value > span - 64)
+  if (kd->st_size != 64 || span < 64 || kd->st_value > span - 64)
     fail("%s is not a 64-byte kernel descriptor inside the loaded image", kd_name);
 
   /* The AMDHSA kernel descriptor, by byte offset. */
@@ -365,7 +367,9 @@ static struct kernel load_kernel(const char *path, const char *name) {
   unsigned next = 0;
   for (unsigned bit = 0; bit < 7; bit++) {
     if (!(properties & (1u << bit))) continue;
-    if (bit != 3) fail("%s wants the %s in user SGPRs, which this client does not provide", name, user_sgprs[bit].what);
+    if (bit != 3)
+      fail("%s wants the %s in user SGPRs, which this client does not provide", name,
+           user_sgprs[bit].what);
     k.kernarg_sgpr = next;
     next += user_sgprs[bit].sgprs;
   }
@@ -652,10 +656,16 @@ int main(int argc, char **argv) {
     if (h->gpu_id != 0)
       printf("fault also reported by the hardware exception event: reset_type %u cause %u\n",
              h->reset_type, h->reset_cause);
-    /* A faulted queue is stopped for good: it is only destroyed. */
+    /* KFD stops the queue at the fault, so the RELEASE_MEM after the dispatch never runs; a
+     * queue that went on would write its signal well within a second. */
+    volatile uint32_t *after = (volatile uint32_t *)((char *)signals.cpu + 192 + 8);
+    for (double start = now(); *after != 1 && now() - start < 1;) {
+      struct timespec t = {0, 1000000};
+      nanosleep(&t, NULL);
+    }
+    printf("faulting queue %s its signal\n", *after == 1 ? "went on to write" : "did not write");
+    /* A faulted queue is not used again, only destroyed. */
     destroy_queue(&doomed);
-    uint32_t after = *(volatile uint32_t *)((char *)signals.cpu + 192 + 8);
-    printf("faulting queue %s its signal\n", after == 1 ? "wrote" : "did not write");
 
     struct kfd_ioctl_destroy_event_args dm = {.event_id = memory_ev.event_id};
     kioctl(AMDKFD_IOC_DESTROY_EVENT, &dm, "DESTROY_EVENT (memory)");
