@@ -39,8 +39,9 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-/// Compiles the C client with the system's compiler and the kernel's uapi header.
-fn kfd_client(dir: &Path) -> PathBuf {
+/// Compiles the C client with the system's compiler and the kernel's uapi header, and the
+/// kernel it dispatches with clang-19 (installed by `scripts/test.sh`).
+fn kfd_client(dir: &Path) -> (PathBuf, PathBuf) {
     let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/exec");
     let out = dir.join("kfd_client");
     let o = Command::new("cc")
@@ -56,7 +57,30 @@ fn kfd_client(dir: &Path) -> PathBuf {
         "the C client does not compile:\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    out
+    let code = dir.join("kernels.hsaco");
+    let o = Command::new("clang-19")
+        .args([
+            "-x",
+            "hip",
+            "--offload-arch=gfx1100",
+            "-nogpulib",
+            "-nogpuinc",
+            "-O2",
+            "--cuda-device-only",
+            "--no-gpu-bundle-output",
+            "-c",
+        ])
+        .arg(here.join("kfd_kernels.hip"))
+        .arg("-o")
+        .arg(&code)
+        .output()
+        .expect("clang-19 runs (scripts/test.sh installs it)");
+    assert!(
+        o.status.success(),
+        "the client's kernel does not compile:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (out, code)
 }
 
 /// The KFD version an emulator answers `GET_VERSION` with.
@@ -114,15 +138,18 @@ fn property(props: &str, name: &str) -> String {
 #[test]
 fn a_c_program_drives_the_emulated_gpu_through_the_kernel_driver() {
     let dir = tempfile::tempdir().unwrap();
-    let client = kfd_client(dir.path());
+    let (client, code) = kfd_client(dir.path());
     for gpus in [1, 2] {
         let gpus_arg = gpus.to_string();
-        let o = hcq_exec(&["--gpus", &gpus_arg, "--", client.to_str().unwrap()]);
-        assert!(
-            o.status.success(),
-            "{gpus} GPUs: {o:?}\n{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        let o = hcq_exec(&[
+            "--gpus",
+            &gpus_arg,
+            "--",
+            client.to_str().unwrap(),
+            code.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{gpus} GPUs: {o:?}\n{err}");
         let (node, props, count) = first_gpu(gpus);
         assert_eq!(count, gpus as usize);
         let (major, minor) = kfd_version();
@@ -132,9 +159,21 @@ fn a_c_program_drives_the_emulated_gpu_through_the_kernel_driver() {
              thread clock ok\n\
              wait_result 0 signal 7\n\
              sdma copied 12388 bytes\n\
+             dispatch scale_add 1000 elements ok\n\
+             fault va in the unmapped page reported by the memory event: gpu ok, not_present 1 \
+             read_only 0 no_execute 0 imprecise 0\n\
              done\n",
             target = property(&props, "gfx_target_version"),
             render = property(&props, "drm_render_minor"),
+        );
+        // The fault is also explained on stderr, with the instruction and where it ran.
+        let report = err
+            .lines()
+            .find(|l| l.starts_with("hcq exec: GPU fault: gpu "))
+            .unwrap_or_else(|| panic!("no fault report on stderr:\n{err}"));
+        assert!(
+            report.contains("VM fault") && report.contains("pc"),
+            "{report}"
         );
         assert_eq!(stdout(&o), want, "{gpus} GPUs");
     }

@@ -44,6 +44,8 @@ pub(crate) struct Gpu {
     /// Benchmarks hold the engines to time the host's side of a submission alone.
     pub hold: Arc<EngineHold>,
     reports: Mutex<VecDeque<String>>,
+    /// Also writes each report to the process's standard error, after this prefix.
+    pub echo_reports: Mutex<Option<String>>,
 }
 
 /// Whether a GPU's engines (command processors and copy engines) take new commands. While
@@ -154,6 +156,7 @@ impl Gpu {
             stats: ShaderStats::default(),
             hold: Arc::default(),
             reports: Mutex::new(VecDeque::new()),
+            echo_reports: Mutex::new(None),
         }
     }
 
@@ -164,7 +167,11 @@ impl Gpu {
             if r.len() >= MAX_REPORTS {
                 r.pop_front();
             }
-            r.push_back(format!("gpu {}: {what}", self.gpu_id));
+            let report = format!("gpu {}: {what}", self.gpu_id);
+            if let Some(prefix) = lock(&self.echo_reports).as_deref() {
+                eprintln!("{prefix}{report}");
+            }
+            r.push_back(report);
         }
         match class {
             FaultClass::Vm { va } => self.events.memory_exception(self.gpu_id, va),

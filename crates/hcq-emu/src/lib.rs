@@ -319,6 +319,16 @@ impl EmuKernel {
         self.sysfs.roots()
     }
 
+    /// Also writes every fault report to standard error as it is recorded, after `prefix`
+    /// (`None`: stop). A program that knows nothing of the emulator (under `hcq exec`) never
+    /// asks for [`Kernel::take_fault_report`], so this is how its user learns why its GPU work
+    /// died.
+    pub fn echo_fault_reports(&self, prefix: Option<&str>) {
+        for g in &self.gpus {
+            *lock(&g.echo_reports) = prefix.map(str::to_string);
+        }
+    }
+
     /// The configuration this kernel was built with.
     pub fn config(&self) -> &EmuConfig {
         &self.config

@@ -35,7 +35,11 @@ pub static EMULATOR: OnceLock<Result<&'static hcq_emu::EmuKernel, String>> = Onc
 
 pub fn emulator() -> Result<&'static hcq_emu::EmuKernel, &'static str> {
     EMULATOR
-        .get_or_init(|| hcq_emu::kernel().map_err(|e| format!("hcq exec: {e}")))
+        .get_or_init(|| {
+            let k = hcq_emu::kernel().map_err(|e| format!("hcq exec: {e}"))?;
+            k.echo_fault_reports(Some("hcq exec: GPU fault: "));
+            Ok(k)
+        })
         .as_ref()
         .map(|k| *k)
         .map_err(String::as_str)

@@ -656,15 +656,7 @@ int main(int argc, char **argv) {
     if (h->gpu_id != 0)
       printf("fault also reported by the hardware exception event: reset_type %u cause %u\n",
              h->reset_type, h->reset_cause);
-    /* KFD stops the queue at the fault, so the RELEASE_MEM after the dispatch never runs; a
-     * queue that went on would write its signal well within a second. */
-    volatile uint32_t *after = (volatile uint32_t *)((char *)signals.cpu + 192 + 8);
-    for (double start = now(); *after != 1 && now() - start < 1;) {
-      struct timespec t = {0, 1000000};
-      nanosleep(&t, NULL);
-    }
-    printf("faulting queue %s its signal\n", *after == 1 ? "went on to write" : "did not write");
-    /* A faulted queue is not used again, only destroyed. */
+    /* KFD evicts the process's queues at a VM fault: the faulted queue is only destroyed. */
     destroy_queue(&doomed);
 
     struct kfd_ioctl_destroy_event_args dm = {.event_id = memory_ev.event_id};
