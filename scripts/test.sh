@@ -16,15 +16,21 @@ if [ ${#need_llvm[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq clang-19 lld-19 llvm-19 >/dev/null
 fi
 
-# tinygrad for the `hcq exec` tests: a virtualenv of its own, made once.
-venv=target/tinygrad-venv
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import tinygrad, numpy" 2>/dev/null; then
-  echo "== making $venv (tinygrad 0.14.0, numpy)"
-  rm -rf "$venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check tinygrad==0.14.0 numpy==2.4.6
-fi
-export HCQ_TEST_TINYGRAD_PYTHON="$PWD/$venv/bin/python"
+# tinygrad for the `hcq exec` tests: 0.14.0 and 0.9.0, each in a virtualenv of its own, made once.
+make_venv() { # DIR PACKAGES...
+  local dir=$1
+  shift
+  if [ ! -x "$dir/bin/python" ] || ! "$dir/bin/python" -c "import tinygrad, numpy" 2>/dev/null; then
+    echo "== making $dir ($*)"
+    rm -rf "$dir"
+    python3 -m venv "$dir"
+    "$dir/bin/pip" install --quiet --disable-pip-version-check "$@"
+  fi
+}
+make_venv target/tinygrad-venv tinygrad==0.14.0 numpy==2.4.6
+make_venv target/tinygrad-0.9-venv tinygrad==0.9.0 numpy==1.26.4
+export HCQ_TEST_TINYGRAD_PYTHON="$PWD/target/tinygrad-venv/bin/python"
+export HCQ_TEST_TINYGRAD09_PYTHON="$PWD/target/tinygrad-0.9-venv/bin/python"
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

@@ -253,29 +253,26 @@ fn the_generated_tree_is_removed_afterwards() {
     assert!(!Path::new(&root).exists(), "{root} is left behind");
 }
 
-/// tinygrad 0.14.0 from PyPI, unmodified, with its own AMD backend compiling through Debian's
-/// libLLVM-19 (`DEV=AMD:LLVM`), on two emulated GPUs: `tests/exec/tinygrad_suite.py` checks
-/// every result against numpy. `scripts/test.sh` makes the virtualenv and names its Python in
-/// `HCQ_TEST_TINYGRAD_PYTHON`.
-#[test]
-fn tinygrad_runs_unmodified_on_two_emulated_gpus() {
-    let Some(python) = std::env::var_os("HCQ_TEST_TINYGRAD_PYTHON") else {
+/// Runs `tests/exec/tinygrad_suite.py` under `hcq exec --gpus 2` with the Python named by
+/// `python_var` (a virtualenv `scripts/test.sh` makes), `env` settings and, before the suite,
+/// `runner` (if any); checks it passed every check against numpy.
+fn run_tinygrad_suite(python_var: &str, env: &str, runner: Option<&str>) {
+    let Some(python) = std::env::var_os(python_var) else {
         eprintln!(
-            "\n*** NOT TESTED: tinygrad under hcq exec (HCQ_TEST_TINYGRAD_PYTHON is not set; \
-             scripts/test.sh sets it up) ***\n"
+            "\n*** NOT TESTED: tinygrad under hcq exec ({python_var} is not set; scripts/test.sh \
+             sets it up) ***\n"
         );
         return;
     };
-    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/exec/tinygrad_suite.py");
-    let o = hcq_exec(&[
-        "--gpus",
-        "2",
-        "--",
-        "env",
-        "DEV=AMD:LLVM",
-        python.to_str().unwrap(),
-        suite.to_str().unwrap(),
-    ]);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/exec");
+    let suite = dir.join("tinygrad_suite.py");
+    let runner = runner.map(|r| dir.join(r));
+    let mut args = vec!["--gpus", "2", "--", "env", env, python.to_str().unwrap()];
+    if let Some(r) = &runner {
+        args.push(r.to_str().unwrap());
+    }
+    args.push(suite.to_str().unwrap());
+    let o = hcq_exec(&args);
     let out = stdout(&o);
     assert!(
         o.status.success() && out.ends_with("all ok\n"),
@@ -294,4 +291,22 @@ fn tinygrad_runs_unmodified_on_two_emulated_gpus() {
             "{line:?} missing from\n{out}"
         );
     }
+}
+
+/// tinygrad 0.14.0 from PyPI, unmodified, with its own AMD backend compiling through Debian's
+/// libLLVM-19 (`DEV=AMD:LLVM`), on two emulated GPUs.
+#[test]
+fn tinygrad_runs_unmodified_on_two_emulated_gpus() {
+    run_tinygrad_suite("HCQ_TEST_TINYGRAD_PYTHON", "DEV=AMD:LLVM", None);
+}
+
+/// tinygrad 0.9.0, the seed's own `ops_amd.py` (`AMD=1`), with only its HIP compile step
+/// (ROCm's comgr) replaced by clang-19 (`tests/exec/run_tinygrad_0_9.py`).
+#[test]
+fn tinygrad_0_9_runs_with_only_its_compiler_replaced() {
+    run_tinygrad_suite(
+        "HCQ_TEST_TINYGRAD09_PYTHON",
+        "AMD=1",
+        Some("run_tinygrad_0_9.py"),
+    );
 }
