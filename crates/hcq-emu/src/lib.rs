@@ -242,7 +242,9 @@ impl LiveObjects {
 /// An emulated KFD kernel driver and its GPUs. Dropping it stops every queue.
 pub struct EmuKernel {
     config: EmuConfig,
-    sysfs: Sysfs,
+    topology: Topology,
+    /// Built on first use: most kernels (one per fuzz input, per test) never read it.
+    sysfs: OnceLock<Sysfs>,
     fds: FdTable,
     gpus: Vec<Arc<Gpu>>,
     bos: Mutex<BoTable>,
@@ -295,7 +297,8 @@ impl EmuKernel {
         };
         EmuKernel {
             config,
-            sysfs: topology.sysfs(),
+            topology,
+            sysfs: OnceLock::new(),
             fds: FdTable::default(),
             gpus,
             bos: Mutex::new(BoTable::default()),
@@ -308,15 +311,19 @@ impl EmuKernel {
         }
     }
 
+    fn sysfs(&self) -> &Sysfs {
+        self.sysfs.get_or_init(|| self.topology.sysfs())
+    }
+
     /// Every directory, file and symbolic link of the emulated sysfs, each directory before
     /// its contents (what `hcq exec` writes out for a program to read).
     pub fn sysfs_entries(&self) -> &[SysfsEntry] {
-        self.sysfs.entries()
+        self.sysfs().entries()
     }
 
     /// The directories whose whole subtree the emulated sysfs defines.
     pub fn sysfs_roots(&self) -> &[String] {
-        self.sysfs.roots()
+        self.sysfs().roots()
     }
 
     /// Also writes every fault report to standard error as it is recorded, after `prefix`
@@ -511,11 +518,11 @@ impl Kernel for EmuKernel {
     }
 
     fn read_to_string(&self, path: &str) -> io::Result<String> {
-        self.sysfs.read_to_string(path)
+        self.sysfs().read_to_string(path)
     }
 
     fn read_dir(&self, path: &str) -> io::Result<Vec<String>> {
-        self.sysfs.read_dir(path)
+        self.sysfs().read_dir(path)
     }
 
     unsafe fn write_doorbell(&self, doorbell: *mut u64, value: u64) {
