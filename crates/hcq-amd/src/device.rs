@@ -1071,7 +1071,7 @@ impl AmdDevice {
             messages = exceptions
                 .iter()
                 .map(|e| match e.va {
-                    Some(va) => format!("GPU memory access fault at 0x{va:x}"),
+                    Some(va) => format!("GPU memory access fault in the page at 0x{va:x}"),
                     None => "GPU hardware exception".to_string(),
                 })
                 .collect();

@@ -218,8 +218,11 @@ impl Events {
         self.cv.notify_all();
     }
 
-    /// A GPU VM fault at `va`: signals the memory-exception events.
+    /// A GPU VM fault at `va`: signals the memory-exception events with the faulting page's
+    /// address, as KFD does (it learns the page, not the byte, from the fault interrupt; the
+    /// emulator's fault report keeps the exact address).
     pub fn memory_exception(&self, gpu_id: u32, va: u64) {
+        let va = va & !0xfff;
         let data = EventDataUnion {
             memory_exception_data: MemoryExceptionData {
                 failure: MemoryExceptionFailure {

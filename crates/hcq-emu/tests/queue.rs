@@ -200,7 +200,7 @@ fn a_cp_access_to_unmapped_memory_raises_a_memory_exception() {
     let m = unsafe { data.data.memory_exception_data };
     assert_eq!(
         (m.va, m.gpu_id, m.failure.not_present),
-        (bad, dev.gpu_id, 1)
+        (bad & !0xfff, dev.gpu_id, 1)
     );
     assert!(wait_signal(&dev, &sig, 0, 9, &ev));
     assert_eq!(hidden.read_u32(0x40), 0);
