@@ -259,7 +259,15 @@ fn main() -> ExitCode {
         command,
     } = cli.command
     {
-        // The program's own status, untouched by tracing (the program is not traced by us).
+        if let Some(trace) = &cli.trace {
+            // Said, not ignored: the program's GPU work runs in its own process.
+            eprintln!(
+                "hcq exec: --trace {} does not apply: the program's GPU work runs in the \
+                 program's process, which hcq does not trace",
+                trace.display()
+            );
+            return ExitCode::from(2);
+        }
         return match exec::run(exec::Options {
             gpus,
             vram,

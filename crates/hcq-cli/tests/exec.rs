@@ -242,6 +242,20 @@ fn a_missing_program_is_a_clear_error() {
     );
     let o = hcq_exec(&[]);
     assert_eq!(o.status.code(), Some(2), "{o:?}");
+    // --trace cannot see into the program's process: refused, not ignored.
+    let trace = std::env::temp_dir().join(format!("hcq-exec-trace-{}.json", std::process::id()));
+    let o = Command::new(env!("CARGO_BIN_EXE_hcq"))
+        .arg("--trace")
+        .arg(&trace)
+        .args(["exec", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("does not apply"),
+        "{o:?}"
+    );
+    assert!(!trace.exists());
 }
 
 #[test]
