@@ -26,6 +26,7 @@ use hcq_amd_sys::seam::Kernel;
 use crate::files;
 use crate::gate::{self, Handler, KernelSigaction, ALLOW, BLOCK};
 use crate::sys::{errno_of, raw};
+use hcq_amd_sys::kfd::IOC_ACQUIRE_VM;
 
 const REG_RDI: usize = libc::REG_RDI as usize;
 const REG_RSI: usize = libc::REG_RSI as usize;
@@ -387,30 +388,85 @@ fn ioctl(fd: hcq_amd_sys::seam::Fd, request: usize, arg: usize) -> Outcome {
     // The kernel takes the request as an unsigned int: callers that pass it sign-extended
     // (Python's fcntl.ioctl) mean the low 32 bits.
     let request = request as u32 as u64;
-    if request == hcq_amd_sys::kfd::IOC_ACQUIRE_VM {
-        return acquire_vm(k, fd, arg);
+    let size = hcq_amd_sys::kfd::request_size(request);
+    if hcq_amd_sys::kfd::request_nr(request) == hcq_amd_sys::kfd::request_nr(IOC_ACQUIRE_VM) {
+        return acquire_vm(k, fd, arg, size);
     }
-    // SAFETY: the program passes `arg` for this request, as it would to the kernel; the
-    // emulator checks the request's size and reads or writes only that many bytes.
+    // The kernel copies the argument with copy_from_user, so a bad pointer is EFAULT, not a
+    // crash of the program: the range is checked readable before the emulator reads it.
+    if size > 0 && !readable(arg, size) {
+        return Outcome::Return(-(libc::EFAULT as isize));
+    }
+    // SAFETY: the program passes `arg` for this request, as it would to the kernel, and its
+    // `size` bytes are readable; the emulator reads or writes only those.
     match unsafe { k.ioctl(fd, request, arg as *mut c_void) } {
         Ok(()) => Outcome::Return(0),
         Err(e) => Outcome::Return(errno_of(&e)),
     }
 }
 
+/// Whether `len` bytes at `addr` can be read (probed through the kernel, in chunks, so that
+/// nothing large lands on the program's stack).
+fn readable(addr: usize, len: usize) -> bool {
+    let mut chunk = [0u8; 512];
+    let mut at = 0;
+    while at < len {
+        let n = chunk.len().min(len - at);
+        let local = libc::iovec {
+            iov_base: chunk.as_mut_ptr() as *mut c_void,
+            iov_len: n,
+        };
+        let remote = libc::iovec {
+            iov_base: addr.wrapping_add(at) as *mut c_void,
+            iov_len: n,
+        };
+        // SAFETY: reads into our own buffer; the kernel checks the program's range.
+        let got = unsafe {
+            let pid = raw(libc::SYS_getpid, [0; 6]);
+            raw(
+                libc::SYS_process_vm_readv,
+                [
+                    pid as usize,
+                    &local as *const _ as usize,
+                    1,
+                    &remote as *const _ as usize,
+                    1,
+                    0,
+                ],
+            )
+        };
+        if got != n as isize {
+            return false;
+        }
+        at += n;
+    }
+    true
+}
+
 /// `ACQUIRE_VM` names the render node by the program's descriptor, which the emulator knows
 /// by its own.
-fn acquire_vm(k: &hcq_emu::EmuKernel, fd: hcq_amd_sys::seam::Fd, arg: usize) -> Outcome {
-    let mut args = hcq_amd_sys::kfd::AcquireVmArgs::default();
-    if !copy_from_program(arg, &mut args) {
+fn acquire_vm(
+    k: &hcq_emu::EmuKernel,
+    fd: hcq_amd_sys::seam::Fd,
+    arg: usize,
+    size: usize,
+) -> Outcome {
+    // As KFD: the caller's bytes, zero-extended to the struct (ACQUIRE_VM returns nothing).
+    let mut bytes = [0u8; std::mem::size_of::<hcq_amd_sys::kfd::AcquireVmArgs>()];
+    let n = size.min(bytes.len());
+    if n > 0 && !copy_bytes_from_program(arg, &mut bytes[..n]) {
         return Outcome::Return(-(libc::EFAULT as isize));
     }
+    let mut args = hcq_amd_sys::kfd::AcquireVmArgs {
+        drm_fd: u32::from_le_bytes(bytes[0..4].try_into().unwrap_or_default()),
+        gpu_id: u32::from_le_bytes(bytes[4..8].try_into().unwrap_or_default()),
+    };
     let Some(drm) = files::lookup(args.drm_fd as i32) else {
         // Not a render node of the emulated GPUs (a real one, a file, nothing).
         return Outcome::Return(-(libc::EINVAL as isize));
     };
     args.drm_fd = drm as u32;
-    let request = hcq_amd_sys::kfd::IOC_ACQUIRE_VM;
+    let request = IOC_ACQUIRE_VM;
     // SAFETY: `args` is a valid `AcquireVmArgs` of ours for this request.
     match unsafe { k.ioctl(fd, request, &mut args as *mut _ as *mut c_void) } {
         Ok(()) => Outcome::Return(0),
@@ -563,6 +619,34 @@ fn sigprocmask(a: [usize; 6], current: &mut libc::sigset_t) -> isize {
         return -(libc::EFAULT as isize);
     }
     0
+}
+
+fn copy_bytes_from_program(addr: usize, out: &mut [u8]) -> bool {
+    let local = libc::iovec {
+        iov_base: out.as_mut_ptr() as *mut c_void,
+        iov_len: out.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut c_void,
+        iov_len: out.len(),
+    };
+    // SAFETY: reads program memory through the kernel, which checks the address, into our
+    // own buffer of that length.
+    let n = unsafe {
+        let pid = raw(libc::SYS_getpid, [0; 6]);
+        raw(
+            libc::SYS_process_vm_readv,
+            [
+                pid as usize,
+                &local as *const _ as usize,
+                1,
+                &remote as *const _ as usize,
+                1,
+                0,
+            ],
+        )
+    };
+    n == out.len() as isize
 }
 
 fn copy_from_program<T: Copy>(addr: usize, out: &mut T) -> bool {

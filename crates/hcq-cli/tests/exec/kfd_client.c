@@ -475,6 +475,9 @@ int main(int argc, char **argv) {
     fail("versions %u.%u and %u.%u", v.major_version, v.minor_version, raw.major_version,
          raw.minor_version);
   printf("kfd %u.%u\n", v.major_version, v.minor_version);
+  /* The kernel copies arguments with copy_{from,to}_user: a bad pointer is EFAULT. */
+  if (ioctl(kfd, AMDKFD_IOC_GET_VERSION, (void *)16) != -1 || errno != EFAULT)
+    fail("GET_VERSION with a bad pointer did not fail with EFAULT");
 
   /* The first node with a GPU, in node order. */
   int node = -1, gpus = 0;
