@@ -13,6 +13,7 @@
 //! Hardware structures are declared once here so that the code that builds them and the code
 //! that executes them cannot disagree.
 
+pub mod drm;
 pub mod kd;
 pub mod kfd;
 pub mod pm4;

@@ -398,6 +398,8 @@ pub fn run_syscalls(data: &[u8]) {
     let mut events: Vec<EventData> =
         vec![unsafe { std::mem::zeroed() }; crate::ioctl::MAX_WAIT_EVENTS as usize];
     let mut started_queues = 0usize;
+    // Where a render node's VERSION strings and INFO answers go.
+    let mut drm_scratch = vec![0u8; 1024];
 
     for _ in 0..MAX_OPS {
         if input.is_empty() {
@@ -445,6 +447,7 @@ pub fn run_syscalls(data: &[u8]) {
                     &learnt,
                     &mut device_ids,
                     &mut events,
+                    &mut drm_scratch,
                     &mut input,
                 );
                 // SAFETY: `args` is ARG_BYTES long, more than any request's struct, and every
@@ -626,9 +629,32 @@ fn prepare_args(
     learnt: &Learnt,
     device_ids: &mut [u32; DEVICE_IDS],
     events: &mut [EventData],
+    drm_scratch: &mut [u8],
     input: &mut Input<'_>,
 ) {
     let use_learnt = fix & 1 != 0;
+    // KFD and DRM find a request by its number: fix the pointers of whatever struct the
+    // kernel will read, whatever size the input encoded.
+    let request = crate::ioctl::known_request(request).unwrap_or(request);
+    let drm_nr = request_nr(request);
+    if drm_nr == request_nr(hcq_amd_sys::drm::IOC_VERSION) {
+        // The string buffers of a render node's VERSION: the harness's, lengths within them.
+        let mut v: hcq_amd_sys::drm::DrmVersion = read_struct(bytes);
+        let base = drm_scratch.as_mut_ptr() as u64;
+        v.name_len %= 256;
+        v.date_len %= 256;
+        v.desc_len %= 256;
+        (v.name, v.date, v.desc) = (base, base + 256, base + 512);
+        write_struct(bytes, v);
+        return;
+    }
+    if drm_nr == request_nr(hcq_amd_sys::drm::IOC_AMDGPU_INFO) {
+        let mut q: hcq_amd_sys::drm::AmdgpuInfo = read_struct(bytes);
+        q.return_pointer = drm_scratch.as_mut_ptr() as u64;
+        q.return_size %= drm_scratch.len() as u32 + 1;
+        write_struct(bytes, q);
+        return;
+    }
     let gpu = |raw: u32| {
         if fix & 2 != 0 {
             raw
@@ -753,7 +779,7 @@ fn prepare_args(
 
 /// Records the ids, handles and offsets a successful `request` returned.
 fn learn(request: u64, bytes: &mut [u8], learnt: &mut Learnt) {
-    match request {
+    match crate::ioctl::known_request(request).unwrap_or(request) {
         IOC_ALLOC_MEMORY_OF_GPU => {
             let a: AllocMemoryOfGpuArgs = read_struct(bytes);
             learnt.handles.push(a.handle);

@@ -111,7 +111,11 @@ impl EmuKernel {
     pub(crate) unsafe fn do_ioctl(&self, fd: Fd, request: u64, arg: *mut c_void) -> io::Result<()> {
         match self.fds.get(fd) {
             None => return Err(errno(libc::EBADF)),
-            Some(Node::Render(_)) => return Err(errno(libc::ENOTTY)),
+            Some(Node::Render(g)) => {
+                let gpu = self.gpus.get(g).ok_or_else(|| errno(libc::ENODEV))?;
+                // SAFETY: the caller's guarantees, forwarded.
+                return unsafe { crate::drm::render_ioctl(gpu, request, arg) };
+            }
             Some(Node::Kfd) => {}
         }
         let known = known_request(request)?;

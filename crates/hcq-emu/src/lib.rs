@@ -24,6 +24,9 @@
 //!   left as the caller wrote it, and exactly the caller's size is copied back, whether or not
 //!   the request failed. A number KFD does not define, or one this emulator does not model,
 //!   is `EINVAL`.
+//! - **ioctls** on a render node: DRM's `VERSION` (amdgpu 3.49) and amdgpu's `AMDGPU_INFO`
+//!   queries `ACCEL_WORKING`, `DEV_INFO`, `VRAM_GTT` and `MEMORY`, with `drm_ioctl`'s size
+//!   rules; anything else is `EINVAL` (`drm.rs`).
 //! - **Memory**: GPU memory is host memory at the virtual address the driver chose. A VRAM or
 //!   GTT buffer is backed when it is allocated, over the driver's `PROT_NONE` reservation; the
 //!   render-node `mmap` at its `mmap_offset` then just exposes it. Every GPU access is checked
@@ -153,6 +156,7 @@ mod clock;
 mod config;
 mod cp;
 mod dispatch;
+mod drm;
 mod events;
 mod fds;
 #[doc(hidden)]

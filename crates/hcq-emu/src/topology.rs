@@ -264,7 +264,7 @@ fn gpu_properties(node: u32, g: &GpuNode) -> String {
 }
 
 /// Physical memory of the host, for the CPU node's memory bank.
-fn host_memory_bytes() -> u64 {
+pub(crate) fn host_memory_bytes() -> u64 {
     // SAFETY: sysconf has no memory-safety requirements.
     let (pages, size) = unsafe {
         (
