@@ -12,6 +12,7 @@ use crate::pm4::CompareFunction;
 
 pub const OP_NOP: u8 = 0;
 pub const OP_COPY: u8 = 1;
+pub const OP_WRITE: u8 = 2;
 /// `INDIRECT`: runs an indirect buffer of SDMA packets, then returns to the ring.
 pub const OP_INDIRECT: u8 = 4;
 pub const OP_FENCE: u8 = 5;
@@ -23,11 +24,44 @@ pub const OP_TIMESTAMP: u8 = 13;
 pub const OP_GCR: u8 = 17;
 
 pub const SUBOP_COPY_LINEAR: u8 = 0;
+pub const SUBOP_WRITE_LINEAR: u8 = 0;
 pub const SUBOP_COPY_LINEAR_RECT: u8 = 4;
 pub const SUBOP_TIMESTAMP_SET: u8 = 0;
 pub const SUBOP_TIMESTAMP_GET: u8 = 1;
 pub const SUBOP_TIMESTAMP_GET_GLOBAL: u8 = 2;
 pub const SUBOP_USER_GCR: u8 = 1;
+
+/// The name of an SDMA v6 `op` (and `sub_op` where it changes the packet), for fault reports.
+pub fn packet_name(op: u8, sub_op: u8) -> &'static str {
+    match (op, sub_op) {
+        (0, _) => "NOP",
+        (1, 0) => "COPY_LINEAR",
+        (1, 1) => "COPY_TILED",
+        (1, 3) => "COPY_SOA",
+        (1, 4) => "COPY_LINEAR_RECT",
+        (1, _) => "COPY (another sub_op)",
+        (2, 0) => "WRITE_LINEAR",
+        (2, _) => "WRITE (another sub_op)",
+        (4, _) => "INDIRECT",
+        (5, _) => "FENCE",
+        (6, _) => "TRAP",
+        (7, _) => "SEM",
+        (8, _) => "POLL_REGMEM",
+        (9, _) => "COND_EXE",
+        (10, _) => "ATOMIC",
+        (11, _) => "CONST_FILL",
+        (12, _) => "PTEPDE",
+        (13, 0) => "TIMESTAMP_SET",
+        (13, 1) => "TIMESTAMP_GET",
+        (13, 2) => "TIMESTAMP_GET_GLOBAL",
+        (13, _) => "TIMESTAMP (another sub_op)",
+        (14, _) => "SRBM_WRITE",
+        (15, _) => "PRE_EXE",
+        (17, _) => "GCR",
+        (32, _) => "DUMMY_TRAP",
+        _ => "an unknown SDMA op",
+    }
+}
 
 /// `ATOMIC` operation: 64-bit add (`SDMA_ATOMIC_ADD64`).
 pub const ATOMIC_ADD64: u8 = 47;
@@ -65,8 +99,19 @@ impl Header {
         }
     }
 
+    /// Whole packet length in dwords, header included, reading the body dword that holds it
+    /// through `dword` when the header alone does not say (`WRITE`); `None` when `op`/`sub_op`
+    /// is not a packet this module knows the size of, or `dword` has no such dword.
+    pub fn packet_len_with(&self, dword: impl FnOnce(usize) -> Option<u32>) -> Option<usize> {
+        if (self.op, self.sub_op) == (OP_WRITE, SUBOP_WRITE_LINEAR) {
+            let count = dword(WriteLinear::COUNT_DWORD)?;
+            return Some(WriteLinear::LEN_BEFORE_DATA + WriteLinear::dwords_of(count));
+        }
+        self.packet_len()
+    }
+
     /// Whole packet length in dwords, header included, or `None` when `op`/`sub_op` is not a
-    /// packet this module knows the size of.
+    /// packet this module knows the size of from its header alone.
     pub fn packet_len(&self) -> Option<usize> {
         Some(match (self.op, self.sub_op) {
             // NOP: bits 16..30 count the extra dwords after the header.
@@ -193,6 +238,46 @@ impl CopyLinear {
             src_swap: ((w[2] >> 24) & 3) as u8,
             src: join(w[3], w[4]),
             dst: join(w[5], w[6]),
+        })
+    }
+}
+
+/// `WRITE` linear: writes the packet's `data` dwords to consecutive dwords at `address`.
+/// The header's upper half (swap, encryption, TMZ) is kept in `flags`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteLinear {
+    pub flags: u16,
+    pub address: u64,
+    pub data: Vec<u32>,
+}
+
+impl WriteLinear {
+    /// Dwords before the data: header, address low and high, count.
+    pub const LEN_BEFORE_DATA: usize = 4;
+    /// Which dword holds the count (data dwords minus one, 20 bits).
+    pub const COUNT_DWORD: usize = 3;
+    const COUNT_MASK: u32 = (1 << 20) - 1;
+    /// Data dwords a count field announces.
+    pub fn dwords_of(count: u32) -> usize {
+        (count & Self::COUNT_MASK) as usize + 1
+    }
+    pub fn encode(&self, out: &mut Vec<u32>) {
+        out.extend_from_slice(&[
+            header(OP_WRITE, SUBOP_WRITE_LINEAR, self.flags),
+            self.address as u32,
+            (self.address >> 32) as u32,
+            (self.data.len().max(1) as u32 - 1) & Self::COUNT_MASK,
+        ]);
+        out.extend_from_slice(&self.data);
+    }
+    pub fn decode(w: &[u32]) -> Result<Self, DecodeError> {
+        let h = need(w, Self::LEN_BEFORE_DATA)?;
+        let n = Self::dwords_of(w[Self::COUNT_DWORD]);
+        need(w, Self::LEN_BEFORE_DATA + n)?;
+        Ok(WriteLinear {
+            flags: h.flags,
+            address: join(w[1], w[2]),
+            data: w[Self::LEN_BEFORE_DATA..Self::LEN_BEFORE_DATA + n].to_vec(),
         })
     }
 }
@@ -571,7 +656,7 @@ impl Atomic {
 }
 
 /// One decoded packet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Packet {
     Nop(Nop),
     CopyLinear(CopyLinear),
@@ -584,6 +669,7 @@ pub enum Packet {
     Gcr(Gcr),
     ConstFill(ConstFill),
     Atomic(Atomic),
+    WriteLinear(WriteLinear),
     /// An `op`/`sub_op` this decoder does not know (or knows the size of but not how to run).
     Unknown {
         op: u8,
@@ -613,6 +699,7 @@ impl Packet {
             (OP_GCR, SUBOP_USER_GCR) => Packet::Gcr(Gcr::decode(w)?),
             (OP_CONST_FILL, _) => Packet::ConstFill(ConstFill::decode(w)?),
             (OP_ATOMIC, _) => Packet::Atomic(Atomic::decode(w)?),
+            (OP_WRITE, SUBOP_WRITE_LINEAR) => Packet::WriteLinear(WriteLinear::decode(w)?),
             (op, sub_op) => Packet::Unknown { op, sub_op },
         })
     }
@@ -631,6 +718,7 @@ impl Packet {
             Packet::Gcr(p) => p.encode(out),
             Packet::ConstFill(p) => p.encode(out),
             Packet::Atomic(p) => p.encode(out),
+            Packet::WriteLinear(p) => p.encode(out),
             Packet::Unknown { .. } => {}
         }
     }
@@ -643,7 +731,7 @@ pub fn split(words: &[u32]) -> impl Iterator<Item = &[u32]> {
     std::iter::from_fn(move || {
         let &first = rest.first()?;
         let n = Header::parse(first)
-            .packet_len()
+            .packet_len_with(|i| rest.get(i).copied())
             .unwrap_or(1)
             .clamp(1, rest.len());
         let (p, r) = rest.split_at(n);
@@ -825,6 +913,25 @@ impl SdmaBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn write_linear_takes_its_length_from_the_count_dword() {
+        // tinygrad 0.14's copy-queue write of a 64-bit value: op 2, address, count 1, lo, hi.
+        let words = [2, 0x1000, 0x7f, 1, 0xdead_beef, 0x1234_5678, 0x99];
+        let h = Header::parse(words[0]);
+        assert_eq!(h.packet_len(), None, "the header alone does not say");
+        assert_eq!(h.packet_len_with(|i| words.get(i).copied()), Some(6));
+        let p = WriteLinear::decode(&words).expect("decodes");
+        assert_eq!(p.address, 0x7f_0000_1000);
+        assert_eq!(p.data, [0xdead_beef, 0x1234_5678]);
+        let mut again = Vec::new();
+        p.encode(&mut again);
+        assert_eq!(again, words[..6]);
+        assert!(WriteLinear::decode(&words[..5]).is_err());
+        assert_eq!(split(&words).map(<[u32]>::len).collect::<Vec<_>>(), [6, 1]);
+        assert_eq!(packet_name(2, 0), "WRITE_LINEAR");
+        assert_eq!(packet_name(13, 0), "TIMESTAMP_SET");
+    }
 
     #[test]
     fn indirect_round_trips_and_has_the_sdma_v6_layout() {
