@@ -145,7 +145,8 @@ fn an_unknown_opcode_is_reported_and_the_queue_goes_on() {
     assert!(wait_signal(&dev, &sig, 0, 3, &ev));
     let report = k.take_fault_report(dev.gpu_id).expect("a fault report");
     assert!(
-        report.contains("unknown PM4 opcode 0x99") && report.contains("ring dword 0"),
+        report.contains("PM4 packet AQL_PACKET is not modelled: opcode 0x99")
+            && report.contains("ring dword 0"),
         "{report}"
     );
     assert_eq!(k.take_fault_report(dev.gpu_id), None);
