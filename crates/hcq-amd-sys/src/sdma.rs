@@ -57,6 +57,7 @@ pub fn packet_name(op: u8, sub_op: u8) -> &'static str {
         (13, _) => "TIMESTAMP (another sub_op)",
         (14, _) => "SRBM_WRITE",
         (15, _) => "PRE_EXE",
+        (16, _) => "GPUVM_INV",
         (17, _) => "GCR",
         (32, _) => "DUMMY_TRAP",
         _ => "an unknown SDMA op",
@@ -66,12 +67,27 @@ pub fn packet_name(op: u8, sub_op: u8) -> &'static str {
 /// `ATOMIC` operation: 64-bit add (`SDMA_ATOMIC_ADD64`).
 pub const ATOMIC_ADD64: u8 = 47;
 
-/// Largest transfer of one `COPY_LINEAR` (its count field holds `bytes - 1` in 22 bits).
+/// The reference runtime's largest transfer per `COPY_LINEAR` (4 MiB: the count field of
+/// older SDMA versions, 22 bits, which the reference definitions also list); the builder
+/// splits copies at it so that its words match the reference encodings.
 pub const MAX_COPY_SIZE: u64 = 0x40_0000;
-/// Largest fill of one `CONST_FILL` (same 22-bit `bytes - 1` count).
+/// Largest fill per `CONST_FILL` the builder emits (the same 4 MiB).
 pub const MAX_FILL_SIZE: u64 = 0x40_0000;
-/// Mask of the 22-bit count fields.
-const COUNT_MASK: u32 = (1 << 22) - 1;
+/// Mask of the `bytes - 1` count fields of `COPY_LINEAR` and `CONST_FILL`: 30 bits on SDMA
+/// v6 (`SDMA_PKT_COPY_LINEAR_COUNT_count_mask` 0x3FFFFFFF in the sdma_v6_0 packet header),
+/// where tinygrad 0.14 copies up to 1 GiB per packet.
+const COUNT_MASK: u32 = (1 << 30) - 1;
+
+/// `COPY_LINEAR` header flags (`extra_info`, header bits 16..32) that change what is copied.
+pub mod copy_flags {
+    pub const ENCRYPT: u16 = 1 << 0;
+    pub const TMZ: u16 = 1 << 2;
+    /// Cache policy valid: no functional effect.
+    pub const CPV: u16 = 1 << 3;
+    pub const BACKWARDS: u16 = 1 << 9;
+    /// Two destinations (a longer packet).
+    pub const BROADCAST: u16 = 1 << 11;
+}
 
 /// `FENCE` memory type the reference runtime uses (`mtype = 3`: uncached).
 pub const FENCE_MTYPE_UC: u8 = 3;
@@ -202,9 +218,9 @@ impl Nop {
 /// `COPY_LINEAR`: copies `count + 1` bytes from `src` to `dst`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CopyLinear {
-    /// Header bits 16..32 (`extra_info`: TMZ and cache policy bits; 0 for a plain copy).
+    /// Header bits 16..32 (`extra_info`: the [`copy_flags`]; 0 for a plain copy).
     pub extra_info: u16,
-    /// Bytes minus one (22 bits).
+    /// Bytes minus one (30 bits).
     pub count: u32,
     pub dst_swap: u8,
     pub src_swap: u8,
@@ -243,10 +259,12 @@ impl CopyLinear {
 }
 
 /// `WRITE` linear: writes the packet's `data` dwords to consecutive dwords at `address`.
-/// The header's upper half (swap, encryption, TMZ) is kept in `flags`.
+/// The header's upper half (encryption bit 0, TMZ bit 2, cache policy valid bit 12) is kept in
+/// `flags`; `swap` is the count dword's byte-swap mode (bits 24..26).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriteLinear {
     pub flags: u16,
+    pub swap: u8,
     pub address: u64,
     pub data: Vec<u32>,
 }
@@ -266,7 +284,8 @@ impl WriteLinear {
             header(OP_WRITE, SUBOP_WRITE_LINEAR, self.flags),
             self.address as u32,
             (self.address >> 32) as u32,
-            (self.data.len().max(1) as u32 - 1) & Self::COUNT_MASK,
+            ((self.data.len().max(1) as u32 - 1) & Self::COUNT_MASK)
+                | ((u32::from(self.swap) & 3) << 24),
         ]);
         out.extend_from_slice(&self.data);
     }
@@ -276,6 +295,7 @@ impl WriteLinear {
         need(w, Self::LEN_BEFORE_DATA + n)?;
         Ok(WriteLinear {
             flags: h.flags,
+            swap: ((w[Self::COUNT_DWORD] >> 24) & 3) as u8,
             address: join(w[1], w[2]),
             data: w[Self::LEN_BEFORE_DATA..Self::LEN_BEFORE_DATA + n].to_vec(),
         })
@@ -578,7 +598,7 @@ pub struct ConstFill {
     pub fill_size: u8,
     pub address: u64,
     pub data: u32,
-    /// Bytes minus one (22 bits).
+    /// Bytes minus one (30 bits).
     pub count: u32,
 }
 

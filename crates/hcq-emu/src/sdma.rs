@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use hcq_amd_sys::pm4::CompareFunction;
 use hcq_amd_sys::sdma::{
-    gcr_control, packet_name, Atomic, ConstFill, CopyLinear, Header, Indirect, Packet, PollRegmem,
+    copy_flags, gcr_control, packet_name, Atomic, ConstFill, CopyLinear, Header, Indirect, Packet, PollRegmem,
     WriteLinear, ATOMIC_ADD64, OP_NOP, OP_WRITE, SUBOP_WRITE_LINEAR,
 };
 
@@ -296,6 +296,17 @@ impl Sdma {
     }
 
     fn copy(&self, c: &CopyLinear, at: &str) {
+        let unmodelled = c.extra_info
+            & (copy_flags::ENCRYPT | copy_flags::TMZ | copy_flags::BACKWARDS | copy_flags::BROADCAST);
+        if unmodelled != 0 {
+            self.fault(
+                FaultClass::Hw,
+                format!(
+                    "COPY_LINEAR with header flags {unmodelled:#x} (encrypt, TMZ, backwards or broadcast) is not modelled at {at}"
+                ),
+            );
+            return;
+        }
         if c.src_swap != 0 || c.dst_swap != 0 {
             self.fault(
                 FaultClass::Hw,
@@ -407,12 +418,13 @@ impl Sdma {
 
     /// `WRITE` linear: the packet's dwords to consecutive dwords in memory.
     fn write_linear(&self, w: &WriteLinear, at: &str) {
-        if w.flags != 0 {
+        let unmodelled = w.flags & (copy_flags::ENCRYPT | copy_flags::TMZ);
+        if unmodelled != 0 || w.swap != 0 {
             self.fault(
                 FaultClass::Hw,
                 format!(
-                    "WRITE_LINEAR with header flags {:#x} (swap, encryption or TMZ) is not modelled at {at}",
-                    w.flags
+                    "WRITE_LINEAR with header flags {unmodelled:#x} (encrypt, TMZ) or swap {} is not modelled at {at}",
+                    w.swap
                 ),
             );
             return;

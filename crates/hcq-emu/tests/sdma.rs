@@ -749,14 +749,22 @@ fn write_linear_stores_its_dwords_and_unmodelled_flags_are_reported() {
     b.raw(&[2, mem.va as u32, (mem.va >> 32) as u32, 1, 0x0506_0708, 0x0102_0304]);
     b.push(&sdma::Packet::WriteLinear(sdma::WriteLinear {
         flags: 0,
+        swap: 0,
         address: mem.va + 16,
         data: vec![7, 8, 9],
     }));
-    // Header flags (swap/encryption/TMZ) are not modelled: reported, nothing written.
+    // Encryption and byte swapping are not modelled: reported, nothing written.
     b.push(&sdma::Packet::WriteLinear(sdma::WriteLinear {
         flags: 1,
+        swap: 0,
         address: mem.va + 32,
         data: vec![10],
+    }));
+    b.push(&sdma::Packet::WriteLinear(sdma::WriteLinear {
+        flags: 0,
+        swap: 2,
+        address: mem.va + 36,
+        data: vec![11],
     }));
     b.signal(sig.value_addr(0), 1, sig.mailbox(&ev), ev.event_id);
     q.submit(&b);
@@ -766,12 +774,11 @@ fn write_linear_stores_its_dwords_and_unmodelled_flags_are_reported() {
         [0x0506_0708, 0x0102_0304, 0, 0x5a5a_5a5a]
     );
     assert_eq!([16, 20, 24, 28].map(|o| mem.read_u32(o)), [7, 8, 9, 0]);
-    assert_eq!(mem.read_u32(32), 0);
+    assert_eq!([32, 36].map(|o| mem.read_u32(o)), [0, 0]);
     let r = reports(&k, &dev);
-    assert!(
-        r.len() == 1 && r[0].contains("WRITE_LINEAR with header flags 0x1"),
-        "{r:?}"
-    );
+    assert_eq!(r.len(), 2, "{r:?}");
+    assert!(r[0].contains("WRITE_LINEAR with header flags 0x1"), "{r:?}");
+    assert!(r[1].contains("swap 2 is not modelled"), "{r:?}");
 
     // A WRITE whose count dword is past what the doorbell covers is truncated.
     let mut b = SdmaBuilder::new();
@@ -842,5 +849,62 @@ fn register_polls_flush_hdp_and_unmodelled_registers_are_reported() {
     assert!(r[2].contains("CONST_FILL with byte swapping (sw 1)"), "{r:?}");
     assert!(r[3].contains("SDMA packet TIMESTAMP_GET (op 13 sub_op 1) is not modelled"), "{r:?}");
     assert_eq!(read(&mem)[512..520], [0; 8]);
+    q.destroy();
+}
+
+#[test]
+fn one_copy_linear_moves_more_than_4_mib_and_unmodelled_flags_are_reported() {
+    let k = EmuKernel::new(small_config());
+    let dev = Dev::open(&k, 0);
+    let sig = Signals::new(&dev);
+    let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
+    let mut q = create_sdma(&dev, 0x1000);
+    // tinygrad 0.14 puts up to 1 GiB in one COPY_LINEAR on SDMA v6 (a 30-bit count).
+    let n = MIB4 + 4096 + 12;
+    let src = dev.alloc(2 * MIB4, ALLOC_MEM_FLAGS_GTT);
+    let dst = dev.alloc(2 * MIB4, ALLOC_MEM_FLAGS_GTT);
+    let data = pattern(11, n as usize);
+    write(&src, &data);
+    let copy = |extra_info: u16, count: u64| {
+        sdma::Packet::CopyLinear(sdma::CopyLinear {
+            extra_info,
+            count: (count - 1) as u32,
+            dst_swap: 0,
+            src_swap: 0,
+            src: src.va,
+            dst: dst.va,
+        })
+    };
+    let mut b = SdmaBuilder::new();
+    b.push(&copy(0, n));
+    b.signal(sig.value_addr(0), 1, sig.mailbox(&ev), ev.event_id);
+    q.submit(&b);
+    assert!(wait_signal(&dev, &sig, 0, 1, &ev));
+    let out = read(&dst);
+    assert!(out[..n as usize] == data[..], "the copy differs");
+    assert!(out[n as usize..].iter().all(|&x| x == 0));
+    assert_eq!(reports(&k, &dev), Vec::<String>::new());
+
+    // Broadcast (two destinations) and TMZ are not modelled: reported, nothing copied over
+    // the zeros written first. Cache policy valid (CPV) changes nothing.
+    write(&dst, &[0; 64]);
+    let mut b = SdmaBuilder::new();
+    b.push(&copy(sdma::copy_flags::BROADCAST, 64));
+    b.push(&copy(sdma::copy_flags::TMZ, 64));
+    b.signal(sig.value_addr(0), 2, sig.mailbox(&ev), ev.event_id);
+    q.submit(&b);
+    assert!(wait_signal(&dev, &sig, 0, 2, &ev));
+    assert_eq!(read(&dst)[..64], [0; 64]);
+    let r = reports(&k, &dev);
+    assert_eq!(r.len(), 2, "{r:?}");
+    assert!(r[0].contains("COPY_LINEAR with header flags 0x800"), "{r:?}");
+    assert!(r[1].contains("COPY_LINEAR with header flags 0x4"), "{r:?}");
+    let mut b = SdmaBuilder::new();
+    b.push(&copy(sdma::copy_flags::CPV, 64));
+    b.signal(sig.value_addr(0), 3, sig.mailbox(&ev), ev.event_id);
+    q.submit(&b);
+    assert!(wait_signal(&dev, &sig, 0, 3, &ev));
+    assert_eq!(read(&dst)[..64], data[..64]);
+    assert_eq!(reports(&k, &dev), Vec::<String>::new());
     q.destroy();
 }
