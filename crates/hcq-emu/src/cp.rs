@@ -1,5 +1,9 @@
 //! The command processor of a compute queue: a thread that waits for doorbells and executes
 //! the PM4 packets between its read pointer and the written doorbell value.
+//!
+//! `crates/hcq-emu/PACKETS.md` lists every packet and field value and what is done with it. A
+//! packet or field value that is not modelled is reported (a hardware exception naming it)
+//! and the packet is skipped whole; the queue goes on with the next one.
 
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;

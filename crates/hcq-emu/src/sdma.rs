@@ -8,14 +8,18 @@
 //! only through memory (signals), as on hardware.
 //!
 //! Packets: `COPY_LINEAR` (memmove semantics for overlapping ranges; each range must lie in one
-//! mapped BO), `FENCE`, `TRAP` (the interrupt path of `RELEASE_MEM`), `POLL_REGMEM` on memory
-//! (polled with a 20 µs → 1 ms backoff and wake-ups from other engines' writes, until the
-//! condition holds or the queue is destroyed: the interval and retry-count fields do not bound
-//! it), `TIMESTAMP` (get global: the 100 MHz GPU clock), `CONST_FILL`, `ATOMIC` (64-bit add),
-//! `INDIRECT` (one level: the buffer's packets run in order, an `INDIRECT` inside one is a
-//! fault; the whole buffer must be mapped), and `GCR`, HDP flush and `NOP`, which have nothing to do in a functional model beyond
-//! ordering. A fault (unmapped memory, unknown or truncated packet) is reported and raises the
-//! exception events; the engine then goes on with the next packet.
+//! mapped BO), `WRITE` linear, `FENCE`, `TRAP` (the interrupt path of `RELEASE_MEM`),
+//! `POLL_REGMEM` on memory or on a modelled register (polled with a 20 µs → 1 ms backoff and
+//! wake-ups from other engines' writes, until the condition holds or the queue is destroyed:
+//! the interval and retry-count fields do not bound it), `TIMESTAMP` (get global: the 100 MHz
+//! GPU clock), `CONST_FILL`, `ATOMIC` (64-bit add), `INDIRECT` (one level: the buffer's packets
+//! run in order, an `INDIRECT` inside one is a fault; the whole buffer must be mapped), and
+//! `GCR` and `NOP`, which have nothing to do in a functional model beyond ordering. Field
+//! values that would change the result and are not modelled (byte swapping, encryption, TMZ,
+//! broadcast or backwards copies, other atomic operations) are reported, as are unknown
+//! packets; `crates/hcq-emu/PACKETS.md` lists them all. A fault (unmapped memory, unknown or
+//! truncated packet, unmodelled field value) is reported and raises the exception events; the
+//! engine then goes on with the next packet.
 
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::Arc;
