@@ -1232,7 +1232,14 @@ mod tests {
 
     #[test]
     fn write_data_pred_exec_and_set_uconfig_reg_decode() {
-        let words = [header(OP_WRITE_DATA, 4), (5 << 8) | (1 << 16), 0x1000, 0x2, 7, 8];
+        let words = [
+            header(OP_WRITE_DATA, 4),
+            (5 << 8) | (1 << 16),
+            0x1000,
+            0x2,
+            7,
+            8,
+        ];
         let Packet::WriteData(d) = decode_one(&words) else {
             panic!("not WRITE_DATA");
         };
@@ -1271,5 +1278,4 @@ mod tests {
         }
         assert_eq!(opcode_name(0x01), None);
     }
-
 }

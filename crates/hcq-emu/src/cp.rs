@@ -359,16 +359,17 @@ impl Cp {
                 "DST_SEL {} (a queue write pointer register)",
                 r.dst_sel
             )),
-            (_, _, int_sel::CONDITIONAL_32.. ) => Some(format!(
-                "INT_SEL {} (interrupt on a compare)",
-                r.int_sel
-            )),
+            (_, _, int_sel::CONDITIONAL_32..) => {
+                Some(format!("INT_SEL {} (interrupt on a compare)", r.int_sel))
+            }
             _ => None,
         };
         if let Some(what) = unsupported {
             self.fault(
                 FaultClass::Hw,
-                format!("RELEASE_MEM with unsupported {what} is not modelled; packet skipped at {at}"),
+                format!(
+                    "RELEASE_MEM with unsupported {what} is not modelled; packet skipped at {at}"
+                ),
             );
             return;
         }
@@ -447,9 +448,7 @@ impl Cp {
                     return;
                 }
                 self.ring
-                    .poll(func, w.mask, w.reference, |gpu| {
-                        gpu.registers.read(poll_at)
-                    })
+                    .poll(func, w.mask, w.reference, |gpu| gpu.registers.read(poll_at))
                     .map_err(|e| (FaultClass::Hw, format!("WAIT_REG_MEM poll: {e}")))
             }
             (space, op) => Err((
@@ -481,7 +480,11 @@ impl Cp {
                 let addr = align(c.src);
                 let snap = self.gpu.page_table.snapshot();
                 let lo = snap.load_u32(addr);
-                let hi = if c.count_64 { snap.load_u32(addr + 4) } else { Some(0) };
+                let hi = if c.count_64 {
+                    snap.load_u32(addr + 4)
+                } else {
+                    Some(0)
+                };
                 match (lo, hi) {
                     (Some(lo), Some(hi)) => Ok(u64::from(lo) | (u64::from(hi) << 32)),
                     _ => {
@@ -497,7 +500,10 @@ impl Cp {
             copy_src_sel::GPU_CLOCK_COUNT => Ok(gpu_ticks()),
             other => Err((
                 FaultClass::Hw,
-                format!("COPY_DATA with SRC_SEL {other} ({}) is not modelled", copy_source_name(other)),
+                format!(
+                    "COPY_DATA with SRC_SEL {other} ({}) is not modelled",
+                    copy_source_name(other)
+                ),
             )),
         };
         let value = match value {
@@ -534,7 +540,10 @@ impl Cp {
             }
             other => Err((
                 FaultClass::Hw,
-                format!("COPY_DATA with DST_SEL {other} ({}) is not modelled", copy_destination_name(other)),
+                format!(
+                    "COPY_DATA with DST_SEL {other} ({}) is not modelled",
+                    copy_destination_name(other)
+                ),
             )),
         };
         match result {
@@ -573,7 +582,10 @@ impl Cp {
             }
             other => Err((
                 FaultClass::Hw,
-                format!("WRITE_DATA with DST_SEL {other} ({}) is not modelled", write_destination_name(other)),
+                format!(
+                    "WRITE_DATA with DST_SEL {other} ({}) is not modelled",
+                    write_destination_name(other)
+                ),
             )),
         };
         // Whatever was written before a failure stays written, as on hardware.
@@ -618,13 +630,7 @@ impl Cp {
     /// `INDIRECT_BUFFER`: from the ring, executes the packets of a buffer in GPU memory and
     /// comes back; from an indirect buffer, a chained one continues there (returned to the
     /// caller). One level of calls, as the hardware's compute queues.
-    fn indirect_buffer(
-        &mut self,
-        ib: IndirectBuffer,
-        src: Source,
-        depth: u32,
-        at: &str,
-    ) -> Next {
+    fn indirect_buffer(&mut self, ib: IndirectBuffer, src: Source, depth: u32, at: &str) -> Next {
         if !ib.valid {
             self.fault(
                 FaultClass::Hw,

@@ -136,9 +136,6 @@ mod tests {
             r.read(0x1234),
             Err(RegisterError::Unmodelled { address: 0x1234 })
         );
-        assert_eq!(
-            r.write(0, 1),
-            Err(RegisterError::Unmodelled { address: 0 })
-        );
+        assert_eq!(r.write(0, 1), Err(RegisterError::Unmodelled { address: 0 }));
     }
 }

@@ -26,8 +26,8 @@ use std::sync::Arc;
 
 use hcq_amd_sys::pm4::CompareFunction;
 use hcq_amd_sys::sdma::{
-    copy_flags, gcr_control, packet_name, Atomic, ConstFill, CopyLinear, Header, Indirect, Packet, PollRegmem,
-    WriteLinear, ATOMIC_ADD64, OP_NOP, OP_WRITE, SUBOP_WRITE_LINEAR,
+    copy_flags, gcr_control, packet_name, Atomic, ConstFill, CopyLinear, Header, Indirect, Packet,
+    PollRegmem, WriteLinear, ATOMIC_ADD64, OP_NOP, OP_WRITE, SUBOP_WRITE_LINEAR,
 };
 
 use hcq_amd_sys::shared;
@@ -37,7 +37,6 @@ use crate::gpu::{FaultClass, Gpu};
 use crate::memory::Snapshot;
 use crate::queue::QueueShared;
 use crate::ring::{PointerUnit, Ring, RingDesc};
-
 
 /// A copy queue's SDMA engine.
 pub(crate) struct Sdma {
@@ -301,7 +300,10 @@ impl Sdma {
 
     fn copy(&self, c: &CopyLinear, at: &str) {
         let unmodelled = c.extra_info
-            & (copy_flags::ENCRYPT | copy_flags::TMZ | copy_flags::BACKWARDS | copy_flags::BROADCAST);
+            & (copy_flags::ENCRYPT
+                | copy_flags::TMZ
+                | copy_flags::BACKWARDS
+                | copy_flags::BROADCAST);
         if unmodelled != 0 {
             self.fault(
                 FaultClass::Hw,
@@ -474,7 +476,10 @@ impl Sdma {
         if p.hdp_flush {
             let request = register((p.address >> 32) as u32);
             if let Err(e) = self.gpu.registers.write(request, p.reference) {
-                self.fault(FaultClass::Hw, format!("POLL_REGMEM HDP flush: {e} at {at}"));
+                self.fault(
+                    FaultClass::Hw,
+                    format!("POLL_REGMEM HDP flush: {e} at {at}"),
+                );
                 return;
             }
             self.gpu.watch.notify();
@@ -485,9 +490,9 @@ impl Sdma {
             return;
         }
         let polled = register(p.address as u32);
-        let result = self.ring.poll(func, p.mask, p.reference, |gpu| {
-            gpu.registers.read(polled)
-        });
+        let result = self
+            .ring
+            .poll(func, p.mask, p.reference, |gpu| gpu.registers.read(polled));
         if let Err(e) = result {
             self.fault(FaultClass::Hw, format!("POLL_REGMEM: {e} at {at}"));
         }

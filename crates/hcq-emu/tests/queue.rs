@@ -652,8 +652,14 @@ fn hdp_flushes_on_registers_write_the_request_and_poll_done() {
     run_then_signal(&mut q, &dev, &sig, &ev, &words, 2);
     let r = reports(&k, &dev);
     assert_eq!(r.len(), 2, "{r:?}");
-    assert!(r[0].contains("WAIT_REG_MEM poll: register 0x1234 is not modelled"), "{r:?}");
-    assert!(r[1].contains("MEM_SPACE 2 and OPERATION 0 is not modelled"), "{r:?}");
+    assert!(
+        r[0].contains("WAIT_REG_MEM poll: register 0x1234 is not modelled"),
+        "{r:?}"
+    );
+    assert!(
+        r[1].contains("MEM_SPACE 2 and OPERATION 0 is not modelled"),
+        "{r:?}"
+    );
     q.destroy();
 }
 
@@ -672,40 +678,120 @@ fn copy_data_moves_immediates_memory_registers_and_the_clock() {
     let at = |offset: u64| mem.va + offset;
     let mut words = Vec::new();
     // Immediate, 32 and 64 bits (the 32-bit form leaves the next dword alone).
-    words.extend(copy_data(copy_src_sel::IMMEDIATE, copy_dst_sel::MEMORY, false, 0x1111_2222_3333_4444, at(0)));
-    words.extend(copy_data(copy_src_sel::IMMEDIATE, copy_dst_sel::MEMORY_OBSOLETE, true, 0x5555_6666_7777_8888, at(16)));
+    words.extend(copy_data(
+        copy_src_sel::IMMEDIATE,
+        copy_dst_sel::MEMORY,
+        false,
+        0x1111_2222_3333_4444,
+        at(0),
+    ));
+    words.extend(copy_data(
+        copy_src_sel::IMMEDIATE,
+        copy_dst_sel::MEMORY_OBSOLETE,
+        true,
+        0x5555_6666_7777_8888,
+        at(16),
+    ));
     // Memory to memory, 32 and 64 bits; the 64-bit form ignores address bits 0..3.
-    words.extend(copy_data(copy_src_sel::MEMORY, copy_dst_sel::MEMORY, false, at(0), at(32)));
-    words.extend(copy_data(copy_src_sel::MEMORY_OBSOLETE, copy_dst_sel::MEMORY, true, at(16 + 4), at(40 + 4)));
+    words.extend(copy_data(
+        copy_src_sel::MEMORY,
+        copy_dst_sel::MEMORY,
+        false,
+        at(0),
+        at(32),
+    ));
+    words.extend(copy_data(
+        copy_src_sel::MEMORY_OBSOLETE,
+        copy_dst_sel::MEMORY,
+        true,
+        at(16 + 4),
+        at(40 + 4),
+    ));
     // A register: GRBM_GFX_INDEX set through SET_UCONFIG_REG (uconfig offset 0x200).
     pm4::SetUconfigReg {
         reg: 0x200,
         values: &[0xe000_0000 | (1 << 16)],
     }
     .encode(&mut words);
-    words.extend(copy_data(copy_src_sel::REGISTER, copy_dst_sel::MEMORY, false, 0xc200, at(56)));
+    words.extend(copy_data(
+        copy_src_sel::REGISTER,
+        copy_dst_sel::MEMORY,
+        false,
+        0xc200,
+        at(56),
+    ));
     // The GPU clock, twice.
-    words.extend(copy_data(copy_src_sel::GPU_CLOCK_COUNT, copy_dst_sel::MEMORY, true, 0, at(64)));
-    words.extend(copy_data(copy_src_sel::GPU_CLOCK_COUNT, copy_dst_sel::MEMORY, true, 0, at(72)));
+    words.extend(copy_data(
+        copy_src_sel::GPU_CLOCK_COUNT,
+        copy_dst_sel::MEMORY,
+        true,
+        0,
+        at(64),
+    ));
+    words.extend(copy_data(
+        copy_src_sel::GPU_CLOCK_COUNT,
+        copy_dst_sel::MEMORY,
+        true,
+        0,
+        at(72),
+    ));
     run_then_signal(&mut q, &dev, &sig, &ev, &words, 1);
     assert_eq!(reports(&k, &dev), Vec::<String>::new());
-    assert_eq!((mem.read_u32(0), mem.read_u32(4)), (0x3333_4444, 0xeeee_0001));
-    assert_eq!((mem.read_u32(16), mem.read_u32(20)), (0x7777_8888, 0x5555_6666));
-    assert_eq!((mem.read_u32(32), mem.read_u32(36)), (0x3333_4444, 0xeeee_0009));
-    assert_eq!((mem.read_u32(40), mem.read_u32(44)), (0x7777_8888, 0x5555_6666));
+    assert_eq!(
+        (mem.read_u32(0), mem.read_u32(4)),
+        (0x3333_4444, 0xeeee_0001)
+    );
+    assert_eq!(
+        (mem.read_u32(16), mem.read_u32(20)),
+        (0x7777_8888, 0x5555_6666)
+    );
+    assert_eq!(
+        (mem.read_u32(32), mem.read_u32(36)),
+        (0x3333_4444, 0xeeee_0009)
+    );
+    assert_eq!(
+        (mem.read_u32(40), mem.read_u32(44)),
+        (0x7777_8888, 0x5555_6666)
+    );
     assert_eq!(mem.read_u32(56), 0xe001_0000);
     let clock = |o| u64::from(mem.read_u32(o)) | (u64::from(mem.read_u32(o + 4)) << 32);
-    assert!(clock(64) > 0 && clock(72) >= clock(64), "{} {}", clock(64), clock(72));
+    assert!(
+        clock(64) > 0 && clock(72) >= clock(64),
+        "{} {}",
+        clock(64),
+        clock(72)
+    );
 
     // Selections the emulator does not model are reported by name; nothing is written.
     let mut words = Vec::new();
-    words.extend(copy_data(copy_src_sel::PERFCOUNTERS, copy_dst_sel::MEMORY, false, 0x1234, at(128)));
-    words.extend(copy_data(copy_src_sel::IMMEDIATE, copy_dst_sel::GDS, false, 7, 0));
-    words.extend(copy_data(copy_src_sel::IMMEDIATE, copy_dst_sel::REGISTER, false, 7, 0x1234));
+    words.extend(copy_data(
+        copy_src_sel::PERFCOUNTERS,
+        copy_dst_sel::MEMORY,
+        false,
+        0x1234,
+        at(128),
+    ));
+    words.extend(copy_data(
+        copy_src_sel::IMMEDIATE,
+        copy_dst_sel::GDS,
+        false,
+        7,
+        0,
+    ));
+    words.extend(copy_data(
+        copy_src_sel::IMMEDIATE,
+        copy_dst_sel::REGISTER,
+        false,
+        7,
+        0x1234,
+    ));
     run_then_signal(&mut q, &dev, &sig, &ev, &words, 2);
     let r = reports(&k, &dev);
     assert_eq!(r.len(), 3, "{r:?}");
-    assert!(r[0].contains("SRC_SEL 4 (performance counters) is not modelled"), "{r:?}");
+    assert!(
+        r[0].contains("SRC_SEL 4 (performance counters) is not modelled"),
+        "{r:?}"
+    );
     assert!(r[1].contains("DST_SEL 3 (GDS) is not modelled"), "{r:?}");
     assert!(r[2].contains("register 0x1234 is not modelled"), "{r:?}");
     assert_eq!(mem.read_u32(128), 0xeeee_0020);
@@ -734,7 +820,12 @@ fn write_data_pred_exec_and_set_uconfig_reg() {
         w
     };
     let mut words = write(pm4::write_dst_sel::MEMORY, false, 0, &[1, 2, 3]);
-    words.extend(write(pm4::write_dst_sel::MEMORY_TC_L2, true, 16, &[4, 5, 6]));
+    words.extend(write(
+        pm4::write_dst_sel::MEMORY_TC_L2,
+        true,
+        16,
+        &[4, 5, 6],
+    ));
     // PRED_EXEC for XCC 1 only: the one die here is XCC 0, so the write is skipped; then one
     // selecting XCC 0, which runs.
     let skipped = write(pm4::write_dst_sel::MEMORY, false, 32, &[7]);
@@ -772,9 +863,18 @@ fn write_data_pred_exec_and_set_uconfig_reg() {
     run_then_signal(&mut q, &dev, &sig, &ev, &words, 2);
     let r = reports(&k, &dev);
     assert_eq!(r.len(), 3, "{r:?}");
-    assert!(r[0].contains("WRITE_DATA with DST_SEL 3 (GDS) is not modelled"), "{r:?}");
-    assert!(r[1].contains("SET_UCONFIG_REG: register 0xd000 is not modelled"), "{r:?}");
-    assert!(r[2].contains("event type 0x35 (THREAD_TRACE_MARKER) is not modelled"), "{r:?}");
+    assert!(
+        r[0].contains("WRITE_DATA with DST_SEL 3 (GDS) is not modelled"),
+        "{r:?}"
+    );
+    assert!(
+        r[1].contains("SET_UCONFIG_REG: register 0xd000 is not modelled"),
+        "{r:?}"
+    );
+    assert!(
+        r[2].contains("event type 0x35 (THREAD_TRACE_MARKER) is not modelled"),
+        "{r:?}"
+    );
     assert_eq!(mem.read_u32(0), 1);
     q.destroy();
 }
@@ -805,19 +905,46 @@ fn release_mem_selections_are_honoured_or_reported() {
     };
     use pm4::{data_sel, int_sel, release_dst_sel};
     // 64-bit data to TC_L2 at an address 4 past a qword: written at the qword.
-    let mut words = release(data_sel::DATA_64, release_dst_sel::TC_L2, 0, 8 + 4, 0x0102_0304_0506_0708);
+    let mut words = release(
+        data_sel::DATA_64,
+        release_dst_sel::TC_L2,
+        0,
+        8 + 4,
+        0x0102_0304_0506_0708,
+    );
     // tinygrad 0.14's barrier before a timestamp: no data, an interrupt with context 0.
-    words.extend(release(data_sel::NONE, 0, int_sel::SEND_INT_ON_CONFIRM, 32, 0));
+    words.extend(release(
+        data_sel::NONE,
+        0,
+        int_sel::SEND_INT_ON_CONFIRM,
+        32,
+        0,
+    ));
     run_then_signal(&mut q, &dev, &sig, &ev, &words, 1);
     assert_eq!(reports(&k, &dev), Vec::<String>::new());
-    assert_eq!([8, 12, 16].map(|o| mem.read_u32(o)), [0x0506_0708, 0x0102_0304, 0]);
+    assert_eq!(
+        [8, 12, 16].map(|o| mem.read_u32(o)),
+        [0x0506_0708, 0x0102_0304, 0]
+    );
     assert_eq!(mem.read_u32(32), 0);
 
     // DATA_SEL 4, a write-pointer destination and a conditional interrupt: reported, and
     // nothing written.
     let mut words = release(data_sel::PERFCOUNTER_OR_SYSTEM_CLOCK, 0, 0, 64, 0);
-    words.extend(release(data_sel::DATA_32, release_dst_sel::QUEUE_WRITE_POINTER_REGISTER, 0, 72, 5));
-    words.extend(release(data_sel::DATA_32, 0, int_sel::CONDITIONAL_32, 80, 6));
+    words.extend(release(
+        data_sel::DATA_32,
+        release_dst_sel::QUEUE_WRITE_POINTER_REGISTER,
+        0,
+        72,
+        5,
+    ));
+    words.extend(release(
+        data_sel::DATA_32,
+        0,
+        int_sel::CONDITIONAL_32,
+        80,
+        6,
+    ));
     run_then_signal(&mut q, &dev, &sig, &ev, &words, 2);
     let r = reports(&k, &dev);
     assert_eq!(r.len(), 3, "{r:?}");
@@ -828,7 +955,10 @@ fn release_mem_selections_are_honoured_or_reported() {
 
     // An INDIRECT_BUFFER without its VALID bit is not run.
     let ib = dev.alloc(0x1000, ALLOC_MEM_FLAGS_GTT);
-    for (i, w) in release(data_sel::DATA_32, 0, 0, 96, 9).into_iter().enumerate() {
+    for (i, w) in release(data_sel::DATA_32, 0, 0, 96, 9)
+        .into_iter()
+        .enumerate()
+    {
         ib.write_u32(4 * i as u64, w);
     }
     let mut words = Vec::new();
@@ -841,7 +971,10 @@ fn release_mem_selections_are_honoured_or_reported() {
     .encode(&mut words);
     run_then_signal(&mut q, &dev, &sig, &ev, &words, 3);
     let r = reports(&k, &dev);
-    assert!(r.len() == 1 && r[0].contains("without its VALID bit"), "{r:?}");
+    assert!(
+        r.len() == 1 && r[0].contains("without its VALID bit"),
+        "{r:?}"
+    );
     assert_eq!(mem.read_u32(96), 0);
     q.destroy();
 }

@@ -746,7 +746,14 @@ fn write_linear_stores_its_dwords_and_unmodelled_flags_are_reported() {
 
     // tinygrad 0.14's copy-queue `write` of a 64-bit value, and a 3-dword write.
     let mut b = SdmaBuilder::new();
-    b.raw(&[2, mem.va as u32, (mem.va >> 32) as u32, 1, 0x0506_0708, 0x0102_0304]);
+    b.raw(&[
+        2,
+        mem.va as u32,
+        (mem.va >> 32) as u32,
+        1,
+        0x0506_0708,
+        0x0102_0304,
+    ]);
     b.push(&sdma::Packet::WriteLinear(sdma::WriteLinear {
         flags: 0,
         swap: 0,
@@ -815,7 +822,13 @@ fn register_polls_flush_hdp_and_unmodelled_registers_are_reported() {
     let mut b = SdmaBuilder::new();
     // The kernel driver's SDMA HDP flush: DONE's byte address low, REQ's high, sdma0's bit.
     let (req, done) = (0xd20u64 + 0x106, 0xd20u64 + 0x107);
-    b.push(&poll(true, 3, (done << 2) | ((req << 2) << 32), 1 << 10, 1 << 10));
+    b.push(&poll(
+        true,
+        3,
+        (done << 2) | ((req << 2) << 32),
+        1 << 10,
+        1 << 10,
+    ));
     // The reference runtime's (always, nothing read).
     b.push(&sdma::Packet::HdpFlush(sdma::HdpFlush::default()));
     b.signal(sig.value_addr(0), 1, sig.mailbox(&ev), ev.event_id);
@@ -838,16 +851,32 @@ fn register_polls_flush_hdp_and_unmodelled_registers_are_reported() {
         count: 7,
     }));
     // TIMESTAMP_GET (the engine-local counter) is not modelled.
-    b.raw(&[sdma::header(sdma::OP_TIMESTAMP, sdma::SUBOP_TIMESTAMP_GET, 0), mem.va as u32 + 512, 0]);
+    b.raw(&[
+        sdma::header(sdma::OP_TIMESTAMP, sdma::SUBOP_TIMESTAMP_GET, 0),
+        mem.va as u32 + 512,
+        0,
+    ]);
     b.signal(sig.value_addr(0), 2, sig.mailbox(&ev), ev.event_id);
     q.submit(&b);
     assert!(wait_signal(&dev, &sig, 0, 2, &ev));
     let r = reports(&k, &dev);
     assert_eq!(r.len(), 4, "{r:?}");
-    assert!(r[0].contains("POLL_REGMEM: register 0x4444 is not modelled"), "{r:?}");
-    assert!(r[1].contains("COPY_LINEAR with byte swapping (src_swap 2"), "{r:?}");
-    assert!(r[2].contains("CONST_FILL with byte swapping (sw 1)"), "{r:?}");
-    assert!(r[3].contains("SDMA packet TIMESTAMP_GET (op 13 sub_op 1) is not modelled"), "{r:?}");
+    assert!(
+        r[0].contains("POLL_REGMEM: register 0x4444 is not modelled"),
+        "{r:?}"
+    );
+    assert!(
+        r[1].contains("COPY_LINEAR with byte swapping (src_swap 2"),
+        "{r:?}"
+    );
+    assert!(
+        r[2].contains("CONST_FILL with byte swapping (sw 1)"),
+        "{r:?}"
+    );
+    assert!(
+        r[3].contains("SDMA packet TIMESTAMP_GET (op 13 sub_op 1) is not modelled"),
+        "{r:?}"
+    );
     assert_eq!(read(&mem)[512..520], [0; 8]);
     q.destroy();
 }
@@ -897,7 +926,10 @@ fn one_copy_linear_moves_more_than_4_mib_and_unmodelled_flags_are_reported() {
     assert_eq!(read(&dst)[..64], [0; 64]);
     let r = reports(&k, &dev);
     assert_eq!(r.len(), 2, "{r:?}");
-    assert!(r[0].contains("COPY_LINEAR with header flags 0x800"), "{r:?}");
+    assert!(
+        r[0].contains("COPY_LINEAR with header flags 0x800"),
+        "{r:?}"
+    );
     assert!(r[1].contains("COPY_LINEAR with header flags 0x4"), "{r:?}");
     let mut b = SdmaBuilder::new();
     b.push(&copy(sdma::copy_flags::CPV, 64));
