@@ -374,7 +374,7 @@ impl Cp {
             return;
         }
         fence(Ordering::SeqCst);
-        // 64-bit data goes to a qword: the packet has no bits 0..3 of the address for it.
+        // 64-bit data goes to a qword: the packet's address has no bits 0..2 for it.
         let addr = match r.data_sel {
             data_sel::DATA_32 => r.address & !3,
             _ => r.address & !7,
