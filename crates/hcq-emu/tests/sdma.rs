@@ -787,6 +787,28 @@ fn write_linear_stores_its_dwords_and_unmodelled_flags_are_reported() {
     assert!(r[0].contains("WRITE_LINEAR with header flags 0x1"), "{r:?}");
     assert!(r[1].contains("swap 2 is not modelled"), "{r:?}");
 
+    // Inside an indirect buffer, the length comes from the count dword too.
+    let ib = dev.alloc(0x1000, ALLOC_MEM_FLAGS_GTT);
+    let mut inner = Vec::new();
+    sdma::WriteLinear {
+        flags: 0,
+        swap: 0,
+        address: mem.va + 64,
+        data: vec![21, 22],
+    }
+    .encode(&mut inner);
+    sdma::Fence::new(mem.va + 72, 23).encode(&mut inner);
+    for (i, &w) in inner.iter().enumerate() {
+        ib.write_u32(4 * i as u64, w);
+    }
+    let mut b = SdmaBuilder::new();
+    b.indirect(ib.va, inner.len() as u32);
+    b.signal(sig.value_addr(0), 2, sig.mailbox(&ev), ev.event_id);
+    q.submit(&b);
+    assert!(wait_signal(&dev, &sig, 0, 2, &ev));
+    assert_eq!([64, 68, 72].map(|o| mem.read_u32(o)), [21, 22, 23]);
+    assert_eq!(reports(&k, &dev), Vec::<String>::new());
+
     // A WRITE whose count dword is past what the doorbell covers is truncated.
     let mut b = SdmaBuilder::new();
     b.raw(&[2, mem.va as u32, 0]);
