@@ -357,7 +357,16 @@ impl WaitRegMem {
 
 /// `ACQUIRE_MEM` `GCR_CNTL` bits.
 pub mod gcr {
+    /// `GLI_INV = 1`: invalidate the whole instruction cache (the value every client sends).
     pub const GLI_INV: u32 = 1 << 0;
+    /// The 2-bit `GLI_INV` field (bits 0..2; `GL1_RANGE` starts at bit 2): any non-zero value
+    /// invalidates some or all of the instruction cache.
+    pub const GLI_INV_FIELD: u32 = 3;
+
+    /// Whether `gcr_cntl` invalidates instruction-cache lines (all of them, or a range).
+    pub const fn invalidates_instructions(gcr_cntl: u32) -> bool {
+        gcr_cntl & GLI_INV_FIELD != 0
+    }
     pub const GLM_WB: u32 = 1 << 4;
     pub const GLM_INV: u32 = 1 << 5;
     pub const GLK_WB: u32 = 1 << 6;
@@ -1278,4 +1287,15 @@ mod tests {
         }
         assert_eq!(opcode_name(0x01), None);
     }
+
+    #[test]
+    fn every_gli_inv_value_but_zero_touches_the_instruction_cache() {
+        // GCR_CNTL's GLI_INV field is bits 0..2: 1 (all), 2 and 3 (a range) all invalidate.
+        assert!(!gcr::invalidates_instructions(0x4380));
+        for gli in 1..=3 {
+            assert!(gcr::invalidates_instructions(0x4380 | gli));
+        }
+        assert!(!gcr::invalidates_instructions(1 << 2), "GL1_RANGE is not GLI_INV");
+    }
+
 }

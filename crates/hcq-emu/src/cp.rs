@@ -291,8 +291,9 @@ impl Cp {
             Packet::SetUconfigReg(u) => self.set_uconfig_reg(&u, &at()),
             Packet::AcquireMem(a) => {
                 // Only the instruction cache exists here (decoded kernels); every other cache
-                // action is already true of coherent host memory.
-                if a.gcr_cntl & gcr::GLI_INV != 0 {
+                // action is already true of coherent host memory. A range invalidation drops
+                // the whole cache: a superset.
+                if gcr::invalidates_instructions(a.gcr_cntl) {
                     self.gpu.code_cache.invalidate();
                 }
                 fence(Ordering::SeqCst);
