@@ -1295,7 +1295,9 @@ mod tests {
         for gli in 1..=3 {
             assert!(gcr::invalidates_instructions(0x4380 | gli));
         }
-        assert!(!gcr::invalidates_instructions(1 << 2), "GL1_RANGE is not GLI_INV");
+        assert!(
+            !gcr::invalidates_instructions(1 << 2),
+            "GL1_RANGE is not GLI_INV"
+        );
     }
-
 }

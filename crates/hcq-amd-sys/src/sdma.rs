@@ -589,7 +589,8 @@ impl Gcr {
 }
 
 /// `CONST_FILL`: fills `count + 1` bytes at `address` with `data`, repeated in units of
-/// `1 << fill_size` bytes (0: byte, 1: 16-bit, 2: dword; 3 is treated as a dword).
+/// `1 << fill_size` bytes (0: byte, 1: 16-bit, 2: dword; the engine reports 3, whose meaning
+/// is not known here).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConstFill {
     /// Swap mode (2 bits).

@@ -354,6 +354,18 @@ impl Sdma {
     }
 
     fn fill(&self, f: &ConstFill, at: &str) {
+        // Fill sizes 0..=2 are a byte, a word and a dword of `data`; what 3 means is not
+        // known here.
+        if f.fill_size > 2 {
+            self.fault(
+                FaultClass::Hw,
+                format!(
+                    "CONST_FILL with fill size {} is not modelled at {at}",
+                    f.fill_size
+                ),
+            );
+            return;
+        }
         if f.sw != 0 {
             self.fault(
                 FaultClass::Hw,

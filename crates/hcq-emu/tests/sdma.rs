@@ -872,6 +872,13 @@ fn register_polls_flush_hdp_and_unmodelled_registers_are_reported() {
         data: 0x1234_5678,
         count: 7,
     }));
+    b.push(&sdma::Packet::ConstFill(sdma::ConstFill {
+        sw: 0,
+        fill_size: 3,
+        address: mem.va + 512,
+        data: 0x1234_5678,
+        count: 7,
+    }));
     // TIMESTAMP_GET (the engine-local counter) is not modelled.
     b.raw(&[
         sdma::header(sdma::OP_TIMESTAMP, sdma::SUBOP_TIMESTAMP_GET, 0),
@@ -882,7 +889,7 @@ fn register_polls_flush_hdp_and_unmodelled_registers_are_reported() {
     q.submit(&b);
     assert!(wait_signal(&dev, &sig, 0, 2, &ev));
     let r = reports(&k, &dev);
-    assert_eq!(r.len(), 4, "{r:?}");
+    assert_eq!(r.len(), 5, "{r:?}");
     assert!(
         r[0].contains("POLL_REGMEM: register 0x4444 is not modelled"),
         "{r:?}"
@@ -895,8 +902,9 @@ fn register_polls_flush_hdp_and_unmodelled_registers_are_reported() {
         r[2].contains("CONST_FILL with byte swapping (sw 1)"),
         "{r:?}"
     );
+    assert!(r[3].contains("CONST_FILL with fill size 3"), "{r:?}");
     assert!(
-        r[3].contains("SDMA packet TIMESTAMP_GET (op 13 sub_op 1) is not modelled"),
+        r[4].contains("SDMA packet TIMESTAMP_GET (op 13 sub_op 1) is not modelled"),
         "{r:?}"
     );
     assert_eq!(read(&mem)[512..520], [0; 8]);
