@@ -132,6 +132,10 @@ impl Header {
         Some(match (self.op, self.sub_op) {
             // NOP: bits 16..30 count the extra dwords after the header.
             (OP_NOP, _) => 1 + usize::from(self.flags & 0x3fff),
+            // A broadcast copy names a second destination after the first.
+            (OP_COPY, SUBOP_COPY_LINEAR) if self.flags & copy_flags::BROADCAST != 0 => {
+                CopyLinear::BROADCAST_LEN
+            }
             (OP_COPY, SUBOP_COPY_LINEAR) => CopyLinear::LEN,
             (OP_COPY, SUBOP_COPY_LINEAR_RECT) => 13,
             (OP_INDIRECT, _) => Indirect::LEN,
@@ -230,6 +234,8 @@ pub struct CopyLinear {
 
 impl CopyLinear {
     pub const LEN: usize = 7;
+    /// Length with the `BROADCAST` flag: two more dwords for the second destination.
+    pub const BROADCAST_LEN: usize = 9;
     /// Bytes this packet copies.
     pub fn bytes(&self) -> u64 {
         u64::from(self.count & COUNT_MASK) + 1

@@ -948,7 +948,22 @@ fn one_copy_linear_moves_more_than_4_mib_and_unmodelled_flags_are_reported() {
     // the zeros written first. Cache policy valid (CPV) changes nothing.
     write(&dst, &[0; 64]);
     let mut b = SdmaBuilder::new();
-    b.push(&copy(sdma::copy_flags::BROADCAST, 64));
+    // A broadcast copy is two dwords longer (a second destination): skipped whole.
+    b.raw(&[
+        sdma::header(
+            sdma::OP_COPY,
+            sdma::SUBOP_COPY_LINEAR,
+            sdma::copy_flags::BROADCAST,
+        ),
+        63,
+        0,
+        src.va as u32,
+        (src.va >> 32) as u32,
+        dst.va as u32,
+        (dst.va >> 32) as u32,
+        dst.va as u32 + 128,
+        (dst.va >> 32) as u32,
+    ]);
     b.push(&copy(sdma::copy_flags::TMZ, 64));
     b.signal(sig.value_addr(0), 2, sig.mailbox(&ev), ev.event_id);
     q.submit(&b);
