@@ -8,16 +8,167 @@ pub const PACKET_TYPE3: u32 = 3;
 
 pub const OP_NOP: u8 = 0x10;
 pub const OP_DISPATCH_DIRECT: u8 = 0x15;
+pub const OP_PRED_EXEC: u8 = 0x23;
+pub const OP_WRITE_DATA: u8 = 0x37;
 pub const OP_WAIT_REG_MEM: u8 = 0x3c;
 pub const OP_INDIRECT_BUFFER: u8 = 0x3f;
+pub const OP_COPY_DATA: u8 = 0x40;
 pub const OP_EVENT_WRITE: u8 = 0x46;
 pub const OP_RELEASE_MEM: u8 = 0x49;
 pub const OP_ACQUIRE_MEM: u8 = 0x58;
 pub const OP_SET_SH_REG: u8 = 0x76;
+pub const OP_SET_UCONFIG_REG: u8 = 0x79;
+
+/// First register dword address `SET_UCONFIG_REG` reaches (its offset counts from here).
+pub const UCONFIG_REG_START: u32 = 0xc000;
+
+/// The name of a type-3 opcode (the `PACKET3_*` numbers of the gfx11 packet headers), for fault
+/// reports; `None` for a number no gfx11 packet has.
+pub fn opcode_name(opcode: u8) -> Option<&'static str> {
+    Some(match opcode {
+        0x10 => "NOP",
+        0x11 => "SET_BASE",
+        0x12 => "CLEAR_STATE",
+        0x13 => "INDEX_BUFFER_SIZE",
+        0x15 => "DISPATCH_DIRECT",
+        0x16 => "DISPATCH_INDIRECT",
+        0x17 => "INDIRECT_BUFFER_END",
+        0x19 => "INDIRECT_BUFFER_CNST_END",
+        0x1d => "ATOMIC_GDS",
+        0x1e => "ATOMIC_MEM",
+        0x1f => "OCCLUSION_QUERY",
+        0x20 => "SET_PREDICATION",
+        0x21 => "REG_RMW",
+        0x22 => "COND_EXEC",
+        0x23 => "PRED_EXEC",
+        0x24 => "DRAW_INDIRECT",
+        0x25 => "DRAW_INDEX_INDIRECT",
+        0x26 => "INDEX_BASE",
+        0x27 => "DRAW_INDEX_2",
+        0x28 => "CONTEXT_CONTROL",
+        0x2a => "INDEX_TYPE",
+        0x2c => "DRAW_INDIRECT_MULTI",
+        0x2d => "DRAW_INDEX_AUTO",
+        0x2f => "NUM_INSTANCES",
+        0x30 => "DRAW_INDEX_MULTI_AUTO",
+        0x32 => "INDIRECT_BUFFER_PRIV",
+        0x33 => "INDIRECT_BUFFER_CNST",
+        0x34 => "STRMOUT_BUFFER_UPDATE",
+        0x35 => "DRAW_INDEX_OFFSET_2",
+        0x36 => "DRAW_PREAMBLE",
+        0x37 => "WRITE_DATA",
+        0x38 => "DRAW_INDEX_INDIRECT_MULTI",
+        0x39 => "MEM_SEMAPHORE",
+        0x3a => "DRAW_INDEX_MULTI_INST",
+        0x3b => "COPY_DW",
+        0x3c => "WAIT_REG_MEM",
+        0x3f => "INDIRECT_BUFFER",
+        0x40 => "COPY_DATA",
+        0x41 => "CP_DMA",
+        0x42 => "PFP_SYNC_ME",
+        0x43 => "SURFACE_SYNC",
+        0x44 => "ME_INITIALIZE",
+        0x45 => "COND_WRITE",
+        0x46 => "EVENT_WRITE",
+        0x47 => "EVENT_WRITE_EOP",
+        0x48 => "EVENT_WRITE_EOS",
+        0x49 => "RELEASE_MEM",
+        0x4a => "PREAMBLE_CNTL",
+        0x50 => "DMA_DATA",
+        0x51 => "CONTEXT_REG_RMW",
+        0x52 => "GFX_CNTX_UPDATE",
+        0x53 => "BLK_CNTX_UPDATE",
+        0x55 => "INCR_UPDT_STATE",
+        0x58 => "ACQUIRE_MEM",
+        0x59 => "REWIND",
+        0x5a => "INTERRUPT",
+        0x5b => "GEN_PDEPTE",
+        0x5c => "INDIRECT_BUFFER_PASID",
+        0x5d => "PRIME_UTCL2",
+        0x5e => "LOAD_UCONFIG_REG",
+        0x5f => "LOAD_SH_REG",
+        0x60 => "LOAD_CONFIG_REG",
+        0x61 => "LOAD_CONTEXT_REG",
+        0x62 => "LOAD_COMPUTE_STATE",
+        0x63 => "LOAD_SH_REG_INDEX",
+        0x68 => "SET_CONFIG_REG",
+        0x69 => "SET_CONTEXT_REG",
+        0x6a => "SET_CONTEXT_REG_INDEX",
+        0x71 => "SET_VGPR_REG_DI_MULTI",
+        0x72 => "SET_SH_REG_DI",
+        0x73 => "SET_CONTEXT_REG_INDIRECT",
+        0x74 => "SET_SH_REG_DI_MULTI",
+        0x75 => "GFX_PIPE_LOCK",
+        0x76 => "SET_SH_REG",
+        0x77 => "SET_SH_REG_OFFSET",
+        0x78 => "SET_QUEUE_REG",
+        0x79 => "SET_UCONFIG_REG",
+        0x7a => "SET_UCONFIG_REG_INDEX",
+        0x7c => "FORWARD_HEADER",
+        0x7d => "SCRATCH_RAM_WRITE",
+        0x7e => "SCRATCH_RAM_READ",
+        0x80 => "LOAD_CONST_RAM",
+        0x81 => "WRITE_CONST_RAM",
+        0x83 => "DUMP_CONST_RAM",
+        0x84 => "INCREMENT_CE_COUNTER",
+        0x85 => "INCREMENT_DE_COUNTER",
+        0x86 => "WAIT_ON_CE_COUNTER",
+        0x88 => "WAIT_ON_DE_COUNTER_DIFF",
+        0x8b => "SWITCH_BUFFER",
+        0x8c => "DISPATCH_DRAW_PREAMBLE",
+        0x8d => "DISPATCH_DRAW",
+        0x8e => "GET_LOD_STATS",
+        0x8f => "DRAW_MULTI_PREAMBLE",
+        0x90 => "FRAME_CONTROL",
+        0x91 => "INDEX_ATTRIBUTES_INDIRECT",
+        0x93 => "WAIT_REG_MEM64",
+        0x94 => "COND_PREEMPT",
+        0x95 => "HDP_FLUSH",
+        0x96 => "COPY_DATA_RB",
+        0x98 => "INVALIDATE_TLBS",
+        0x99 => "AQL_PACKET",
+        0x9a => "DMA_DATA_FILL_MULTI",
+        0x9b => "SET_SH_REG_INDEX",
+        0x9c => "DRAW_INDIRECT_COUNT_MULTI",
+        0x9d => "DRAW_INDEX_INDIRECT_COUNT_MULTI",
+        0x9e => "DUMP_CONST_RAM_OFFSET",
+        0x9f => "LOAD_CONTEXT_REG_INDEX",
+        0xa0 => "SET_RESOURCES",
+        0xa1 => "MAP_PROCESS",
+        0xa2 => "MAP_QUEUES",
+        0xa3 => "UNMAP_QUEUES",
+        0xa4 => "QUERY_STATUS",
+        0xa5 => "RUN_LIST",
+        0xa6 => "MAP_PROCESS_VM",
+        0xf0 => "SET_Q_PREEMPTION_MODE",
+        _ => return None,
+    })
+}
 
 /// `VGT_EVENT_TYPE` values used by the compute queue.
 pub const EVENT_CS_PARTIAL_FLUSH: u8 = 0x7;
 pub const EVENT_CACHE_FLUSH_AND_INV_TS: u8 = 0x14;
+/// The name of a `VGT_EVENT_TYPE` a compute queue may write, for fault reports.
+pub fn event_name(event_type: u8) -> &'static str {
+    match event_type {
+        0x04 => "CACHE_FLUSH_TS",
+        0x06 => "CACHE_FLUSH",
+        0x07 => "CS_PARTIAL_FLUSH",
+        0x14 => "CACHE_FLUSH_AND_INV_TS_EVENT",
+        0x16 => "CACHE_FLUSH_AND_INV_EVENT",
+        0x17 => "PERFCOUNTER_START",
+        0x18 => "PERFCOUNTER_STOP",
+        0x1b => "PERFCOUNTER_SAMPLE",
+        0x23 => "CS_CONTEXT_DONE",
+        0x28 => "BOTTOM_OF_PIPE_TS",
+        0x2f => "CS_DONE",
+        0x33 => "THREAD_TRACE_START",
+        0x34 => "THREAD_TRACE_STOP",
+        0x35 => "THREAD_TRACE_MARKER",
+        0x37 => "THREAD_TRACE_FINISH",
+        _ => "another VGT event",
+    }
+}
 /// `EVENT_INDEX` for `RELEASE_MEM` at end of pipe.
 pub const EVENT_INDEX_END_OF_PIPE: u8 = 5;
 
@@ -133,6 +284,25 @@ impl CompareFunction {
     }
 }
 
+/// `WAIT_REG_MEM` `MEM_SPACE` values.
+pub mod mem_space {
+    pub const REGISTER: u8 = 0;
+    pub const MEMORY: u8 = 1;
+}
+
+/// `WAIT_REG_MEM` `OPERATION` values.
+pub mod wait_operation {
+    /// Poll until the comparison holds.
+    pub const WAIT: u8 = 0;
+    /// Write `reference` to the register `addr_lo`, then poll the register `addr_hi`.
+    pub const WRITE_THEN_WAIT: u8 = 1;
+    /// A wait on memory the queue may be preempted in; functionally a plain wait.
+    pub const WAIT_PREEMPTABLE: u8 = 3;
+}
+
+/// Register-space addresses are 18 bits wide (`WAIT_REG_MEM`, `COPY_DATA`, `WRITE_DATA`).
+pub const REGISTER_ADDRESS_MASK: u32 = (1 << 18) - 1;
+
 /// `WAIT_REG_MEM`: poll a register pair or a memory dword until a comparison holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WaitRegMem {
@@ -187,7 +357,16 @@ impl WaitRegMem {
 
 /// `ACQUIRE_MEM` `GCR_CNTL` bits.
 pub mod gcr {
+    /// `GLI_INV = 1`: invalidate the whole instruction cache (the value every client sends).
     pub const GLI_INV: u32 = 1 << 0;
+    /// The 2-bit `GLI_INV` field (bits 0..2; `GL1_RANGE` starts at bit 2): any non-zero value
+    /// invalidates some or all of the instruction cache.
+    pub const GLI_INV_FIELD: u32 = 3;
+
+    /// Whether `gcr_cntl` invalidates instruction-cache lines (all of them, or a range).
+    pub const fn invalidates_instructions(gcr_cntl: u32) -> bool {
+        gcr_cntl & GLI_INV_FIELD != 0
+    }
     pub const GLM_WB: u32 = 1 << 4;
     pub const GLM_INV: u32 = 1 << 5;
     pub const GLK_WB: u32 = 1 << 6;
@@ -242,7 +421,10 @@ pub mod data_sel {
     pub const DATA_32: u8 = 1;
     pub const DATA_64: u8 = 2;
     pub const GPU_CLOCK_64: u8 = 3;
-    pub const SYSTEM_CLOCK_64: u8 = 4;
+    /// The gfx10+ packet headers disagree on this value: the CP performance counter pair in
+    /// one, the 64-bit system clock in another. Neither is modelled.
+    pub const PERFCOUNTER_OR_SYSTEM_CLOCK: u8 = 4;
+    pub const GDS: u8 = 5;
 }
 
 /// `RELEASE_MEM` `INT_SEL`: whether an interrupt follows the write.
@@ -251,6 +433,19 @@ pub mod int_sel {
     pub const SEND_INT: u8 = 1;
     pub const SEND_INT_ON_CONFIRM: u8 = 2;
     pub const SEND_DATA_AND_INT_ON_CONFIRM: u8 = 3;
+    pub const UNCONDITIONALLY_SEND_INT_CTXID: u8 = 4;
+    /// Interrupt only when the 32-bit (5) or 64-bit (6) value at the address compares true
+    /// against the data: not modelled.
+    pub const CONDITIONAL_32: u8 = 5;
+    pub const CONDITIONAL_64: u8 = 6;
+}
+
+/// `RELEASE_MEM` `DST_SEL`: where the data goes.
+pub mod release_dst_sel {
+    pub const MEMORY_CONTROLLER: u8 = 0;
+    pub const TC_L2: u8 = 1;
+    pub const QUEUE_WRITE_POINTER_REGISTER: u8 = 2;
+    pub const QUEUE_WRITE_POINTER_POLL_MASK_BIT: u8 = 3;
 }
 
 /// `RELEASE_MEM` `GCR` bits (dword 1).
@@ -427,6 +622,185 @@ impl IndirectBuffer {
     }
 }
 
+/// `COPY_DATA` `SRC_SEL` values (MEC).
+pub mod copy_src_sel {
+    pub const REGISTER: u8 = 0;
+    /// Memory through L2 (the older name of 2; still memory).
+    pub const MEMORY_OBSOLETE: u8 = 1;
+    pub const MEMORY: u8 = 2;
+    pub const GDS: u8 = 3;
+    pub const PERFCOUNTERS: u8 = 4;
+    pub const IMMEDIATE: u8 = 5;
+    pub const ATOMIC_RETURN_DATA: u8 = 6;
+    pub const GDS_ATOMIC_RETURN_DATA0: u8 = 7;
+    pub const GDS_ATOMIC_RETURN_DATA1: u8 = 8;
+    pub const GPU_CLOCK_COUNT: u8 = 9;
+    pub const SYSTEM_CLOCK_COUNT: u8 = 10;
+    pub const EXEC_IND_ARG_BUF: u8 = 12;
+}
+
+/// `COPY_DATA` `DST_SEL` values (MEC).
+pub mod copy_dst_sel {
+    pub const REGISTER: u8 = 0;
+    pub const MEMORY: u8 = 2;
+    pub const GDS: u8 = 3;
+    pub const PERFCOUNTERS: u8 = 4;
+    /// Memory through L2 (the older name of 2; still memory).
+    pub const MEMORY_OBSOLETE: u8 = 5;
+    pub const REGISTER_DC: u8 = 6;
+}
+
+/// `COPY_DATA`: copies one dword (or two, with `count_64`) from a register, memory, an
+/// immediate or a clock to a register or memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopyData {
+    pub src_sel: u8,
+    pub dst_sel: u8,
+    pub src_cache_policy: u8,
+    /// Copy 64 bits instead of 32 (`COUNT_SEL`).
+    pub count_64: bool,
+    pub write_confirm: bool,
+    pub dst_cache_policy: u8,
+    /// Source address, register offset or immediate value (dwords 2 and 3).
+    pub src: u64,
+    /// Destination address or register offset (dwords 4 and 5).
+    pub dst: u64,
+}
+
+impl CopyData {
+    pub const PAYLOAD: usize = 5;
+    pub fn encode(&self, out: &mut Vec<u32>) {
+        out.extend_from_slice(&[
+            header(OP_COPY_DATA, Self::PAYLOAD as u32 - 1),
+            (u32::from(self.src_sel) & 0xf)
+                | ((u32::from(self.dst_sel) & 0xf) << 8)
+                | ((u32::from(self.src_cache_policy) & 3) << 13)
+                | (u32::from(self.count_64) << 16)
+                | (u32::from(self.write_confirm) << 20)
+                | ((u32::from(self.dst_cache_policy) & 3) << 25),
+            self.src as u32,
+            (self.src >> 32) as u32,
+            self.dst as u32,
+            (self.dst >> 32) as u32,
+        ]);
+    }
+    pub fn decode(p: &[u32]) -> Result<Self, DecodeError> {
+        need(OP_COPY_DATA, p, Self::PAYLOAD)?;
+        Ok(CopyData {
+            src_sel: (p[0] & 0xf) as u8,
+            dst_sel: ((p[0] >> 8) & 0xf) as u8,
+            src_cache_policy: ((p[0] >> 13) & 3) as u8,
+            count_64: p[0] & (1 << 16) != 0,
+            write_confirm: p[0] & (1 << 20) != 0,
+            dst_cache_policy: ((p[0] >> 25) & 3) as u8,
+            src: u64::from(p[1]) | (u64::from(p[2]) << 32),
+            dst: u64::from(p[3]) | (u64::from(p[4]) << 32),
+        })
+    }
+}
+
+/// `WRITE_DATA` `DST_SEL` values (MEC).
+pub mod write_dst_sel {
+    pub const REGISTER: u8 = 0;
+    pub const MEMORY_TC_L2: u8 = 2;
+    pub const GDS: u8 = 3;
+    pub const MEMORY: u8 = 5;
+    pub const ADC_PERSISTENT_STATE: u8 = 6;
+}
+
+/// `WRITE_DATA`: writes the packet's data dwords to consecutive registers or memory dwords
+/// (or all to one, with `no_increment`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteData<'a> {
+    pub dst_sel: u8,
+    pub no_increment: bool,
+    pub write_confirm: bool,
+    pub cache_policy: u8,
+    /// Destination address or register offset (dwords 2 and 3).
+    pub dst: u64,
+    pub data: &'a [u32],
+}
+
+impl WriteData<'_> {
+    pub fn encode(&self, out: &mut Vec<u32>) {
+        out.extend_from_slice(&[
+            header(OP_WRITE_DATA, self.data.len() as u32 + 2),
+            ((u32::from(self.dst_sel) & 0xf) << 8)
+                | (u32::from(self.no_increment) << 16)
+                | (u32::from(self.write_confirm) << 20)
+                | ((u32::from(self.cache_policy) & 3) << 25),
+            self.dst as u32,
+            (self.dst >> 32) as u32,
+        ]);
+        out.extend_from_slice(self.data);
+    }
+}
+
+impl<'a> WriteData<'a> {
+    pub fn decode(p: &'a [u32]) -> Result<Self, DecodeError> {
+        // Control, address and at least one data dword.
+        need(OP_WRITE_DATA, p, 4)?;
+        Ok(WriteData {
+            dst_sel: ((p[0] >> 8) & 0xf) as u8,
+            no_increment: p[0] & (1 << 16) != 0,
+            write_confirm: p[0] & (1 << 20) != 0,
+            cache_policy: ((p[0] >> 25) & 3) as u8,
+            dst: u64::from(p[1]) | (u64::from(p[2]) << 32),
+            data: &p[3..],
+        })
+    }
+}
+
+/// `PRED_EXEC`: the next `exec_count` dwords run only on the XCCs (compute dies) whose bit
+/// is set in `device_select`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PredExec {
+    /// Dwords of packets that follow under the predicate (14 bits).
+    pub exec_count: u16,
+    /// One bit per XCC (bits 24..32 of the payload).
+    pub device_select: u8,
+}
+
+impl PredExec {
+    pub fn encode(&self, out: &mut Vec<u32>) {
+        out.push(header(OP_PRED_EXEC, 0));
+        out.push((u32::from(self.exec_count) & 0x3fff) | (u32::from(self.device_select) << 24));
+    }
+    pub fn decode(p: &[u32]) -> Result<Self, DecodeError> {
+        need(OP_PRED_EXEC, p, 1)?;
+        Ok(PredExec {
+            exec_count: (p[0] & 0x3fff) as u16,
+            device_select: (p[0] >> 24) as u8,
+        })
+    }
+}
+
+/// `SET_UCONFIG_REG`: write consecutive user-config registers starting at `reg` (offset from
+/// [`UCONFIG_REG_START`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetUconfigReg<'a> {
+    pub reg: u16,
+    pub values: &'a [u32],
+}
+
+impl SetUconfigReg<'_> {
+    pub fn encode(&self, out: &mut Vec<u32>) {
+        out.push(header(OP_SET_UCONFIG_REG, self.values.len() as u32));
+        out.push(u32::from(self.reg));
+        out.extend_from_slice(self.values);
+    }
+}
+
+impl<'a> SetUconfigReg<'a> {
+    pub fn decode(p: &'a [u32]) -> Result<Self, DecodeError> {
+        need(OP_SET_UCONFIG_REG, p, 1)?;
+        Ok(SetUconfigReg {
+            reg: (p[0] & 0xffff) as u16,
+            values: &p[1..],
+        })
+    }
+}
+
 /// One decoded packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Packet<'a> {
@@ -438,6 +812,10 @@ pub enum Packet<'a> {
     DispatchDirect(DispatchDirect),
     EventWrite(EventWrite),
     IndirectBuffer(IndirectBuffer),
+    CopyData(CopyData),
+    WriteData(WriteData<'a>),
+    PredExec(PredExec),
+    SetUconfigReg(SetUconfigReg<'a>),
     /// A type-3 opcode this decoder does not know.
     Unknown {
         opcode: u8,
@@ -459,6 +837,10 @@ impl<'a> Packet<'a> {
             OP_DISPATCH_DIRECT => Packet::DispatchDirect(DispatchDirect::decode(payload)?),
             OP_EVENT_WRITE => Packet::EventWrite(EventWrite::decode(payload)?),
             OP_INDIRECT_BUFFER => Packet::IndirectBuffer(IndirectBuffer::decode(payload)?),
+            OP_COPY_DATA => Packet::CopyData(CopyData::decode(payload)?),
+            OP_WRITE_DATA => Packet::WriteData(WriteData::decode(payload)?),
+            OP_PRED_EXEC => Packet::PredExec(PredExec::decode(payload)?),
+            OP_SET_UCONFIG_REG => Packet::SetUconfigReg(SetUconfigReg::decode(payload)?),
             opcode => Packet::Unknown { opcode },
         })
     }
@@ -829,5 +1211,93 @@ mod tests {
             pos += h.len();
         }
         assert!(saw_wait && saw_dispatch && saw_signal);
+    }
+
+    #[test]
+    fn copy_data_fields_sit_where_the_mec_layout_puts_them() {
+        // tinygrad's PMC read: COPY_DATA, src_sel 4 (perf counter), dst_sel 2 (memory), with
+        // write confirm (bit 20) in its SQTT form; count_sel is bit 16.
+        let words = [
+            header(OP_COPY_DATA, 4),
+            (1 << 20) | (2 << 8) | 4,
+            0x1234,
+            0,
+            0xdead_bee0,
+            0x7f,
+        ];
+        let Packet::CopyData(c) = decode_one(&words) else {
+            panic!("not COPY_DATA");
+        };
+        assert_eq!((c.src_sel, c.dst_sel), (4, 2));
+        assert!(c.write_confirm && !c.count_64);
+        assert_eq!((c.src, c.dst), (0x1234, 0x7f_dead_bee0));
+        let mut again = Vec::new();
+        c.encode(&mut again);
+        assert_eq!(again, words);
+        let c64 = CopyData::decode(&[(1 << 16) | (5 << 8) | 9, 0, 0, 0, 0]).expect("decodes");
+        assert!(c64.count_64);
+        assert_eq!((c64.src_sel, c64.dst_sel), (9, 5));
+    }
+
+    #[test]
+    fn write_data_pred_exec_and_set_uconfig_reg_decode() {
+        let words = [
+            header(OP_WRITE_DATA, 4),
+            (5 << 8) | (1 << 16),
+            0x1000,
+            0x2,
+            7,
+            8,
+        ];
+        let Packet::WriteData(d) = decode_one(&words) else {
+            panic!("not WRITE_DATA");
+        };
+        assert_eq!(d.dst_sel, write_dst_sel::MEMORY);
+        assert!(d.no_increment);
+        assert_eq!((d.dst, d.data), (0x2_0000_1000, &[7u32, 8][..]));
+        let mut again = Vec::new();
+        d.encode(&mut again);
+        assert_eq!(again, words);
+        assert!(WriteData::decode(&[0, 0, 0]).is_err(), "no data dword");
+
+        // tinygrad: PRED_EXEC with xcc_mask << 24, then the count or-ed in.
+        let p = PredExec::decode(&[(0b10 << 24) | 17]).expect("decodes");
+        assert_eq!((p.exec_count, p.device_select), (17, 0b10));
+
+        let words = [header(OP_SET_UCONFIG_REG, 2), 0x200, 0xe000_0000, 5];
+        let Packet::SetUconfigReg(u) = decode_one(&words) else {
+            panic!("not SET_UCONFIG_REG");
+        };
+        assert_eq!((u.reg, u.values), (0x200, &[0xe000_0000u32, 5][..]));
+    }
+
+    #[test]
+    fn every_opcode_the_definitions_list_has_a_name() {
+        for (op, name) in [
+            (0x10, "NOP"),
+            (0x23, "PRED_EXEC"),
+            (0x37, "WRITE_DATA"),
+            (0x40, "COPY_DATA"),
+            (0x50, "DMA_DATA"),
+            (0x79, "SET_UCONFIG_REG"),
+            (0x93, "WAIT_REG_MEM64"),
+            (0xf0, "SET_Q_PREEMPTION_MODE"),
+        ] {
+            assert_eq!(opcode_name(op), Some(name));
+        }
+        assert_eq!(opcode_name(0x01), None);
+    }
+
+    #[test]
+    fn every_gli_inv_value_but_zero_touches_the_instruction_cache() {
+        // GCR_CNTL's GLI_INV field is bits 0..2: 1 (all), 2 and 3 (a range) all invalidate.
+        assert!(!gcr::invalidates_instructions(0x4380));
+        for gli in 1..=3 {
+            assert!(gcr::invalidates_instructions(0x4380 | gli));
+        }
+        assert!(
+            !gcr::invalidates_instructions(1 << 2),
+            "GL1_RANGE is not GLI_INV"
+        );
     }
 }

@@ -12,6 +12,7 @@ use crate::pm4::CompareFunction;
 
 pub const OP_NOP: u8 = 0;
 pub const OP_COPY: u8 = 1;
+pub const OP_WRITE: u8 = 2;
 /// `INDIRECT`: runs an indirect buffer of SDMA packets, then returns to the ring.
 pub const OP_INDIRECT: u8 = 4;
 pub const OP_FENCE: u8 = 5;
@@ -23,21 +24,70 @@ pub const OP_TIMESTAMP: u8 = 13;
 pub const OP_GCR: u8 = 17;
 
 pub const SUBOP_COPY_LINEAR: u8 = 0;
+pub const SUBOP_WRITE_LINEAR: u8 = 0;
 pub const SUBOP_COPY_LINEAR_RECT: u8 = 4;
 pub const SUBOP_TIMESTAMP_SET: u8 = 0;
 pub const SUBOP_TIMESTAMP_GET: u8 = 1;
 pub const SUBOP_TIMESTAMP_GET_GLOBAL: u8 = 2;
 pub const SUBOP_USER_GCR: u8 = 1;
 
+/// The name of an SDMA v6 `op` (and `sub_op` where it changes the packet), for fault reports.
+pub fn packet_name(op: u8, sub_op: u8) -> &'static str {
+    match (op, sub_op) {
+        (0, _) => "NOP",
+        (1, 0) => "COPY_LINEAR",
+        (1, 1) => "COPY_TILED",
+        (1, 3) => "COPY_SOA",
+        (1, 4) => "COPY_LINEAR_RECT",
+        (1, _) => "COPY (another sub_op)",
+        (2, 0) => "WRITE_LINEAR",
+        (2, _) => "WRITE (another sub_op)",
+        (4, _) => "INDIRECT",
+        (5, _) => "FENCE",
+        (6, _) => "TRAP",
+        (7, _) => "SEM",
+        (8, _) => "POLL_REGMEM",
+        (9, _) => "COND_EXE",
+        (10, _) => "ATOMIC",
+        (11, _) => "CONST_FILL",
+        (12, _) => "PTEPDE",
+        (13, 0) => "TIMESTAMP_SET",
+        (13, 1) => "TIMESTAMP_GET",
+        (13, 2) => "TIMESTAMP_GET_GLOBAL",
+        (13, _) => "TIMESTAMP (another sub_op)",
+        (14, _) => "SRBM_WRITE",
+        (15, _) => "PRE_EXE",
+        (16, _) => "GPUVM_INV",
+        (17, _) => "GCR",
+        (32, _) => "DUMMY_TRAP",
+        _ => "an unknown SDMA op",
+    }
+}
+
 /// `ATOMIC` operation: 64-bit add (`SDMA_ATOMIC_ADD64`).
 pub const ATOMIC_ADD64: u8 = 47;
 
-/// Largest transfer of one `COPY_LINEAR` (its count field holds `bytes - 1` in 22 bits).
+/// The reference runtime's largest transfer per `COPY_LINEAR` (4 MiB: the count field of
+/// older SDMA versions, 22 bits, which the reference definitions also list); the builder
+/// splits copies at it so that its words match the reference encodings.
 pub const MAX_COPY_SIZE: u64 = 0x40_0000;
-/// Largest fill of one `CONST_FILL` (same 22-bit `bytes - 1` count).
+/// Largest fill per `CONST_FILL` the builder emits (the same 4 MiB).
 pub const MAX_FILL_SIZE: u64 = 0x40_0000;
-/// Mask of the 22-bit count fields.
-const COUNT_MASK: u32 = (1 << 22) - 1;
+/// Mask of the `bytes - 1` count fields of `COPY_LINEAR` and `CONST_FILL`: 30 bits on SDMA
+/// v6 (`SDMA_PKT_COPY_LINEAR_COUNT_count_mask` 0x3FFFFFFF in the sdma_v6_0 packet header),
+/// where tinygrad 0.14 copies up to 1 GiB per packet.
+const COUNT_MASK: u32 = (1 << 30) - 1;
+
+/// `COPY_LINEAR` header flags (`extra_info`, header bits 16..32) that change what is copied.
+pub mod copy_flags {
+    pub const ENCRYPT: u16 = 1 << 0;
+    pub const TMZ: u16 = 1 << 2;
+    /// Cache policy valid: no functional effect.
+    pub const CPV: u16 = 1 << 3;
+    pub const BACKWARDS: u16 = 1 << 9;
+    /// Two destinations (a longer packet).
+    pub const BROADCAST: u16 = 1 << 11;
+}
 
 /// `FENCE` memory type the reference runtime uses (`mtype = 3`: uncached).
 pub const FENCE_MTYPE_UC: u8 = 3;
@@ -65,12 +115,27 @@ impl Header {
         }
     }
 
+    /// Whole packet length in dwords, header included, reading the body dword that holds it
+    /// through `dword` when the header alone does not say (`WRITE`); `None` when `op`/`sub_op`
+    /// is not a packet this module knows the size of, or `dword` has no such dword.
+    pub fn packet_len_with(&self, dword: impl FnOnce(usize) -> Option<u32>) -> Option<usize> {
+        if (self.op, self.sub_op) == (OP_WRITE, SUBOP_WRITE_LINEAR) {
+            let count = dword(WriteLinear::COUNT_DWORD)?;
+            return Some(WriteLinear::LEN_BEFORE_DATA + WriteLinear::dwords_of(count));
+        }
+        self.packet_len()
+    }
+
     /// Whole packet length in dwords, header included, or `None` when `op`/`sub_op` is not a
-    /// packet this module knows the size of.
+    /// packet this module knows the size of from its header alone.
     pub fn packet_len(&self) -> Option<usize> {
         Some(match (self.op, self.sub_op) {
             // NOP: bits 16..30 count the extra dwords after the header.
             (OP_NOP, _) => 1 + usize::from(self.flags & 0x3fff),
+            // A broadcast copy names a second destination after the first.
+            (OP_COPY, SUBOP_COPY_LINEAR) if self.flags & copy_flags::BROADCAST != 0 => {
+                CopyLinear::BROADCAST_LEN
+            }
             (OP_COPY, SUBOP_COPY_LINEAR) => CopyLinear::LEN,
             (OP_COPY, SUBOP_COPY_LINEAR_RECT) => 13,
             (OP_INDIRECT, _) => Indirect::LEN,
@@ -157,9 +222,9 @@ impl Nop {
 /// `COPY_LINEAR`: copies `count + 1` bytes from `src` to `dst`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CopyLinear {
-    /// Header bits 16..32 (`extra_info`: TMZ and cache policy bits; 0 for a plain copy).
+    /// Header bits 16..32 (`extra_info`: the [`copy_flags`]; 0 for a plain copy).
     pub extra_info: u16,
-    /// Bytes minus one (22 bits).
+    /// Bytes minus one (30 bits).
     pub count: u32,
     pub dst_swap: u8,
     pub src_swap: u8,
@@ -169,6 +234,8 @@ pub struct CopyLinear {
 
 impl CopyLinear {
     pub const LEN: usize = 7;
+    /// Length with the `BROADCAST` flag: two more dwords for the second destination.
+    pub const BROADCAST_LEN: usize = 9;
     /// Bytes this packet copies.
     pub fn bytes(&self) -> u64 {
         u64::from(self.count & COUNT_MASK) + 1
@@ -193,6 +260,50 @@ impl CopyLinear {
             src_swap: ((w[2] >> 24) & 3) as u8,
             src: join(w[3], w[4]),
             dst: join(w[5], w[6]),
+        })
+    }
+}
+
+/// `WRITE` linear: writes the packet's `data` dwords to consecutive dwords at `address`.
+/// The header's upper half (encryption bit 0, TMZ bit 2, cache policy valid bit 12) is kept in
+/// `flags`; `swap` is the count dword's byte-swap mode (bits 24..26).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteLinear {
+    pub flags: u16,
+    pub swap: u8,
+    pub address: u64,
+    pub data: Vec<u32>,
+}
+
+impl WriteLinear {
+    /// Dwords before the data: header, address low and high, count.
+    pub const LEN_BEFORE_DATA: usize = 4;
+    /// Which dword holds the count (data dwords minus one, 20 bits).
+    pub const COUNT_DWORD: usize = 3;
+    const COUNT_MASK: u32 = (1 << 20) - 1;
+    /// Data dwords a count field announces.
+    pub fn dwords_of(count: u32) -> usize {
+        (count & Self::COUNT_MASK) as usize + 1
+    }
+    pub fn encode(&self, out: &mut Vec<u32>) {
+        out.extend_from_slice(&[
+            header(OP_WRITE, SUBOP_WRITE_LINEAR, self.flags),
+            self.address as u32,
+            (self.address >> 32) as u32,
+            ((self.data.len().max(1) as u32 - 1) & Self::COUNT_MASK)
+                | ((u32::from(self.swap) & 3) << 24),
+        ]);
+        out.extend_from_slice(&self.data);
+    }
+    pub fn decode(w: &[u32]) -> Result<Self, DecodeError> {
+        let h = need(w, Self::LEN_BEFORE_DATA)?;
+        let n = Self::dwords_of(w[Self::COUNT_DWORD]);
+        need(w, Self::LEN_BEFORE_DATA + n)?;
+        Ok(WriteLinear {
+            flags: h.flags,
+            swap: ((w[Self::COUNT_DWORD] >> 24) & 3) as u8,
+            address: join(w[1], w[2]),
+            data: w[Self::LEN_BEFORE_DATA..Self::LEN_BEFORE_DATA + n].to_vec(),
         })
     }
 }
@@ -484,7 +595,8 @@ impl Gcr {
 }
 
 /// `CONST_FILL`: fills `count + 1` bytes at `address` with `data`, repeated in units of
-/// `1 << fill_size` bytes (0: byte, 1: 16-bit, 2: dword; 3 is treated as a dword).
+/// `1 << fill_size` bytes (0: byte, 1: 16-bit, 2: dword; the engine reports 3, whose meaning
+/// is not known here).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConstFill {
     /// Swap mode (2 bits).
@@ -493,7 +605,7 @@ pub struct ConstFill {
     pub fill_size: u8,
     pub address: u64,
     pub data: u32,
-    /// Bytes minus one (22 bits).
+    /// Bytes minus one (30 bits).
     pub count: u32,
 }
 
@@ -571,7 +683,7 @@ impl Atomic {
 }
 
 /// One decoded packet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Packet {
     Nop(Nop),
     CopyLinear(CopyLinear),
@@ -584,6 +696,7 @@ pub enum Packet {
     Gcr(Gcr),
     ConstFill(ConstFill),
     Atomic(Atomic),
+    WriteLinear(WriteLinear),
     /// An `op`/`sub_op` this decoder does not know (or knows the size of but not how to run).
     Unknown {
         op: u8,
@@ -613,6 +726,7 @@ impl Packet {
             (OP_GCR, SUBOP_USER_GCR) => Packet::Gcr(Gcr::decode(w)?),
             (OP_CONST_FILL, _) => Packet::ConstFill(ConstFill::decode(w)?),
             (OP_ATOMIC, _) => Packet::Atomic(Atomic::decode(w)?),
+            (OP_WRITE, SUBOP_WRITE_LINEAR) => Packet::WriteLinear(WriteLinear::decode(w)?),
             (op, sub_op) => Packet::Unknown { op, sub_op },
         })
     }
@@ -631,6 +745,7 @@ impl Packet {
             Packet::Gcr(p) => p.encode(out),
             Packet::ConstFill(p) => p.encode(out),
             Packet::Atomic(p) => p.encode(out),
+            Packet::WriteLinear(p) => p.encode(out),
             Packet::Unknown { .. } => {}
         }
     }
@@ -643,7 +758,7 @@ pub fn split(words: &[u32]) -> impl Iterator<Item = &[u32]> {
     std::iter::from_fn(move || {
         let &first = rest.first()?;
         let n = Header::parse(first)
-            .packet_len()
+            .packet_len_with(|i| rest.get(i).copied())
             .unwrap_or(1)
             .clamp(1, rest.len());
         let (p, r) = rest.split_at(n);
@@ -825,6 +940,25 @@ impl SdmaBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn write_linear_takes_its_length_from_the_count_dword() {
+        // tinygrad 0.14's copy-queue write of a 64-bit value: op 2, address, count 1, lo, hi.
+        let words = [2, 0x1000, 0x7f, 1, 0xdead_beef, 0x1234_5678, 0x99];
+        let h = Header::parse(words[0]);
+        assert_eq!(h.packet_len(), None, "the header alone does not say");
+        assert_eq!(h.packet_len_with(|i| words.get(i).copied()), Some(6));
+        let p = WriteLinear::decode(&words).expect("decodes");
+        assert_eq!(p.address, 0x7f_0000_1000);
+        assert_eq!(p.data, [0xdead_beef, 0x1234_5678]);
+        let mut again = Vec::new();
+        p.encode(&mut again);
+        assert_eq!(again, words[..6]);
+        assert!(WriteLinear::decode(&words[..5]).is_err());
+        assert_eq!(split(&words).map(<[u32]>::len).collect::<Vec<_>>(), [6, 1]);
+        assert_eq!(packet_name(2, 0), "WRITE_LINEAR");
+        assert_eq!(packet_name(13, 0), "TIMESTAMP_SET");
+    }
 
     #[test]
     fn indirect_round_trips_and_has_the_sdma_v6_layout() {

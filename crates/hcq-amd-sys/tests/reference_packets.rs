@@ -145,6 +145,10 @@ fn every_reference_pm4_stream_decodes_into_known_packets() {
                 Packet::DispatchDirect(d) => d.encode(&mut again),
                 Packet::EventWrite(e) => e.encode(&mut again),
                 Packet::IndirectBuffer(ib) => ib.encode(&mut again),
+                Packet::CopyData(c) => c.encode(&mut again),
+                Packet::WriteData(d) => d.encode(&mut again),
+                Packet::PredExec(e) => e.encode(&mut again),
+                Packet::SetUconfigReg(u) => u.encode(&mut again),
                 Packet::Nop | Packet::Unknown { .. } => {
                     again.extend_from_slice(&w[at..at + h.len()])
                 }

@@ -1,13 +1,18 @@
 //! The command processor of a compute queue: a thread that waits for doorbells and executes
 //! the PM4 packets between its read pointer and the written doorbell value.
+//!
+//! `crates/hcq-emu/PACKETS.md` lists every packet and field value and what is done with it. A
+//! packet or field value that is not modelled is reported (a hardware exception naming it)
+//! and the packet is skipped whole; the queue goes on with the next one.
 
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use hcq_amd_sys::pm4::{
-    data_sel, gcr, CompareFunction, DispatchDirect, Header, IndirectBuffer, Packet, ReleaseMem,
-    WaitRegMem, PACKET_TYPE3,
+    copy_dst_sel, copy_src_sel, data_sel, event_name, gcr, int_sel, mem_space, opcode_name,
+    release_dst_sel, wait_operation, write_dst_sel, CompareFunction, CopyData, DispatchDirect,
+    EventWrite, Header, IndirectBuffer, Packet, ReleaseMem, SetUconfigReg, WaitRegMem, WriteData,
+    EVENT_CS_PARTIAL_FLUSH, PACKET_TYPE3, REGISTER_ADDRESS_MASK, UCONFIG_REG_START,
 };
 use hcq_amd_sys::regs;
 
@@ -16,15 +21,13 @@ use crate::dispatch;
 use crate::gpu::{FaultClass, Gpu};
 use crate::memory::Snapshot;
 use crate::queue::QueueShared;
+use crate::registers::RegisterError;
 use crate::ring::{PointerUnit, Ring, RingDesc};
 
 /// Number of SH registers `SET_SH_REG` can reach.
 const SH_REGS: usize = (regs::SH_REG_END - regs::SH_REG_START) as usize;
 /// Chained indirect buffers one call may pass through before the CP calls it a runaway loop.
 const MAX_CHAIN: u64 = 1 << 20;
-/// First and longest sleep between polls of `WAIT_REG_MEM`.
-const POLL_MIN: Duration = Duration::from_micros(20);
-const POLL_MAX: Duration = Duration::from_millis(1);
 
 /// Where packets are read from.
 #[derive(Debug, Clone, Copy)]
@@ -33,6 +36,48 @@ enum Source {
     Ring,
     /// An indirect buffer at `base`: positions are dword indices.
     Ib { base: u64 },
+}
+
+/// Where execution goes after a packet.
+#[derive(Debug, Clone, Copy)]
+enum Next {
+    /// The next packet.
+    Continue,
+    /// A chained indirect buffer, instead of the rest of this one.
+    Chain(IndirectBuffer),
+    /// Past this many dwords after the packet (a `PRED_EXEC` whose dies are not selected).
+    Skip(u64),
+}
+
+fn copy_source_name(sel: u8) -> &'static str {
+    match sel {
+        copy_src_sel::GDS => "GDS",
+        copy_src_sel::PERFCOUNTERS => "performance counters",
+        copy_src_sel::ATOMIC_RETURN_DATA => "atomic return data",
+        copy_src_sel::GDS_ATOMIC_RETURN_DATA0 | copy_src_sel::GDS_ATOMIC_RETURN_DATA1 => {
+            "GDS atomic return data"
+        }
+        copy_src_sel::SYSTEM_CLOCK_COUNT => "system clock counter",
+        copy_src_sel::EXEC_IND_ARG_BUF => "indirect argument buffer",
+        _ => "reserved",
+    }
+}
+
+fn copy_destination_name(sel: u8) -> &'static str {
+    match sel {
+        copy_dst_sel::GDS => "GDS",
+        copy_dst_sel::PERFCOUNTERS => "performance counters",
+        copy_dst_sel::REGISTER_DC => "register (DC)",
+        _ => "reserved",
+    }
+}
+
+fn write_destination_name(sel: u8) -> &'static str {
+    match sel {
+        write_dst_sel::GDS => "GDS",
+        write_dst_sel::ADC_PERSISTENT_STATE => "ADC persistent state",
+        _ => "reserved",
+    }
 }
 
 /// A compute queue's command processor.
@@ -149,8 +194,22 @@ impl Cp {
             drop(snap);
             if payload.len() as u64 == len - 1 {
                 match header.packet_type {
-                    PACKET_TYPE3 => {
-                        if let Some(next) = self.execute(header, &payload, src, pos, depth) {
+                    PACKET_TYPE3 => match self.execute(header, &payload, src, pos, depth) {
+                        Next::Continue => {}
+                        Next::Skip(dwords) => {
+                            let left = end - (pos + len);
+                            if dwords > left {
+                                self.fault(
+                                    FaultClass::Hw,
+                                    format!(
+                                        "PRED_EXEC covers {dwords} dwords, only {left} follow it at {}",
+                                        Self::location(src, pos)
+                                    ),
+                                );
+                            }
+                            pos += dwords.min(left);
+                        }
+                        Next::Chain(next) => {
                             chains += 1;
                             if chains > MAX_CHAIN {
                                 self.fault(
@@ -167,7 +226,7 @@ impl Cp {
                             end = u64::from(next.size_dwords);
                             continue;
                         }
-                    }
+                    },
                     2 => {} // a one-dword filler
                     t => self.fault(
                         FaultClass::Hw,
@@ -190,8 +249,7 @@ impl Cp {
         }
     }
 
-    /// Executes one packet; returns the indirect buffer to continue in when the packet is a
-    /// chained `INDIRECT_BUFFER` inside an indirect buffer.
+    /// Executes one packet; says where execution goes on.
     fn execute(
         &mut self,
         header: Header,
@@ -199,17 +257,18 @@ impl Cp {
         src: Source,
         pos: u64,
         depth: u32,
-    ) -> Option<IndirectBuffer> {
+    ) -> Next {
         let at = || Self::location(src, pos);
         let packet = match Packet::decode(header, payload) {
             Ok(p) => p,
             Err(e) => {
                 self.fault(FaultClass::Hw, format!("{e} at {}", at()));
-                return None;
+                return Next::Continue;
             }
         };
         match packet {
-            Packet::Nop | Packet::EventWrite(_) => fence(Ordering::SeqCst),
+            Packet::Nop => fence(Ordering::SeqCst),
+            Packet::EventWrite(e) => self.event_write(&e, &at()),
             Packet::SetShReg(s) => {
                 let first = usize::from(s.reg);
                 if first
@@ -225,48 +284,108 @@ impl Cp {
                             at()
                         ),
                     );
-                    return None;
+                    return Next::Continue;
                 }
                 self.sh[first..first + s.values.len()].copy_from_slice(s.values);
             }
+            Packet::SetUconfigReg(u) => self.set_uconfig_reg(&u, &at()),
             Packet::AcquireMem(a) => {
-                if a.gcr_cntl & gcr::GLI_INV != 0 {
+                // Only the instruction cache exists here (decoded kernels); every other cache
+                // action is already true of coherent host memory. A range invalidation drops
+                // the whole cache: a superset.
+                if gcr::invalidates_instructions(a.gcr_cntl) {
                     self.gpu.code_cache.invalidate();
                 }
                 fence(Ordering::SeqCst);
             }
             Packet::ReleaseMem(r) => self.release_mem(&r, &at()),
             Packet::WaitRegMem(w) => self.wait_reg_mem(&w, &at()),
+            Packet::CopyData(c) => self.copy_data(&c, &at()),
+            Packet::WriteData(w) => self.write_data(&w, &at()),
             Packet::DispatchDirect(d) => self.dispatch(&d, &at()),
             Packet::IndirectBuffer(ib) => return self.indirect_buffer(ib, src, depth, &at()),
+            Packet::PredExec(p) => {
+                // The emulated GPU has one compute die, XCC 0: the predicated dwords run when
+                // its bit is selected and are skipped otherwise.
+                if p.device_select & 1 == 0 {
+                    return Next::Skip(u64::from(p.exec_count));
+                }
+            }
             Packet::Unknown { opcode } => {
-                self.fault(
-                    FaultClass::Hw,
-                    format!("unknown PM4 opcode {opcode:#04x} at {}", at()),
+                let name = opcode_name(opcode).map_or_else(
+                    || "unknown PM4 opcode".to_string(),
+                    |n| format!("PM4 packet {n} is not modelled: opcode"),
                 );
+                self.fault(FaultClass::Hw, format!("{name} {opcode:#04x} at {}", at()));
             }
         }
-        None
+        Next::Continue
+    }
+
+    fn event_write(&mut self, e: &EventWrite, at: &str) {
+        match e.event_type {
+            // Waits for the dispatches before it to finish: each one has, as dispatches run to
+            // completion inside `DISPATCH_DIRECT`.
+            EVENT_CS_PARTIAL_FLUSH => fence(Ordering::SeqCst),
+            other => self.fault(
+                FaultClass::Hw,
+                format!(
+                    "EVENT_WRITE of event type {other:#x} ({}) is not modelled at {at}",
+                    event_name(other)
+                ),
+            ),
+        }
+    }
+
+    fn set_uconfig_reg(&mut self, u: &SetUconfigReg, at: &str) {
+        for (i, &value) in u.values.iter().enumerate() {
+            let address = UCONFIG_REG_START + u32::from(u.reg) + i as u32;
+            if let Err(e) = self.gpu.registers.write(address, value) {
+                self.fault(
+                    FaultClass::Hw,
+                    format!("SET_UCONFIG_REG: {e}; the packet's later values are dropped at {at}"),
+                );
+                return;
+            }
+        }
     }
 
     fn release_mem(&mut self, r: &ReleaseMem, at: &str) {
+        // Check every selection before acting on any, so that a packet is done whole or not.
+        let unsupported = match (r.data_sel, r.dst_sel, r.int_sel) {
+            (data_sel::PERFCOUNTER_OR_SYSTEM_CLOCK | data_sel::GDS | 6.., _, _) => {
+                Some(format!("DATA_SEL {}", r.data_sel))
+            }
+            (_, release_dst_sel::QUEUE_WRITE_POINTER_REGISTER.., _) => Some(format!(
+                "DST_SEL {} (a queue write pointer register)",
+                r.dst_sel
+            )),
+            (_, _, int_sel::CONDITIONAL_32..) => {
+                Some(format!("INT_SEL {} (interrupt on a compare)", r.int_sel))
+            }
+            _ => None,
+        };
+        if let Some(what) = unsupported {
+            self.fault(
+                FaultClass::Hw,
+                format!(
+                    "RELEASE_MEM with unsupported {what} is not modelled; packet skipped at {at}"
+                ),
+            );
+            return;
+        }
         fence(Ordering::SeqCst);
+        // 64-bit data goes to a qword: the packet's address has no bits 0..2 for it.
+        let addr = match r.data_sel {
+            data_sel::DATA_32 => r.address & !3,
+            _ => r.address & !7,
+        };
         let snap = self.gpu.page_table.snapshot();
-        let addr = r.address & !3;
         let written = match r.data_sel {
-            data_sel::NONE => Some(false),
             data_sel::DATA_32 => snap.store_u32(addr, r.data as u32).map(|_| true),
             data_sel::DATA_64 => snap.store_u64(addr, r.data).map(|_| true),
-            data_sel::GPU_CLOCK_64 | data_sel::SYSTEM_CLOCK_64 => {
-                snap.store_u64(addr, gpu_ticks()).map(|_| true)
-            }
-            other => {
-                self.fault(
-                    FaultClass::Hw,
-                    format!("RELEASE_MEM with unsupported DATA_SEL {other} at {at}"),
-                );
-                Some(false)
-            }
+            data_sel::GPU_CLOCK_64 => snap.store_u64(addr, gpu_ticks()).map(|_| true),
+            _ => Some(false),
         };
         drop(snap);
         match written {
@@ -280,7 +399,9 @@ impl Cp {
             Some(true) => self.gpu.watch.notify(),
             Some(false) => {}
         }
-        if r.int_sel != 0 {
+        // INT_SEL 1..=4 all raise the interrupt carrying the context id, after the write (the
+        // write is done by now, confirmed or not).
+        if r.int_sel != int_sel::NONE {
             self.gpu.events.interrupt(r.int_ctx);
         }
     }
@@ -296,45 +417,182 @@ impl Cp {
             );
             return;
         };
-        match (w.mem_space, w.operation) {
-            // Register space, write-then-wait: the HDP flush request/acknowledge pair.
-            // Host memory is coherent here, so the flush is done at once.
-            (0, 1) => return,
-            (1, _) => {}
-            (space, op) => {
-                self.fault(
-                    FaultClass::Hw,
-                    format!(
-                        "WAIT_REG_MEM (mem_space {space}, operation {op}) on register {:#x} is not emulated at {at}",
-                        w.addr_lo
-                    ),
-                );
-                return;
+        let register = |address: u32| address & REGISTER_ADDRESS_MASK;
+        let result = match (w.mem_space, w.operation) {
+            (mem_space::MEMORY, wait_operation::WAIT | wait_operation::WAIT_PREEMPTABLE) => {
+                let addr = w.address();
+                self.ring
+                    .poll(func, w.mask, w.reference, |gpu| {
+                        gpu.page_table.snapshot().load_u32(addr).ok_or(addr)
+                    })
+                    .map_err(|va| {
+                        (
+                            FaultClass::Vm { va },
+                            format!("VM fault: WAIT_REG_MEM read of unmapped address {va:#x}"),
+                        )
+                    })
             }
-        }
-        let addr = w.address();
-        let mut sleep = POLL_MIN;
-        loop {
-            if self.ring.queue.stopped() {
-                return;
-            }
-            let seen = self.gpu.watch.seq();
-            let value = self.gpu.page_table.snapshot().load_u32(addr);
-            match value {
-                None => {
-                    self.fault(
-                        FaultClass::Vm { va: addr },
-                        format!(
-                            "VM fault: WAIT_REG_MEM read of unmapped address {addr:#x} at {at}"
-                        ),
-                    );
+            (mem_space::REGISTER, wait_operation::WAIT | wait_operation::WRITE_THEN_WAIT) => {
+                let poll_at = if w.operation == wait_operation::WRITE_THEN_WAIT {
+                    // The HDP flush idiom: request on the first register, poll the second.
+                    let request = register(w.addr_lo);
+                    if let Err(e) = self.gpu.registers.write(request, w.reference) {
+                        self.fault(FaultClass::Hw, format!("WAIT_REG_MEM write: {e} at {at}"));
+                        return;
+                    }
+                    self.gpu.watch.notify();
+                    register(w.addr_hi)
+                } else {
+                    register(w.addr_lo)
+                };
+                if func == CompareFunction::Always {
                     return;
                 }
-                Some(v) if func.holds(v & w.mask, w.reference) => return,
-                Some(_) => {}
+                self.ring
+                    .poll(func, w.mask, w.reference, |gpu| gpu.registers.read(poll_at))
+                    .map_err(|e| (FaultClass::Hw, format!("WAIT_REG_MEM poll: {e}")))
             }
-            self.gpu.watch.wait(seen, sleep);
-            sleep = (sleep * 2).min(POLL_MAX);
+            (space, op) => Err((
+                FaultClass::Hw,
+                format!("WAIT_REG_MEM with MEM_SPACE {space} and OPERATION {op} is not modelled"),
+            )),
+        };
+        if let Err((class, what)) = result {
+            self.fault(class, format!("{what} at {at}"));
+        }
+    }
+
+    /// `COPY_DATA`: one value (32 or 64 bits) from a register, memory, the packet or the GPU
+    /// clock to a register or memory.
+    fn copy_data(&mut self, c: &CopyData, at: &str) {
+        // Memory operands drop the address bits below their size, as the packet encodes them.
+        let align = |addr: u64| if c.count_64 { addr & !7 } else { addr & !3 };
+        let register = |value: u64| value as u32 & REGISTER_ADDRESS_MASK;
+        let words = if c.count_64 { 2 } else { 1 };
+        fence(Ordering::SeqCst);
+        let value: Result<u64, (FaultClass, String)> = match c.src_sel {
+            copy_src_sel::REGISTER => (0..words)
+                .try_fold(0u64, |acc, i| {
+                    let v = self.gpu.registers.read(register(c.src) + i)?;
+                    Ok(acc | (u64::from(v) << (32 * i)))
+                })
+                .map_err(|e: RegisterError| (FaultClass::Hw, format!("COPY_DATA source: {e}"))),
+            copy_src_sel::MEMORY | copy_src_sel::MEMORY_OBSOLETE => {
+                let addr = align(c.src);
+                let snap = self.gpu.page_table.snapshot();
+                let lo = snap.load_u32(addr);
+                let hi = if c.count_64 {
+                    snap.load_u32(addr + 4)
+                } else {
+                    Some(0)
+                };
+                match (lo, hi) {
+                    (Some(lo), Some(hi)) => Ok(u64::from(lo) | (u64::from(hi) << 32)),
+                    _ => {
+                        let va = snap.fault_address(addr);
+                        Err((
+                            FaultClass::Vm { va },
+                            format!("VM fault: COPY_DATA read of unmapped address {va:#x}"),
+                        ))
+                    }
+                }
+            }
+            copy_src_sel::IMMEDIATE => Ok(c.src),
+            copy_src_sel::GPU_CLOCK_COUNT => Ok(gpu_ticks()),
+            other => Err((
+                FaultClass::Hw,
+                format!(
+                    "COPY_DATA with SRC_SEL {other} ({}) is not modelled",
+                    copy_source_name(other)
+                ),
+            )),
+        };
+        let value = match value {
+            Ok(v) if c.count_64 => v,
+            Ok(v) => v & 0xffff_ffff,
+            Err((class, what)) => {
+                self.fault(class, format!("{what} at {at}"));
+                return;
+            }
+        };
+        let result = match c.dst_sel {
+            copy_dst_sel::REGISTER => (0..words)
+                .try_for_each(|i| {
+                    self.gpu
+                        .registers
+                        .write(register(c.dst) + i, (value >> (32 * i)) as u32)
+                })
+                .map_err(|e| (FaultClass::Hw, format!("COPY_DATA destination: {e}"))),
+            copy_dst_sel::MEMORY | copy_dst_sel::MEMORY_OBSOLETE => {
+                let addr = align(c.dst);
+                let snap = self.gpu.page_table.snapshot();
+                let stored = if c.count_64 {
+                    snap.store_u64(addr, value)
+                } else {
+                    snap.store_u32(addr, value as u32)
+                };
+                stored.ok_or_else(|| {
+                    let va = snap.fault_address(addr);
+                    (
+                        FaultClass::Vm { va },
+                        format!("VM fault: COPY_DATA write to unmapped address {va:#x}"),
+                    )
+                })
+            }
+            other => Err((
+                FaultClass::Hw,
+                format!(
+                    "COPY_DATA with DST_SEL {other} ({}) is not modelled",
+                    copy_destination_name(other)
+                ),
+            )),
+        };
+        match result {
+            Ok(()) => self.gpu.watch.notify(),
+            Err((class, what)) => self.fault(class, format!("{what} at {at}")),
+        }
+    }
+
+    /// `WRITE_DATA`: the packet's dwords to consecutive registers or memory dwords (or all to
+    /// the first, with `no_increment`).
+    fn write_data(&mut self, w: &WriteData, at: &str) {
+        let step = u32::from(!w.no_increment);
+        fence(Ordering::SeqCst);
+        let result = match w.dst_sel {
+            write_dst_sel::REGISTER => {
+                let first = w.dst as u32 & REGISTER_ADDRESS_MASK;
+                w.data
+                    .iter()
+                    .zip(0u32..)
+                    .try_for_each(|(&v, i)| self.gpu.registers.write(first + i * step, v))
+                    .map_err(|e| (FaultClass::Hw, format!("WRITE_DATA: {e}")))
+            }
+            write_dst_sel::MEMORY | write_dst_sel::MEMORY_TC_L2 => {
+                let first = w.dst & !3;
+                let snap = self.gpu.page_table.snapshot();
+                w.data.iter().zip(0u64..).try_for_each(|(&v, i)| {
+                    let addr = first.wrapping_add(4 * i * u64::from(step));
+                    snap.store_u32(addr, v).ok_or_else(|| {
+                        let va = snap.fault_address(addr);
+                        (
+                            FaultClass::Vm { va },
+                            format!("VM fault: WRITE_DATA write to unmapped address {va:#x}"),
+                        )
+                    })
+                })
+            }
+            other => Err((
+                FaultClass::Hw,
+                format!(
+                    "WRITE_DATA with DST_SEL {other} ({}) is not modelled",
+                    write_destination_name(other)
+                ),
+            )),
+        };
+        // Whatever was written before a failure stays written, as on hardware.
+        self.gpu.watch.notify();
+        if let Err((class, what)) = result {
+            self.fault(class, format!("{what} at {at}"));
         }
     }
 
@@ -373,13 +631,14 @@ impl Cp {
     /// `INDIRECT_BUFFER`: from the ring, executes the packets of a buffer in GPU memory and
     /// comes back; from an indirect buffer, a chained one continues there (returned to the
     /// caller). One level of calls, as the hardware's compute queues.
-    fn indirect_buffer(
-        &mut self,
-        ib: IndirectBuffer,
-        src: Source,
-        depth: u32,
-        at: &str,
-    ) -> Option<IndirectBuffer> {
+    fn indirect_buffer(&mut self, ib: IndirectBuffer, src: Source, depth: u32, at: &str) -> Next {
+        if !ib.valid {
+            self.fault(
+                FaultClass::Hw,
+                format!("INDIRECT_BUFFER without its VALID bit is not run at {at}"),
+            );
+            return Next::Continue;
+        }
         match (src, ib.chain) {
             (Source::Ring, false) if depth == 0 => {
                 self.process(
@@ -388,22 +647,22 @@ impl Cp {
                     u64::from(ib.size_dwords),
                     1,
                 );
-                None
+                Next::Continue
             }
-            (Source::Ib { .. }, true) => Some(ib),
+            (Source::Ib { .. }, true) => Next::Chain(ib),
             (Source::Ring, true) => {
                 self.fault(
                     FaultClass::Hw,
                     format!("chained INDIRECT_BUFFER in the ring at {at}"),
                 );
-                None
+                Next::Continue
             }
             _ => {
                 self.fault(
                     FaultClass::Hw,
                     format!("nested INDIRECT_BUFFER (only one level of calls) at {at}"),
                 );
-                None
+                Next::Continue
             }
         }
     }

@@ -66,6 +66,29 @@ pub(crate) fn params(sh: &[u32], d: &DispatchDirect) -> Result<Option<DispatchPa
             block[0], block[1], block[2]
         ));
     }
+    // Without FORCE_START_AT_000 the grid starts at COMPUTE_START_X/Y/Z; only a start at the
+    // origin is modelled.
+    let start = [
+        r(sh, regs::COMPUTE_START_X),
+        r(sh, regs::COMPUTE_START_Y),
+        r(sh, regs::COMPUTE_START_Z),
+    ];
+    if d.initiator & FORCE_START_AT_000 == 0 && start != [0; 3] {
+        return Err(format!(
+            "dispatch starting at workgroup {}x{}x{} (COMPUTE_START_X/Y/Z without FORCE_START_AT_000) is not modelled",
+            start[0], start[1], start[2]
+        ));
+    }
+    // Thread dimensions that are not whole workgroups need partial workgroups, which the
+    // interpreter does not run: every workgroup it runs is full.
+    if d.initiator & USE_THREAD_DIMENSIONS != 0
+        && d.dims.iter().zip(&block).any(|(&n, &b)| n % b != 0)
+    {
+        return Err(format!(
+            "dispatch of {}x{}x{} threads in workgroups of {}x{}x{} needs partial workgroups, which are not modelled",
+            d.dims[0], d.dims[1], d.dims[2], block[0], block[1], block[2]
+        ));
+    }
     let grid = if d.initiator & USE_THREAD_DIMENSIONS != 0 {
         [
             d.dims[0].div_ceil(block[0]),
@@ -141,5 +164,59 @@ pub(crate) fn run(
             };
             Err((class, format!("dispatch fault: {fault}")))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hcq_amd_sys::regs::initiator::*;
+
+    fn registers(block: [u32; 3], start: [u32; 3]) -> Vec<u32> {
+        let mut sh = vec![0u32; 0x400];
+        sh[usize::from(regs::COMPUTE_NUM_THREAD_X)] = block[0];
+        sh[usize::from(regs::COMPUTE_NUM_THREAD_Y)] = block[1];
+        sh[usize::from(regs::COMPUTE_NUM_THREAD_Z)] = block[2];
+        sh[usize::from(regs::COMPUTE_START_X)] = start[0];
+        sh[usize::from(regs::COMPUTE_START_Y)] = start[1];
+        sh[usize::from(regs::COMPUTE_START_Z)] = start[2];
+        sh
+    }
+
+    fn direct(dims: [u32; 3], initiator: u32) -> DispatchDirect {
+        DispatchDirect { dims, initiator }
+    }
+
+    #[test]
+    fn thread_dimensions_become_whole_workgroups() {
+        let sh = registers([64, 2, 1], [0; 3]);
+        let p = params(
+            &sh,
+            &direct([256, 4, 3], COMPUTE_SHADER_EN | USE_THREAD_DIMENSIONS),
+        )
+        .expect("valid")
+        .expect("something to run");
+        assert_eq!(p.grid, [4, 2, 3]);
+        // 100 threads in workgroups of 64: the second workgroup would be partial.
+        let e = params(
+            &sh,
+            &direct([100, 4, 3], COMPUTE_SHADER_EN | USE_THREAD_DIMENSIONS),
+        )
+        .expect_err("partial workgroups");
+        assert!(e.contains("partial workgroups"), "{e}");
+    }
+
+    #[test]
+    fn a_start_away_from_the_origin_is_reported_unless_forced_to_it() {
+        let sh = registers([32, 1, 1], [2, 0, 0]);
+        let e = params(&sh, &direct([4, 1, 1], COMPUTE_SHADER_EN)).expect_err("start 2");
+        assert!(e.contains("starting at workgroup 2x0x0"), "{e}");
+        let p = params(
+            &sh,
+            &direct([4, 1, 1], COMPUTE_SHADER_EN | FORCE_START_AT_000),
+        )
+        .expect("valid")
+        .expect("something to run");
+        assert_eq!(p.grid, [4, 1, 1]);
     }
 }

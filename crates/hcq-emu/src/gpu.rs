@@ -11,6 +11,7 @@ use crate::dispatch::CodeCache;
 use crate::events::Events;
 use crate::memory::PageTable;
 use crate::queue::QueueShared;
+use crate::registers::Registers;
 use crate::util::{lock, wait_timeout, MemWatch};
 
 /// Fault reports kept per GPU before the oldest are dropped.
@@ -36,6 +37,8 @@ pub(crate) struct Gpu {
     pub vm_fd: Mutex<Option<Fd>>,
     pub page_table: PageTable,
     pub code_cache: CodeCache,
+    /// The registers the engines reach (HDP flush, GRBM_GFX_INDEX).
+    pub registers: Registers,
     pub events: Arc<Events>,
     pub watch: Arc<MemWatch>,
     pub max_steps: u64,
@@ -150,6 +153,7 @@ impl Gpu {
             vm_fd: Mutex::new(None),
             page_table: PageTable::default(),
             code_cache: CodeCache::new(),
+            registers: Registers::default(),
             events,
             watch,
             max_steps,

@@ -167,6 +167,7 @@ mod hostmaps;
 mod ioctl;
 mod memory;
 mod queue;
+mod registers;
 mod ring;
 mod sdma;
 mod sysfs;

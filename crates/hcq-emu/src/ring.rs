@@ -6,10 +6,18 @@
 //! them in dwords, SDMA queues in bytes, as on hardware.
 
 use std::sync::Arc;
+use std::time::Duration;
+
+use hcq_amd_sys::pm4::CompareFunction;
 
 use crate::gpu::{FaultClass, Gpu};
 use crate::memory::Snapshot;
 use crate::queue::QueueShared;
+
+/// First and longest sleep between two reads of a polled value (`WAIT_REG_MEM`,
+/// `POLL_REGMEM`); other engines' writes wake the poll early.
+const POLL_MIN: Duration = Duration::from_micros(20);
+const POLL_MAX: Duration = Duration::from_millis(1);
 
 /// Where a queue's ring and pointers are.
 #[derive(Debug, Clone, Copy)]
@@ -70,6 +78,30 @@ impl Ring {
             rptr: 0,
             rptr_fault_reported: false,
             doorbell_seen: 0,
+        }
+    }
+
+    /// Reads a value with `read` until `(value & mask) <func> reference` holds or the queue is
+    /// destroyed; a failed read ends the poll with its error. The interval and retry fields of
+    /// the packets do not bound it: a queue waits as long as it is alive.
+    pub fn poll<E>(
+        &self,
+        func: CompareFunction,
+        mask: u32,
+        reference: u32,
+        mut read: impl FnMut(&Gpu) -> Result<u32, E>,
+    ) -> Result<(), E> {
+        let mut sleep = POLL_MIN;
+        loop {
+            if self.queue.stopped() {
+                return Ok(());
+            }
+            let seen = self.gpu.watch.seq();
+            if func.holds(read(&self.gpu)? & mask, reference) {
+                return Ok(());
+            }
+            self.gpu.watch.wait(seen, sleep);
+            sleep = (sleep * 2).min(POLL_MAX);
         }
     }
 

@@ -8,22 +8,26 @@
 //! only through memory (signals), as on hardware.
 //!
 //! Packets: `COPY_LINEAR` (memmove semantics for overlapping ranges; each range must lie in one
-//! mapped BO), `FENCE`, `TRAP` (the interrupt path of `RELEASE_MEM`), `POLL_REGMEM` on memory
-//! (polled with a 20 µs → 1 ms backoff and wake-ups from other engines' writes, until the
-//! condition holds or the queue is destroyed: the interval and retry-count fields do not bound
-//! it), `TIMESTAMP` (get global: the 100 MHz GPU clock), `CONST_FILL`, `ATOMIC` (64-bit add),
-//! `INDIRECT` (one level: the buffer's packets run in order, an `INDIRECT` inside one is a
-//! fault; the whole buffer must be mapped), and `GCR`, HDP flush and `NOP`, which have nothing to do in a functional model beyond
-//! ordering. A fault (unmapped memory, unknown or truncated packet) is reported and raises the
-//! exception events; the engine then goes on with the next packet.
+//! mapped BO), `WRITE` linear, `FENCE`, `TRAP` (the interrupt path of `RELEASE_MEM`),
+//! `POLL_REGMEM` on memory or on a modelled register (polled with a 20 µs → 1 ms backoff and
+//! wake-ups from other engines' writes, until the condition holds or the queue is destroyed:
+//! the interval and retry-count fields do not bound it), `TIMESTAMP` (get global: the 100 MHz
+//! GPU clock), `CONST_FILL`, `ATOMIC` (64-bit add), `INDIRECT` (one level: the buffer's packets
+//! run in order, an `INDIRECT` inside one is a fault; the whole buffer must be mapped), and
+//! `GCR` and `NOP`, which have nothing to do in a functional model beyond ordering. Field
+//! values that would change the result and are not modelled (byte swapping, encryption, TMZ,
+//! broadcast or backwards copies, other atomic operations) are reported, as are unknown
+//! packets; `crates/hcq-emu/PACKETS.md` lists them all. A fault (unmapped memory, unknown or
+//! truncated packet, unmodelled field value) is reported and raises the exception events; the
+//! engine then goes on with the next packet.
 
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
+use hcq_amd_sys::pm4::CompareFunction;
 use hcq_amd_sys::sdma::{
-    gcr_control, Atomic, ConstFill, CopyLinear, Header, Indirect, Packet, PollRegmem, ATOMIC_ADD64,
-    OP_NOP,
+    copy_flags, gcr_control, packet_name, Atomic, ConstFill, CopyLinear, Header, Indirect, Packet,
+    PollRegmem, WriteLinear, ATOMIC_ADD64, OP_NOP, OP_WRITE, SUBOP_WRITE_LINEAR,
 };
 
 use hcq_amd_sys::shared;
@@ -33,10 +37,6 @@ use crate::gpu::{FaultClass, Gpu};
 use crate::memory::Snapshot;
 use crate::queue::QueueShared;
 use crate::ring::{PointerUnit, Ring, RingDesc};
-
-/// First and longest sleep between polls of `POLL_REGMEM`.
-const POLL_MIN: Duration = Duration::from_micros(20);
-const POLL_MAX: Duration = Duration::from_millis(1);
 
 /// A copy queue's SDMA engine.
 pub(crate) struct Sdma {
@@ -99,15 +99,31 @@ impl Sdma {
             }
         };
         let header = Header::parse(header_word);
-        let Some(len) = header.packet_len() else {
-            self.fault(
-                FaultClass::Hw,
-                format!(
-                    "unknown SDMA packet (header {header_word:#010x}, op {}, sub_op {}) at ring byte {pos}",
-                    header.op, header.sub_op
-                ),
-            );
-            return pos + 4;
+        // A length read from the body (WRITE's count) must come from what the doorbell covers.
+        let len = header.packet_len_with(|i| {
+            ((i as u64) < available)
+                .then(|| fetch(i as u64).ok())
+                .flatten()
+        });
+        let len = match len {
+            Some(len) => len,
+            // Its count dword is not there to read: the check below reports it truncated (or
+            // the fetch an unmapped ring).
+            None if (header.op, header.sub_op) == (OP_WRITE, SUBOP_WRITE_LINEAR) => {
+                WriteLinear::LEN_BEFORE_DATA
+            }
+            None => {
+                self.fault(
+                    FaultClass::Hw,
+                    format!(
+                        "unknown SDMA packet (header {header_word:#010x}, op {} = {}, sub_op {}) at ring byte {pos}",
+                        header.op,
+                        packet_name(header.op, header.sub_op),
+                        header.sub_op
+                    ),
+                );
+                return pos + 4;
+            }
         };
         let len = len as u64;
         if len > available {
@@ -158,7 +174,8 @@ impl Sdma {
             }
         };
         match packet {
-            Packet::Nop(_) | Packet::HdpFlush(_) => fence(Ordering::SeqCst),
+            Packet::Nop(_) => fence(Ordering::SeqCst),
+            Packet::HdpFlush(h) => self.poll(&h.poll, at),
             Packet::Gcr(g) => {
                 if g.control & gcr_control::GLI_INV != 0 {
                     self.gpu.code_cache.invalidate();
@@ -191,9 +208,13 @@ impl Sdma {
             }
             Packet::ConstFill(f) => self.fill(&f, at),
             Packet::Atomic(a) => self.atomic(&a, at),
+            Packet::WriteLinear(w) => self.write_linear(&w, at),
             Packet::Unknown { op, sub_op } => self.fault(
                 FaultClass::Hw,
-                format!("unsupported SDMA packet op {op} sub_op {sub_op} at {at}"),
+                format!(
+                    "SDMA packet {} (op {op} sub_op {sub_op}) is not modelled at {at}",
+                    packet_name(op, sub_op)
+                ),
             ),
         }
     }
@@ -232,7 +253,7 @@ impl Sdma {
             }
             let where_ = format!("IB {:#x} dword {k} ({at})", ib.address);
             let header = Header::parse(words[k]);
-            let Some(len) = header.packet_len() else {
+            let Some(len) = header.packet_len_with(|i| words.get(k + i).copied()) else {
                 self.fault(
                     FaultClass::Hw,
                     format!(
@@ -278,6 +299,30 @@ impl Sdma {
     }
 
     fn copy(&self, c: &CopyLinear, at: &str) {
+        let unmodelled = c.extra_info
+            & (copy_flags::ENCRYPT
+                | copy_flags::TMZ
+                | copy_flags::BACKWARDS
+                | copy_flags::BROADCAST);
+        if unmodelled != 0 {
+            self.fault(
+                FaultClass::Hw,
+                format!(
+                    "COPY_LINEAR with header flags {unmodelled:#x} (encrypt, TMZ, backwards or broadcast) is not modelled at {at}"
+                ),
+            );
+            return;
+        }
+        if c.src_swap != 0 || c.dst_swap != 0 {
+            self.fault(
+                FaultClass::Hw,
+                format!(
+                    "COPY_LINEAR with byte swapping (src_swap {}, dst_swap {}) is not modelled at {at}",
+                    c.src_swap, c.dst_swap
+                ),
+            );
+            return;
+        }
         let n = c.bytes();
         fence(Ordering::SeqCst);
         let snap = self.gpu.page_table.snapshot();
@@ -309,6 +354,28 @@ impl Sdma {
     }
 
     fn fill(&self, f: &ConstFill, at: &str) {
+        // Fill sizes 0..=2 are a byte, a word and a dword of `data`; what 3 means is not
+        // known here.
+        if f.fill_size > 2 {
+            self.fault(
+                FaultClass::Hw,
+                format!(
+                    "CONST_FILL with fill size {} is not modelled at {at}",
+                    f.fill_size
+                ),
+            );
+            return;
+        }
+        if f.sw != 0 {
+            self.fault(
+                FaultClass::Hw,
+                format!(
+                    "CONST_FILL with byte swapping (sw {}) is not modelled at {at}",
+                    f.sw
+                ),
+            );
+            return;
+        }
         let n = f.bytes();
         let pattern = f.data.to_le_bytes();
         let unit = f.unit();
@@ -367,17 +434,33 @@ impl Sdma {
         self.gpu.watch.notify();
     }
 
-    fn poll(&self, p: &PollRegmem, at: &str) {
-        if !p.mem_poll {
+    /// `WRITE` linear: the packet's dwords to consecutive dwords in memory.
+    fn write_linear(&self, w: &WriteLinear, at: &str) {
+        let unmodelled = w.flags & (copy_flags::ENCRYPT | copy_flags::TMZ);
+        if unmodelled != 0 || w.swap != 0 {
             self.fault(
                 FaultClass::Hw,
                 format!(
-                    "register-space POLL_REGMEM on {:#x} is not emulated at {at}",
-                    p.address
+                    "WRITE_LINEAR with header flags {unmodelled:#x} (encrypt, TMZ) or swap {} is not modelled at {at}",
+                    w.swap
                 ),
             );
             return;
         }
+        let addr = w.address & !3;
+        self.store(at, "WRITE_LINEAR", addr, |snap| {
+            w.data
+                .iter()
+                .zip(0u64..)
+                .try_for_each(|(&v, i)| snap.store_u32(addr.wrapping_add(4 * i), v))
+        });
+    }
+
+    /// `POLL_REGMEM`: polls a memory dword, or a register (byte address: the register's dword
+    /// address times 4). With `hdp_flush`, the register form first writes the reference to
+    /// the request register in the address's high half and polls the done register in its low
+    /// half (the HDP flush the kernel driver emits).
+    fn poll(&self, p: &PollRegmem, at: &str) {
         let Some(func) = p.compare() else {
             self.fault(
                 FaultClass::Hw,
@@ -388,27 +471,42 @@ impl Sdma {
             );
             return;
         };
-        let addr = p.address & !3;
-        let mut sleep = POLL_MIN;
-        loop {
-            if self.ring.queue.stopped() {
+        if p.mem_poll {
+            let addr = p.address & !3;
+            let result = self.ring.poll(func, p.mask, p.reference, |gpu| {
+                gpu.page_table.snapshot().load_u32(addr).ok_or(addr)
+            });
+            if let Err(va) = result {
+                self.fault(
+                    FaultClass::Vm { va },
+                    format!("VM fault: POLL_REGMEM read of unmapped address {va:#x} at {at}"),
+                );
+            }
+            return;
+        }
+        let register = |byte_address: u32| byte_address >> 2;
+        if p.hdp_flush {
+            let request = register((p.address >> 32) as u32);
+            if let Err(e) = self.gpu.registers.write(request, p.reference) {
+                self.fault(
+                    FaultClass::Hw,
+                    format!("POLL_REGMEM HDP flush: {e} at {at}"),
+                );
                 return;
             }
-            let seen = self.gpu.watch.seq();
-            let value = self.gpu.page_table.snapshot().load_u32(addr);
-            match value {
-                None => {
-                    self.fault(
-                        FaultClass::Vm { va: addr },
-                        format!("VM fault: POLL_REGMEM read of unmapped address {addr:#x} at {at}"),
-                    );
-                    return;
-                }
-                Some(v) if func.holds(v & p.mask, p.reference) => return,
-                Some(_) => {}
-            }
-            self.gpu.watch.wait(seen, sleep);
-            sleep = (sleep * 2).min(POLL_MAX);
+            self.gpu.watch.notify();
+        }
+        // Nothing to compare: the register is not read (the reference runtime's HDP flush
+        // polls register 0 with "always").
+        if func == CompareFunction::Always {
+            return;
+        }
+        let polled = register(p.address as u32);
+        let result = self
+            .ring
+            .poll(func, p.mask, p.reference, |gpu| gpu.registers.read(polled));
+        if let Err(e) = result {
+            self.fault(FaultClass::Hw, format!("POLL_REGMEM: {e} at {at}"));
         }
     }
 }

@@ -145,7 +145,8 @@ fn an_unknown_opcode_is_reported_and_the_queue_goes_on() {
     assert!(wait_signal(&dev, &sig, 0, 3, &ev));
     let report = k.take_fault_report(dev.gpu_id).expect("a fault report");
     assert!(
-        report.contains("unknown PM4 opcode 0x99") && report.contains("ring dword 0"),
+        report.contains("PM4 packet AQL_PACKET is not modelled: opcode 0x99")
+            && report.contains("ring dword 0"),
         "{report}"
     );
     assert_eq!(k.take_fault_report(dev.gpu_id), None);
@@ -524,5 +525,456 @@ fn plain_stores_to_the_doorbell_through_any_mapping_are_doorbells() {
     }
     // SAFETY: the second mapping is ours and no longer used.
     unsafe { k.munmap(second, 0x2000) }.unwrap();
+    q.destroy();
+}
+
+/// Runs `words` on `q`, then a signal of `value`, and waits for the signal: everything before
+/// it has executed.
+fn run_then_signal(
+    q: &mut Queue,
+    dev: &Dev,
+    sig: &Signals,
+    ev: &CreateEventArgs,
+    words: &[u32],
+    value: u64,
+) {
+    let mut b = Pm4Builder::new();
+    b.signal(sig.value_addr(0), value, sig.mailbox(ev), ev.event_id);
+    let mut all = words.to_vec();
+    all.extend_from_slice(&b.words);
+    q.submit(&all);
+    assert!(wait_signal(dev, sig, 0, value, ev), "signal {value}");
+}
+
+/// The fault reports raised since the last call, oldest first.
+fn reports(k: &EmuKernel, dev: &Dev) -> Vec<String> {
+    std::iter::from_fn(|| k.take_fault_report(dev.gpu_id)).collect()
+}
+
+fn copy_data(src_sel: u8, dst_sel: u8, count_64: bool, src: u64, dst: u64) -> Vec<u32> {
+    let mut w = Vec::new();
+    pm4::CopyData {
+        src_sel,
+        dst_sel,
+        src_cache_policy: 0,
+        count_64,
+        write_confirm: true,
+        dst_cache_policy: 0,
+        src,
+        dst,
+    }
+    .encode(&mut w);
+    w
+}
+
+#[test]
+fn hdp_flushes_on_registers_write_the_request_and_poll_done() {
+    use pm4::{copy_dst_sel, copy_src_sel};
+    let k = EmuKernel::new(small_config());
+    let dev = Dev::open(&k, 0);
+    let sig = Signals::new(&dev);
+    let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
+    let mut q = dev.create_queue(0x1000);
+    let mem = dev.alloc(0x1000, ALLOC_MEM_FLAGS_GTT);
+
+    // tinygrad 0.14's memory barrier: request every client's flush on BIF_BX_PF0's REQ (NBIO
+    // segment 2 base 0xD20 + 0x106) and wait until DONE >= 0xffffffff.
+    let mut words = Vec::new();
+    pm4::WaitRegMem {
+        mem_space: 0,
+        operation: 1,
+        function: pm4::CompareFunction::GreaterEqual as u8,
+        engine: 0,
+        addr_lo: 0xd20 + 0x106,
+        addr_hi: 0xd20 + 0x107,
+        reference: 0xffff_ffff,
+        mask: 0xffff_ffff,
+        poll_interval: 4,
+    }
+    .encode(&mut words);
+    // DONE now reads as every bit requested.
+    words.extend(copy_data(
+        copy_src_sel::REGISTER,
+        copy_dst_sel::MEMORY,
+        false,
+        0xd20 + 0x107,
+        mem.va,
+    ));
+    // The reference runtime's form (bare offsets, mask 0) and a plain poll on DONE.
+    let mut b = Pm4Builder::new();
+    b.hdp_flush();
+    words.extend_from_slice(&b.words);
+    pm4::WaitRegMem {
+        mem_space: 0,
+        operation: 0,
+        function: pm4::CompareFunction::Equal as u8,
+        engine: 0,
+        addr_lo: 0x107,
+        addr_hi: 0,
+        reference: 1 << 10,
+        mask: 1 << 10,
+        poll_interval: 4,
+    }
+    .encode(&mut words);
+    run_then_signal(&mut q, &dev, &sig, &ev, &words, 1);
+    assert_eq!(mem.read_u32(0), 0xffff_ffff);
+    assert_eq!(reports(&k, &dev), Vec::<String>::new());
+
+    // A register the emulator does not model: reported by number, and the queue goes on.
+    let mut words = Vec::new();
+    pm4::WaitRegMem {
+        mem_space: 0,
+        operation: 0,
+        function: pm4::CompareFunction::Equal as u8,
+        engine: 0,
+        addr_lo: 0x1234,
+        addr_hi: 0,
+        reference: 1,
+        mask: 1,
+        poll_interval: 4,
+    }
+    .encode(&mut words);
+    // Memory space 2 does not exist.
+    let mut bad_space = Vec::new();
+    pm4::WaitRegMem {
+        mem_space: 2,
+        operation: 0,
+        function: pm4::CompareFunction::Always as u8,
+        engine: 0,
+        addr_lo: 0,
+        addr_hi: 0,
+        reference: 0,
+        mask: 0,
+        poll_interval: 4,
+    }
+    .encode(&mut bad_space);
+    words.extend(bad_space);
+    run_then_signal(&mut q, &dev, &sig, &ev, &words, 2);
+    let r = reports(&k, &dev);
+    assert_eq!(r.len(), 2, "{r:?}");
+    assert!(
+        r[0].contains("WAIT_REG_MEM poll: register 0x1234 is not modelled"),
+        "{r:?}"
+    );
+    assert!(
+        r[1].contains("MEM_SPACE 2 and OPERATION 0 is not modelled"),
+        "{r:?}"
+    );
+    q.destroy();
+}
+
+#[test]
+fn copy_data_moves_immediates_memory_registers_and_the_clock() {
+    use pm4::{copy_dst_sel, copy_src_sel};
+    let k = EmuKernel::new(small_config());
+    let dev = Dev::open(&k, 0);
+    let sig = Signals::new(&dev);
+    let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
+    let mut q = dev.create_queue(0x1000);
+    let mem = dev.alloc(0x1000, ALLOC_MEM_FLAGS_GTT);
+    for i in 0..64 {
+        mem.write_u32(4 * i, 0xeeee_0000 + i as u32);
+    }
+    let at = |offset: u64| mem.va + offset;
+    let mut words = Vec::new();
+    // Immediate, 32 and 64 bits (the 32-bit form leaves the next dword alone).
+    words.extend(copy_data(
+        copy_src_sel::IMMEDIATE,
+        copy_dst_sel::MEMORY,
+        false,
+        0x1111_2222_3333_4444,
+        at(0),
+    ));
+    words.extend(copy_data(
+        copy_src_sel::IMMEDIATE,
+        copy_dst_sel::MEMORY_OBSOLETE,
+        true,
+        0x5555_6666_7777_8888,
+        at(16),
+    ));
+    // Memory to memory, 32 and 64 bits; the 64-bit form ignores address bits 0..3.
+    words.extend(copy_data(
+        copy_src_sel::MEMORY,
+        copy_dst_sel::MEMORY,
+        false,
+        at(0),
+        at(32),
+    ));
+    words.extend(copy_data(
+        copy_src_sel::MEMORY_OBSOLETE,
+        copy_dst_sel::MEMORY,
+        true,
+        at(16 + 4),
+        at(40 + 4),
+    ));
+    // A register: GRBM_GFX_INDEX set through SET_UCONFIG_REG (uconfig offset 0x200).
+    pm4::SetUconfigReg {
+        reg: 0x200,
+        values: &[0xe000_0000 | (1 << 16)],
+    }
+    .encode(&mut words);
+    words.extend(copy_data(
+        copy_src_sel::REGISTER,
+        copy_dst_sel::MEMORY,
+        false,
+        0xc200,
+        at(56),
+    ));
+    // The GPU clock, twice.
+    words.extend(copy_data(
+        copy_src_sel::GPU_CLOCK_COUNT,
+        copy_dst_sel::MEMORY,
+        true,
+        0,
+        at(64),
+    ));
+    words.extend(copy_data(
+        copy_src_sel::GPU_CLOCK_COUNT,
+        copy_dst_sel::MEMORY,
+        true,
+        0,
+        at(72),
+    ));
+    run_then_signal(&mut q, &dev, &sig, &ev, &words, 1);
+    assert_eq!(reports(&k, &dev), Vec::<String>::new());
+    assert_eq!(
+        (mem.read_u32(0), mem.read_u32(4)),
+        (0x3333_4444, 0xeeee_0001)
+    );
+    assert_eq!(
+        (mem.read_u32(16), mem.read_u32(20)),
+        (0x7777_8888, 0x5555_6666)
+    );
+    assert_eq!(
+        (mem.read_u32(32), mem.read_u32(36)),
+        (0x3333_4444, 0xeeee_0009)
+    );
+    assert_eq!(
+        (mem.read_u32(40), mem.read_u32(44)),
+        (0x7777_8888, 0x5555_6666)
+    );
+    assert_eq!(mem.read_u32(56), 0xe001_0000);
+    let clock = |o| u64::from(mem.read_u32(o)) | (u64::from(mem.read_u32(o + 4)) << 32);
+    assert!(
+        clock(64) > 0 && clock(72) >= clock(64),
+        "{} {}",
+        clock(64),
+        clock(72)
+    );
+
+    // Selections the emulator does not model are reported by name; nothing is written.
+    let mut words = Vec::new();
+    words.extend(copy_data(
+        copy_src_sel::PERFCOUNTERS,
+        copy_dst_sel::MEMORY,
+        false,
+        0x1234,
+        at(128),
+    ));
+    words.extend(copy_data(
+        copy_src_sel::IMMEDIATE,
+        copy_dst_sel::GDS,
+        false,
+        7,
+        0,
+    ));
+    words.extend(copy_data(
+        copy_src_sel::IMMEDIATE,
+        copy_dst_sel::REGISTER,
+        false,
+        7,
+        0x1234,
+    ));
+    run_then_signal(&mut q, &dev, &sig, &ev, &words, 2);
+    let r = reports(&k, &dev);
+    assert_eq!(r.len(), 3, "{r:?}");
+    assert!(
+        r[0].contains("SRC_SEL 4 (performance counters) is not modelled"),
+        "{r:?}"
+    );
+    assert!(r[1].contains("DST_SEL 3 (GDS) is not modelled"), "{r:?}");
+    assert!(r[2].contains("register 0x1234 is not modelled"), "{r:?}");
+    assert_eq!(mem.read_u32(128), 0xeeee_0020);
+    q.destroy();
+}
+
+#[test]
+fn write_data_pred_exec_and_set_uconfig_reg() {
+    let k = EmuKernel::new(small_config());
+    let dev = Dev::open(&k, 0);
+    let sig = Signals::new(&dev);
+    let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
+    let mut q = dev.create_queue(0x1000);
+    let mem = dev.alloc(0x1000, ALLOC_MEM_FLAGS_GTT);
+    let write = |dst_sel: u8, no_increment: bool, offset: u64, data: &[u32]| {
+        let mut w = Vec::new();
+        pm4::WriteData {
+            dst_sel,
+            no_increment,
+            write_confirm: true,
+            cache_policy: 0,
+            dst: mem.va + offset,
+            data,
+        }
+        .encode(&mut w);
+        w
+    };
+    let mut words = write(pm4::write_dst_sel::MEMORY, false, 0, &[1, 2, 3]);
+    words.extend(write(
+        pm4::write_dst_sel::MEMORY_TC_L2,
+        true,
+        16,
+        &[4, 5, 6],
+    ));
+    // PRED_EXEC for XCC 1 only: the one die here is XCC 0, so the write is skipped; then one
+    // selecting XCC 0, which runs.
+    let skipped = write(pm4::write_dst_sel::MEMORY, false, 32, &[7]);
+    pm4::PredExec {
+        exec_count: skipped.len() as u16,
+        device_select: 0b10,
+    }
+    .encode(&mut words);
+    words.extend_from_slice(&skipped);
+    let taken = write(pm4::write_dst_sel::MEMORY, false, 36, &[8]);
+    pm4::PredExec {
+        exec_count: taken.len() as u16,
+        device_select: 0b11,
+    }
+    .encode(&mut words);
+    words.extend_from_slice(&taken);
+    run_then_signal(&mut q, &dev, &sig, &ev, &words, 1);
+    assert_eq!(reports(&k, &dev), Vec::<String>::new());
+    assert_eq!([0, 4, 8].map(|o| mem.read_u32(o)), [1, 2, 3]);
+    assert_eq!([16, 20].map(|o| mem.read_u32(o)), [6, 0]);
+    assert_eq!([32, 36].map(|o| mem.read_u32(o)), [0, 8]);
+
+    // GDS, an unmodelled uconfig register and an unmodelled event are reported.
+    let mut words = write(pm4::write_dst_sel::GDS, false, 0, &[9]);
+    pm4::SetUconfigReg {
+        reg: 0x1000,
+        values: &[1],
+    }
+    .encode(&mut words);
+    pm4::EventWrite {
+        event_type: 0x35,
+        event_index: 0,
+    }
+    .encode(&mut words);
+    run_then_signal(&mut q, &dev, &sig, &ev, &words, 2);
+    let r = reports(&k, &dev);
+    assert_eq!(r.len(), 3, "{r:?}");
+    assert!(
+        r[0].contains("WRITE_DATA with DST_SEL 3 (GDS) is not modelled"),
+        "{r:?}"
+    );
+    assert!(
+        r[1].contains("SET_UCONFIG_REG: register 0xd000 is not modelled"),
+        "{r:?}"
+    );
+    assert!(
+        r[2].contains("event type 0x35 (THREAD_TRACE_MARKER) is not modelled"),
+        "{r:?}"
+    );
+    assert_eq!(mem.read_u32(0), 1);
+    q.destroy();
+}
+
+#[test]
+fn release_mem_selections_are_honoured_or_reported() {
+    let k = EmuKernel::new(small_config());
+    let dev = Dev::open(&k, 0);
+    let sig = Signals::new(&dev);
+    let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
+    let mut q = dev.create_queue(0x1000);
+    let mem = dev.alloc(0x1000, ALLOC_MEM_FLAGS_GTT);
+    let release = |data_sel: u8, dst_sel: u8, int_sel: u8, offset: u64, data: u64| {
+        let mut w = Vec::new();
+        pm4::ReleaseMem {
+            event_type: pm4::EVENT_CACHE_FLUSH_AND_INV_TS,
+            event_index: pm4::EVENT_INDEX_END_OF_PIPE,
+            gcr: 0,
+            data_sel,
+            int_sel,
+            dst_sel,
+            address: mem.va + offset,
+            data,
+            int_ctx: 0,
+        }
+        .encode(&mut w);
+        w
+    };
+    use pm4::{data_sel, int_sel, release_dst_sel};
+    // 64-bit data to TC_L2 at an address 4 past a qword: written at the qword.
+    let mut words = release(
+        data_sel::DATA_64,
+        release_dst_sel::TC_L2,
+        0,
+        8 + 4,
+        0x0102_0304_0506_0708,
+    );
+    // tinygrad 0.14's barrier before a timestamp: no data, an interrupt with context 0.
+    words.extend(release(
+        data_sel::NONE,
+        0,
+        int_sel::SEND_INT_ON_CONFIRM,
+        32,
+        0,
+    ));
+    run_then_signal(&mut q, &dev, &sig, &ev, &words, 1);
+    assert_eq!(reports(&k, &dev), Vec::<String>::new());
+    assert_eq!(
+        [8, 12, 16].map(|o| mem.read_u32(o)),
+        [0x0506_0708, 0x0102_0304, 0]
+    );
+    assert_eq!(mem.read_u32(32), 0);
+
+    // DATA_SEL 4, a write-pointer destination and a conditional interrupt: reported, and
+    // nothing written.
+    let mut words = release(data_sel::PERFCOUNTER_OR_SYSTEM_CLOCK, 0, 0, 64, 0);
+    words.extend(release(
+        data_sel::DATA_32,
+        release_dst_sel::QUEUE_WRITE_POINTER_REGISTER,
+        0,
+        72,
+        5,
+    ));
+    words.extend(release(
+        data_sel::DATA_32,
+        0,
+        int_sel::CONDITIONAL_32,
+        80,
+        6,
+    ));
+    run_then_signal(&mut q, &dev, &sig, &ev, &words, 2);
+    let r = reports(&k, &dev);
+    assert_eq!(r.len(), 3, "{r:?}");
+    assert!(r[0].contains("unsupported DATA_SEL 4"), "{r:?}");
+    assert!(r[1].contains("unsupported DST_SEL 2"), "{r:?}");
+    assert!(r[2].contains("unsupported INT_SEL 5"), "{r:?}");
+    assert_eq!([64, 68, 72, 80].map(|o| mem.read_u32(o)), [0; 4]);
+
+    // An INDIRECT_BUFFER without its VALID bit is not run.
+    let ib = dev.alloc(0x1000, ALLOC_MEM_FLAGS_GTT);
+    for (i, w) in release(data_sel::DATA_32, 0, 0, 96, 9)
+        .into_iter()
+        .enumerate()
+    {
+        ib.write_u32(4 * i as u64, w);
+    }
+    let mut words = Vec::new();
+    pm4::IndirectBuffer {
+        address: ib.va,
+        size_dwords: 8,
+        chain: false,
+        valid: false,
+    }
+    .encode(&mut words);
+    run_then_signal(&mut q, &dev, &sig, &ev, &words, 3);
+    let r = reports(&k, &dev);
+    assert!(
+        r.len() == 1 && r[0].contains("without its VALID bit"),
+        "{r:?}"
+    );
+    assert_eq!(mem.read_u32(96), 0);
     q.destroy();
 }

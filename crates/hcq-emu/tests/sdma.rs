@@ -450,10 +450,11 @@ fn unknown_and_truncated_packets_are_hw_exceptions_and_the_engine_goes_on() {
     q.submit(&b);
     assert_eq!(dev.wait_event(hw.event_id, 5000).0, WAIT_RESULT_COMPLETE);
     assert!(wait_signal(&dev, &sig, 0, 2, &ev));
-    assert!(k
-        .take_fault_report(dev.gpu_id)
-        .unwrap()
-        .contains("unsupported"));
+    let report = k.take_fault_report(dev.gpu_id).unwrap();
+    assert!(
+        report.contains("SDMA packet COPY_LINEAR_RECT (op 1 sub_op 4) is not modelled"),
+        "{report}"
+    );
 
     // A packet longer than what was written: the rest of the submission is skipped.
     let mut b = SdmaBuilder::new();
@@ -725,5 +726,262 @@ fn copies_racing_with_host_writes_see_only_whole_values_the_host_wrote() {
         }
         stop.store(true, Ordering::Relaxed);
     });
+    q.destroy();
+}
+
+/// The fault reports raised since the last call, oldest first.
+fn reports(k: &EmuKernel, dev: &Dev) -> Vec<String> {
+    std::iter::from_fn(|| k.take_fault_report(dev.gpu_id)).collect()
+}
+
+#[test]
+fn write_linear_stores_its_dwords_and_unmodelled_flags_are_reported() {
+    let k = EmuKernel::new(small_config());
+    let dev = Dev::open(&k, 0);
+    let sig = Signals::new(&dev);
+    let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
+    let mut q = create_sdma(&dev, 0x1000);
+    let mem = dev.alloc(0x1000, ALLOC_MEM_FLAGS_GTT);
+    mem.write_u32(12, 0x5a5a_5a5a);
+
+    // tinygrad 0.14's copy-queue `write` of a 64-bit value, and a 3-dword write.
+    let mut b = SdmaBuilder::new();
+    b.raw(&[
+        2,
+        mem.va as u32,
+        (mem.va >> 32) as u32,
+        1,
+        0x0506_0708,
+        0x0102_0304,
+    ]);
+    b.push(&sdma::Packet::WriteLinear(sdma::WriteLinear {
+        flags: 0,
+        swap: 0,
+        address: mem.va + 16,
+        data: vec![7, 8, 9],
+    }));
+    // Encryption and byte swapping are not modelled: reported, nothing written.
+    b.push(&sdma::Packet::WriteLinear(sdma::WriteLinear {
+        flags: 1,
+        swap: 0,
+        address: mem.va + 32,
+        data: vec![10],
+    }));
+    b.push(&sdma::Packet::WriteLinear(sdma::WriteLinear {
+        flags: 0,
+        swap: 2,
+        address: mem.va + 36,
+        data: vec![11],
+    }));
+    b.signal(sig.value_addr(0), 1, sig.mailbox(&ev), ev.event_id);
+    q.submit(&b);
+    assert!(wait_signal(&dev, &sig, 0, 1, &ev));
+    assert_eq!(
+        [0, 4, 8, 12].map(|o| mem.read_u32(o)),
+        [0x0506_0708, 0x0102_0304, 0, 0x5a5a_5a5a]
+    );
+    assert_eq!([16, 20, 24, 28].map(|o| mem.read_u32(o)), [7, 8, 9, 0]);
+    assert_eq!([32, 36].map(|o| mem.read_u32(o)), [0, 0]);
+    let r = reports(&k, &dev);
+    assert_eq!(r.len(), 2, "{r:?}");
+    assert!(r[0].contains("WRITE_LINEAR with header flags 0x1"), "{r:?}");
+    assert!(r[1].contains("swap 2 is not modelled"), "{r:?}");
+
+    // Inside an indirect buffer, the length comes from the count dword too.
+    let ib = dev.alloc(0x1000, ALLOC_MEM_FLAGS_GTT);
+    let mut inner = Vec::new();
+    sdma::WriteLinear {
+        flags: 0,
+        swap: 0,
+        address: mem.va + 64,
+        data: vec![21, 22],
+    }
+    .encode(&mut inner);
+    sdma::Fence::new(mem.va + 72, 23).encode(&mut inner);
+    for (i, &w) in inner.iter().enumerate() {
+        ib.write_u32(4 * i as u64, w);
+    }
+    let mut b = SdmaBuilder::new();
+    b.indirect(ib.va, inner.len() as u32);
+    b.signal(sig.value_addr(0), 2, sig.mailbox(&ev), ev.event_id);
+    q.submit(&b);
+    assert!(wait_signal(&dev, &sig, 0, 2, &ev));
+    assert_eq!([64, 68, 72].map(|o| mem.read_u32(o)), [21, 22, 23]);
+    assert_eq!(reports(&k, &dev), Vec::<String>::new());
+
+    // A WRITE whose count dword is past what the doorbell covers is truncated.
+    let mut b = SdmaBuilder::new();
+    b.raw(&[2, mem.va as u32, 0]);
+    q.submit(&b);
+    assert!(q.wait_idle(LONG));
+    let r = reports(&k, &dev);
+    assert!(r.len() == 1 && r[0].contains("truncated"), "{r:?}");
+    q.destroy();
+}
+
+#[test]
+fn register_polls_flush_hdp_and_unmodelled_registers_are_reported() {
+    let k = EmuKernel::new(small_config());
+    let dev = Dev::open(&k, 0);
+    let sig = Signals::new(&dev);
+    let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
+    let mut q = create_sdma(&dev, 0x1000);
+    let mem = dev.alloc(0x1000, ALLOC_MEM_FLAGS_GTT);
+    write(&mem, &pattern(3, 64));
+
+    let poll = |hdp_flush: bool, func: u8, address: u64, reference: u32, mask: u32| {
+        sdma::Packet::PollRegmem(sdma::PollRegmem {
+            hdp_flush,
+            func,
+            mem_poll: false,
+            address,
+            reference,
+            mask,
+            interval: 10,
+            retry_count: 0xfff,
+        })
+    };
+    let mut b = SdmaBuilder::new();
+    // The kernel driver's SDMA HDP flush: DONE's byte address low, REQ's high, sdma0's bit.
+    let (req, done) = (0xd20u64 + 0x106, 0xd20u64 + 0x107);
+    b.push(&poll(
+        true,
+        3,
+        (done << 2) | ((req << 2) << 32),
+        1 << 10,
+        1 << 10,
+    ));
+    // The reference runtime's (always, nothing read).
+    b.push(&sdma::Packet::HdpFlush(sdma::HdpFlush::default()));
+    b.signal(sig.value_addr(0), 1, sig.mailbox(&ev), ev.event_id);
+    // An unmodelled register: reported, and the engine goes on.
+    b.push(&poll(false, 3, 0x4444 << 2, 1, 1));
+    // Byte swapping in COPY_LINEAR and CONST_FILL is not modelled: reported, nothing copied.
+    b.push(&sdma::Packet::CopyLinear(sdma::CopyLinear {
+        extra_info: 0,
+        count: 7,
+        dst_swap: 0,
+        src_swap: 2,
+        src: mem.va,
+        dst: mem.va + 512,
+    }));
+    b.push(&sdma::Packet::ConstFill(sdma::ConstFill {
+        sw: 1,
+        fill_size: 2,
+        address: mem.va + 512,
+        data: 0x1234_5678,
+        count: 7,
+    }));
+    b.push(&sdma::Packet::ConstFill(sdma::ConstFill {
+        sw: 0,
+        fill_size: 3,
+        address: mem.va + 512,
+        data: 0x1234_5678,
+        count: 7,
+    }));
+    // TIMESTAMP_GET (the engine-local counter) is not modelled.
+    b.raw(&[
+        sdma::header(sdma::OP_TIMESTAMP, sdma::SUBOP_TIMESTAMP_GET, 0),
+        mem.va as u32 + 512,
+        0,
+    ]);
+    b.signal(sig.value_addr(0), 2, sig.mailbox(&ev), ev.event_id);
+    q.submit(&b);
+    assert!(wait_signal(&dev, &sig, 0, 2, &ev));
+    let r = reports(&k, &dev);
+    assert_eq!(r.len(), 5, "{r:?}");
+    assert!(
+        r[0].contains("POLL_REGMEM: register 0x4444 is not modelled"),
+        "{r:?}"
+    );
+    assert!(
+        r[1].contains("COPY_LINEAR with byte swapping (src_swap 2"),
+        "{r:?}"
+    );
+    assert!(
+        r[2].contains("CONST_FILL with byte swapping (sw 1)"),
+        "{r:?}"
+    );
+    assert!(r[3].contains("CONST_FILL with fill size 3"), "{r:?}");
+    assert!(
+        r[4].contains("SDMA packet TIMESTAMP_GET (op 13 sub_op 1) is not modelled"),
+        "{r:?}"
+    );
+    assert_eq!(read(&mem)[512..520], [0; 8]);
+    q.destroy();
+}
+
+#[test]
+fn one_copy_linear_moves_more_than_4_mib_and_unmodelled_flags_are_reported() {
+    let k = EmuKernel::new(small_config());
+    let dev = Dev::open(&k, 0);
+    let sig = Signals::new(&dev);
+    let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
+    let mut q = create_sdma(&dev, 0x1000);
+    // tinygrad 0.14 puts up to 1 GiB in one COPY_LINEAR on SDMA v6 (a 30-bit count).
+    let n = MIB4 + 4096 + 12;
+    let src = dev.alloc(2 * MIB4, ALLOC_MEM_FLAGS_GTT);
+    let dst = dev.alloc(2 * MIB4, ALLOC_MEM_FLAGS_GTT);
+    let data = pattern(11, n as usize);
+    write(&src, &data);
+    let copy = |extra_info: u16, count: u64| {
+        sdma::Packet::CopyLinear(sdma::CopyLinear {
+            extra_info,
+            count: (count - 1) as u32,
+            dst_swap: 0,
+            src_swap: 0,
+            src: src.va,
+            dst: dst.va,
+        })
+    };
+    let mut b = SdmaBuilder::new();
+    b.push(&copy(0, n));
+    b.signal(sig.value_addr(0), 1, sig.mailbox(&ev), ev.event_id);
+    q.submit(&b);
+    assert!(wait_signal(&dev, &sig, 0, 1, &ev));
+    let out = read(&dst);
+    assert!(out[..n as usize] == data[..], "the copy differs");
+    assert!(out[n as usize..].iter().all(|&x| x == 0));
+    assert_eq!(reports(&k, &dev), Vec::<String>::new());
+
+    // Broadcast (two destinations) and TMZ are not modelled: reported, nothing copied over
+    // the zeros written first. Cache policy valid (CPV) changes nothing.
+    write(&dst, &[0; 64]);
+    let mut b = SdmaBuilder::new();
+    // A broadcast copy is two dwords longer (a second destination): skipped whole.
+    b.raw(&[
+        sdma::header(
+            sdma::OP_COPY,
+            sdma::SUBOP_COPY_LINEAR,
+            sdma::copy_flags::BROADCAST,
+        ),
+        63,
+        0,
+        src.va as u32,
+        (src.va >> 32) as u32,
+        dst.va as u32,
+        (dst.va >> 32) as u32,
+        dst.va as u32 + 128,
+        (dst.va >> 32) as u32,
+    ]);
+    b.push(&copy(sdma::copy_flags::TMZ, 64));
+    b.signal(sig.value_addr(0), 2, sig.mailbox(&ev), ev.event_id);
+    q.submit(&b);
+    assert!(wait_signal(&dev, &sig, 0, 2, &ev));
+    assert_eq!(read(&dst)[..64], [0; 64]);
+    let r = reports(&k, &dev);
+    assert_eq!(r.len(), 2, "{r:?}");
+    assert!(
+        r[0].contains("COPY_LINEAR with header flags 0x800"),
+        "{r:?}"
+    );
+    assert!(r[1].contains("COPY_LINEAR with header flags 0x4"), "{r:?}");
+    let mut b = SdmaBuilder::new();
+    b.push(&copy(sdma::copy_flags::CPV, 64));
+    b.signal(sig.value_addr(0), 3, sig.mailbox(&ev), ev.event_id);
+    q.submit(&b);
+    assert!(wait_signal(&dev, &sig, 0, 3, &ev));
+    assert_eq!(read(&dst)[..64], data[..64]);
+    assert_eq!(reports(&k, &dev), Vec::<String>::new());
     q.destroy();
 }
