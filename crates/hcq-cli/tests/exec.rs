@@ -324,3 +324,48 @@ fn tinygrad_0_9_runs_with_only_its_compiler_replaced() {
         Some("run_tinygrad_0_9.py"),
     );
 }
+
+/// hcq's own driver for real GPUs (`amd:0`, raw `/dev/kfd` calls through libc, doorbells as
+/// plain stores) has no GPU to run on here; under `hcq exec` it meets the emulated kernel
+/// driver at the system-call boundary, as it would meet Linux. The demo's kernels and a short
+/// soak (launches, graph replays and copies, every result checked against the host) pass.
+#[test]
+fn hcqs_own_real_gpu_driver_runs_under_hcq_exec() {
+    let hcq = env!("CARGO_BIN_EXE_hcq");
+    let o = hcq_exec(&["--", hcq, "devices"]);
+    assert!(o.status.success(), "{o:?}");
+    assert!(
+        stdout(&o)
+            .lines()
+            .any(|l| l.starts_with("amd:0 ") && l.ends_with("real")),
+        "{}",
+        stdout(&o)
+    );
+    let o = hcq_exec(&["--", hcq, "demo", "--device", "amd:0"]);
+    let out = stdout(&o);
+    assert!(
+        o.status.success() && out.contains("all results verified"),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.starts_with("device amd:0 (gfx1100, real)"), "{out}");
+    let o = hcq_exec(&[
+        "--",
+        hcq,
+        "soak",
+        "--launches",
+        "3000",
+        "--replays",
+        "300",
+        "--copies",
+        "60",
+        "--device",
+        "amd:0",
+    ]);
+    let out = stdout(&o);
+    assert!(
+        o.status.success() && out.contains("soak passed: every result verified"),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
