@@ -394,7 +394,7 @@ fn ioctl(fd: hcq_amd_sys::seam::Fd, request: usize, arg: usize) -> Outcome {
     }
     // The kernel copies the argument with copy_from_user, so a bad pointer is EFAULT, not a
     // crash of the program: the range is checked readable before the emulator reads it.
-    if size > 0 && !readable(arg, size) {
+    if size > 0 && !(readable(arg, size) && inner_pointers_readable(request, arg, size)) {
         return Outcome::Return(-(libc::EFAULT as isize));
     }
     // SAFETY: the program passes `arg` for this request, as it would to the kernel, and its
@@ -402,6 +402,41 @@ fn ioctl(fd: hcq_amd_sys::seam::Fd, request: usize, arg: usize) -> Outcome {
     match unsafe { k.ioctl(fd, request, arg as *mut c_void) } {
         Ok(()) => Outcome::Return(0),
         Err(e) => Outcome::Return(errno_of(&e)),
+    }
+}
+
+/// The buffers some requests point to, checked as the kernel's copy_{from,to}_user would:
+/// `WAIT_EVENTS`' events, `(UN)MAP_MEMORY_TO_GPU`'s device ids, a render node's `VERSION`
+/// strings and `AMDGPU_INFO` answer (the numbers do not collide between KFD and DRM). The
+/// lengths probed are what the emulator may touch at most.
+fn inner_pointers_readable(request: u64, arg: usize, size: usize) -> bool {
+    use hcq_amd_sys::{drm, kfd};
+    let mut bytes = [0u8; 64];
+    let n = size.min(bytes.len());
+    if !copy_bytes_from_program(arg, &mut bytes[..n]) {
+        return false;
+    }
+    let u32_at =
+        |o: usize| u32::from_le_bytes([bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]]);
+    let u64_at = |o: usize| u64::from(u32_at(o)) | u64::from(u32_at(o + 4)) << 32;
+    let span = |ptr: u64, len: usize| ptr == 0 || len == 0 || readable(ptr as usize, len);
+    match kfd::request_nr(request) {
+        nr if nr == kfd::request_nr(kfd::IOC_WAIT_EVENTS) => span(
+            u64_at(0),
+            (u32_at(8) as usize).min(8192) * std::mem::size_of::<kfd::EventData>(),
+        ),
+        nr if nr == kfd::request_nr(kfd::IOC_MAP_MEMORY_TO_GPU)
+            || nr == kfd::request_nr(kfd::IOC_UNMAP_MEMORY_FROM_GPU) =>
+        {
+            span(u64_at(8), (u32_at(16) as usize).min(1024) * 4)
+        }
+        nr if nr == drm::request_nr(drm::IOC_VERSION) => [(16, 24), (32, 40), (48, 56)]
+            .iter()
+            .all(|&(len, ptr)| span(u64_at(ptr), (u64_at(len) as usize).min(16))),
+        nr if nr == drm::request_nr(drm::IOC_AMDGPU_INFO) => {
+            span(u64_at(0), (u32_at(8) as usize).min(512))
+        }
+        _ => true,
     }
 }
 

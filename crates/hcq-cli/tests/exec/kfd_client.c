@@ -549,6 +549,12 @@ int main(int argc, char **argv) {
       .timeout = 20000,
   };
   kioctl(AMDKFD_IOC_WAIT_EVENTS, &w, "WAIT_EVENTS");
+  /* A bad pointer inside an argument is EFAULT too (copy_from_user of the event array). */
+  struct kfd_ioctl_wait_events_args bad_wait = w;
+  bad_wait.events_ptr = 16;
+  bad_wait.timeout = 0;
+  if (ioctl(kfd, AMDKFD_IOC_WAIT_EVENTS, &bad_wait) != -1 || errno != EFAULT)
+    fail("WAIT_EVENTS with a bad event array did not fail with EFAULT");
   volatile uint32_t *signal = (volatile uint32_t *)((char *)signals.cpu + 8);
   printf("wait_result %u signal %u\n", w.wait_result, *signal);
   if (w.wait_result != KFD_IOC_WAIT_RESULT_COMPLETE || *signal != 7) fail("compute signal");
