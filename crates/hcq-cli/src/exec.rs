@@ -56,7 +56,21 @@ pub fn run(o: Options) -> Result<i32, String> {
         env_var("HCQ_EMU_MAX_STEPS").as_deref(),
         vram.as_deref(),
     )
-    .map_err(|e| format!("hcq exec: {e}"))?;
+    .map_err(|e| {
+        // Named as the user gave it: the flag, or the variable it fell back to.
+        let flag = match e.variable {
+            "HCQ_EMU_GPUS" if o.gpus.is_some() => Some("--gpus"),
+            "HCQ_EMU_VRAM" if o.vram.is_some() => Some("--vram"),
+            _ => None,
+        };
+        match flag {
+            Some(flag) => format!(
+                "hcq exec: {flag} {} is not valid: expected {}",
+                e.value, e.accepted
+            ),
+            None => format!("hcq exec: {e}"),
+        }
+    })?;
     let root = Root::create().map_err(|e| format!("hcq exec: creating its /sys and /dev: {e}"))?;
     let vram_bytes = write_tree(&root.path, config)
         .map_err(|e| format!("hcq exec: writing {}: {e}", root.path.display()))?;
@@ -72,8 +86,17 @@ pub fn run(o: Options) -> Result<i32, String> {
         .env("LD_PRELOAD", preload)
         .env("HCQ_EXEC_ROOT", &root.path)
         .env("HCQ_EMU_GPUS", config.gpus.to_string())
-        // The size the tree shows, which the host's limits may have lowered from the request.
-        .env("HCQ_EMU_VRAM", vram_bytes.to_string())
+        // The size the tree shows, which the host's limits may have lowered from the request
+        // (with no GPU, the tree shows none: the request stands).
+        .env(
+            "HCQ_EMU_VRAM",
+            if vram_bytes > 0 {
+                vram_bytes
+            } else {
+                config.vram_bytes
+            }
+            .to_string(),
+        )
         .env("HCQ_EMU_MAX_STEPS", config.max_steps.to_string());
     // SAFETY: the closure runs in the child between fork and exec and only makes a system
     // call (async-signal-safe): the program starts with no signal blocked, not with the mask

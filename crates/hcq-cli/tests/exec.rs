@@ -139,6 +139,11 @@ fn property(props: &str, name: &str) -> String {
 fn a_c_program_drives_the_emulated_gpu_through_the_kernel_driver() {
     let dir = tempfile::tempdir().unwrap();
     let (client, code) = kfd_client(dir.path());
+    // No GPU: KFD is there, its topology has only the CPU node.
+    let o = hcq_exec(&["--gpus", "0", "--", client.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(err.contains("no GPU in the topology"), "{err}");
     for gpus in [1, 2] {
         let gpus_arg = gpus.to_string();
         let o = hcq_exec(&[
@@ -242,6 +247,16 @@ fn a_missing_program_is_a_clear_error() {
     );
     let o = hcq_exec(&[]);
     assert_eq!(o.status.code(), Some(2), "{o:?}");
+    // Bad settings are named as they were given.
+    for (flag, value) in [("--gpus", "100"), ("--vram", "1K")] {
+        let o = hcq_exec(&[flag, value, "--", "true"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(127), "{o:?}");
+        assert!(
+            err.contains(&format!("{flag} {value} is not valid")),
+            "{err}"
+        );
+    }
     // --trace cannot see into the program's process: refused, not ignored.
     let trace = std::env::temp_dir().join(format!("hcq-exec-trace-{}.json", std::process::id()));
     let o = Command::new(env!("CARGO_BIN_EXE_hcq"))
