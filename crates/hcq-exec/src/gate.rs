@@ -149,8 +149,7 @@ pub fn trampoline(resume: usize) -> Option<usize> {
     // accessed atomically.
     let keys = unsafe { std::slice::from_raw_parts((data + KEYS) as *const AtomicU64, SLOTS) };
     // SAFETY: one byte per slot, likewise.
-    let ready =
-        unsafe { std::slice::from_raw_parts((data + KEYS + SLOTS * 8) as *const AtomicU8, SLOTS) };
+    let ready = unsafe { std::slice::from_raw_parts((data + READY) as *const AtomicU8, SLOTS) };
     let key = resume as u64;
     let start = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) as usize % SLOTS;
     for probe in 0..SLOTS {
@@ -269,4 +268,79 @@ pub fn enable_for_this_thread() -> std::io::Result<()> {
     INTERCEPTED.with(|i| i.set(true));
     set_selector(BLOCK);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup_once() {
+        static DONE: std::sync::Once = std::sync::Once::new();
+        DONE.call_once(|| setup().expect("the gate region"));
+    }
+
+    fn code(at: usize, len: usize) -> Vec<u8> {
+        // SAFETY: `at..at+len` lies inside the gate's executable view, readable.
+        unsafe { std::slice::from_raw_parts(at as *const u8, len) }.to_vec()
+    }
+
+    #[test]
+    fn the_fixed_stubs_make_rt_sigreturn_from_inside_the_gate() {
+        setup_once();
+        let base = code_base();
+        // mov eax, 15; syscall; ud2 — and a bare syscall; ud2.
+        assert_eq!(
+            code(base + RESTORER, 9),
+            [0xb8, 15, 0, 0, 0, 0x0f, 0x05, 0x0f, 0x0b]
+        );
+        assert_eq!(code(sigreturn_address(), 4), [0x0f, 0x05, 0x0f, 0x0b]);
+    }
+
+    #[test]
+    fn a_trampoline_makes_the_call_then_jumps_back_and_is_shared_per_call_site_until_full() {
+        setup_once();
+        let sites: Vec<usize> = (0..300).map(|i| 0x5555_0000_1000 + 7 * i).collect();
+        let first: Vec<usize> = sites.iter().map(|&s| trampoline(s).unwrap()).collect();
+        for (&site, &t) in sites.iter().zip(&first) {
+            let base = code_base();
+            assert!(t >= base + TRAMPOLINES && t + TRAMPOLINE_BYTES <= base + GATE_BYTES);
+            let mut want = vec![0x0f, 0x05, 0xff, 0x25, 0, 0, 0, 0];
+            want.extend_from_slice(&(site as u64).to_le_bytes());
+            assert_eq!(code(t, 16), want, "trampoline for {site:#x}");
+            // The same site finds the same trampoline; distinct sites never share one.
+            assert_eq!(trampoline(site), Some(t));
+        }
+        let mut distinct = first.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(distinct.len(), first.len());
+
+        // The table is process-wide: filling it is part of this one test. Every slot taken,
+        // from four threads at once, a new site gets None, never someone else's trampoline.
+        let made: Vec<Option<usize>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|k| {
+                    s.spawn(move || {
+                        (0..SLOTS)
+                            .map(|i| trampoline(0x7777_0000_0000 + 4096 * (4 * i + k)))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap())
+                .collect()
+        });
+        let some = made.iter().filter(|t| t.is_some()).count();
+        assert!(some < SLOTS && made.iter().any(Option::is_none));
+        // Every trampoline handed out jumps where its site is.
+        for (n, t) in made.iter().enumerate() {
+            if let Some(t) = t {
+                let (k, i) = (n / SLOTS, n % SLOTS);
+                let site = 0x7777_0000_0000u64 + 4096 * (4 * i + k) as u64;
+                assert_eq!(code(t + 8, 8), site.to_le_bytes());
+            }
+        }
+    }
 }
