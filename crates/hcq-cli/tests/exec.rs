@@ -194,7 +194,8 @@ fn shell_tools_see_the_emulated_devices_and_exit_statuses_pass_through() {
     // intercepted, and the shell's own exit status comes back.
     let script = format!(
         "cat {NODES}/{node}/gpu_id; ls /dev/dri; head -c 15 {NODES}/{node}/properties; echo; \
-         test -e /dev/kfd && ls /sys/class/kfd/kfd/topology/nodes; exit 7"
+         test -e /dev/kfd && ls /sys/class/kfd/kfd/topology/nodes; \
+         cd /sys/class/kfd/../drm && cat renderD{render}/dev; exit 7"
     );
     let o = hcq_exec(&["--", "sh", "-c", &script]);
     assert_eq!(o.status.code(), Some(7), "{o:?}");
@@ -202,7 +203,7 @@ fn shell_tools_see_the_emulated_devices_and_exit_statuses_pass_through() {
     assert_eq!(
         stdout(&o),
         format!(
-            "{gpu_id}renderD{render}\n{}\n0\n1\n",
+            "{gpu_id}renderD{render}\n{}\n0\n1\n226:{render}\n",
             &first_line[..15.min(first_line.len())]
         )
     );

@@ -125,24 +125,126 @@ pub fn device_node(path: &[u8]) -> bool {
             .is_some_and(|m| !m.is_empty() && m.iter().all(u8::is_ascii_digit))
 }
 
-/// Writes the generated tree's name for `path` (absolute, without its NUL) into `out` with a
-/// NUL, if the path is one the tree serves; returns whether it did.
-pub fn redirect(path: &[u8], out: &mut [u8]) -> bool {
-    let Some(root) = ROOT.get() else {
-        return false;
-    };
-    let Some(prefixes) = SERVED.get() else {
-        return false;
-    };
-    let served = prefixes.iter().any(|p| {
+/// `path` with `.`, `..` and repeated slashes resolved lexically into `out`, as an absolute
+/// path without a trailing slash; its length, or `None` if it is relative or does not fit.
+/// (Lexical `..` is what the kernel does in these trees: sysfs and `/dev` directories on the
+/// way are real directories, and links are resolved inside the generated tree afterwards.)
+pub fn normalize(path: &[u8], out: &mut [u8]) -> Option<usize> {
+    if path.first() != Some(&b'/') {
+        return None;
+    }
+    let mut len = 0;
+    for component in path.split(|&b| b == b'/') {
+        match component {
+            b"" | b"." => {}
+            b".." => {
+                // Back to the previous slash (the root stays the root).
+                while len > 0 && out[len - 1] != b'/' {
+                    len -= 1;
+                }
+                len = len.saturating_sub(1);
+            }
+            name => {
+                if len + 1 + name.len() > out.len() {
+                    return None;
+                }
+                out[len] = b'/';
+                out[len + 1..len + 1 + name.len()].copy_from_slice(name);
+                len += 1 + name.len();
+            }
+        }
+    }
+    if len == 0 {
+        out[0] = b'/';
+        len = 1;
+    }
+    Some(len)
+}
+
+/// Whether the normalized absolute `path` lies under one of `prefixes`.
+fn served(path: &[u8], prefixes: &[Vec<u8>]) -> bool {
+    prefixes.iter().any(|p| {
         path.strip_prefix(p.as_slice())
             .is_some_and(|rest| rest.is_empty() || rest[0] == b'/')
-    });
-    if !served || root.len() + path.len() + 1 > out.len() {
+    })
+}
+
+/// Writes the generated tree's name for `path` (without its NUL) into `out` with a NUL, if the
+/// path, resolved lexically, is one the tree serves; returns whether it did. A relative path is
+/// left to the kernel, which resolves it against the working directory (inside the tree after
+/// a `chdir` there, which is redirected).
+pub fn redirect(path: &[u8], out: &mut [u8]) -> bool {
+    let (Some(root), Some(prefixes)) = (ROOT.get(), SERVED.get()) else {
+        return false;
+    };
+    let mut normal = [0u8; 4096];
+    let Some(len) = normalize(path, &mut normal) else {
+        return false;
+    };
+    let normal = &normal[..len];
+    if !served(normal, prefixes) || root.len() + normal.len() + 1 > out.len() {
         return false;
     }
     out[..root.len()].copy_from_slice(root);
-    out[root.len()..root.len() + path.len()].copy_from_slice(path);
-    out[root.len() + path.len()] = 0;
+    out[root.len()..root.len() + normal.len()].copy_from_slice(normal);
+    out[root.len() + normal.len()] = 0;
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn norm(path: &str) -> Option<String> {
+        let mut out = [0u8; 64];
+        normalize(path.as_bytes(), &mut out).map(|n| String::from_utf8_lossy(&out[..n]).into())
+    }
+
+    #[test]
+    fn paths_are_resolved_lexically() {
+        assert_eq!(
+            norm("/sys//class/./drm/").as_deref(),
+            Some("/sys/class/drm")
+        );
+        assert_eq!(
+            norm("/sys/class/kfd/../drm").as_deref(),
+            Some("/sys/class/drm")
+        );
+        assert_eq!(
+            norm("/sys/class/kfd/../../../../etc").as_deref(),
+            Some("/etc")
+        );
+        assert_eq!(norm("/..").as_deref(), Some("/"));
+        assert_eq!(norm("/").as_deref(), Some("/"));
+        assert_eq!(norm("sys/class"), None);
+        assert_eq!(norm(""), None);
+        assert_eq!(norm(&format!("/{}", "x".repeat(70))), None);
+    }
+
+    #[test]
+    fn only_whole_components_under_a_served_root_are_served() {
+        let prefixes = vec![b"/dev/kfd".to_vec(), b"/sys/class/drm".to_vec()];
+        let check = |path: &str| {
+            let mut out = [0u8; 64];
+            let n = normalize(path.as_bytes(), &mut out).unwrap();
+            served(&out[..n], &prefixes)
+        };
+        assert!(check("/dev/kfd"));
+        assert!(check("/sys/class/drm/renderD128/device"));
+        assert!(check("/sys/class/kfd/../drm/renderD128"));
+        assert!(!check("/dev/kfd2"));
+        assert!(!check("/sys/class/drmx"));
+        assert!(!check("/sys/class/drm/../../../etc/passwd"));
+        assert!(!check("/dev"));
+    }
+
+    #[test]
+    fn device_nodes_are_kfd_and_numbered_render_nodes() {
+        assert!(device_node(b"/dev/kfd"));
+        assert!(device_node(b"/dev/dri/renderD128"));
+        assert!(!device_node(b"/dev/dri/renderD"));
+        assert!(!device_node(b"/dev/dri/renderD12a"));
+        assert!(!device_node(b"/dev/dri/card0"));
+        assert!(!device_node(b"/dev/kfd/"));
+    }
 }

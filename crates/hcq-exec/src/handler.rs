@@ -328,8 +328,11 @@ fn open(dirfd: usize, path_addr: usize, flags: usize, mode: usize, call: &mut Ca
         return Outcome::Return(issue(call.nr(), call.args()));
     };
     let path = &path[..len];
-    if files::device_node(path) {
-        return Outcome::Return(open_device(path, flags));
+    let mut normal = [0u8; PATH_MAX];
+    if let Some(n) = files::normalize(path, &mut normal) {
+        if files::device_node(&normal[..n]) {
+            return Outcome::Return(open_device(&normal[..n], flags));
+        }
     }
     let mut redirected = [0u8; 2 * PATH_MAX];
     let target = if files::redirect(path, &mut redirected) {
