@@ -39,24 +39,36 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-/// Compiles the C client with the system's compiler and the kernel's uapi header, and the
-/// kernel it dispatches with clang-19 (installed by `scripts/test.sh`).
-fn kfd_client(dir: &Path) -> (PathBuf, PathBuf) {
+/// Compiles the client with the system's compiler and the kernel's uapi header, as C or (the
+/// same source) as C++.
+fn compile_client(dir: &Path, cpp: bool) -> PathBuf {
     let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/exec");
-    let out = dir.join("kfd_client");
-    let o = Command::new("cc")
+    let out = dir.join(if cpp { "kfd_client_cpp" } else { "kfd_client" });
+    let mut c = Command::new(if cpp { "c++" } else { "cc" });
+    if cpp {
+        c.args(["-x", "c++", "-std=c++20", "-Wno-missing-field-initializers"]);
+    }
+    let o = c
         .args(["-O1", "-Wall", "-Wextra", "-Werror", "-pthread", "-I"])
         .arg(here.join("include"))
         .arg(here.join("kfd_client.c"))
         .arg("-o")
         .arg(&out)
         .output()
-        .expect("a C compiler (cc) runs");
+        .expect("the system's C and C++ compilers (cc, c++) run");
     assert!(
         o.status.success(),
-        "the C client does not compile:\n{}",
+        "the client does not compile (C++: {cpp}):\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    out
+}
+
+/// Compiles the C client, and the kernel it dispatches with clang-19 (installed by
+/// `scripts/test.sh`).
+fn kfd_client(dir: &Path) -> (PathBuf, PathBuf) {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/exec");
+    let out = compile_client(dir, false);
     let code = dir.join("kernels.hsaco");
     let o = Command::new("clang-19")
         .args([
@@ -181,6 +193,13 @@ fn a_c_program_drives_the_emulated_gpu_through_the_kernel_driver() {
             "{report}"
         );
         assert_eq!(stdout(&o), want, "{gpus} GPUs");
+        if gpus == 1 {
+            // The same program built as C++ behaves the same.
+            let cpp = compile_client(dir.path(), true);
+            let o = hcq_exec(&["--", cpp.to_str().unwrap(), code.to_str().unwrap()]);
+            assert!(o.status.success(), "C++: {o:?}");
+            assert_eq!(stdout(&o), want, "C++");
+        }
     }
 }
 

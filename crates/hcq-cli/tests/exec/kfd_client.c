@@ -1,6 +1,6 @@
-/* A KFD client written the way one is written for a real AMD GPU: the kernel's own uapi header,
- * plain libc calls, ring contents and doorbells as stores into mapped memory. `hcq exec` must
- * run it unmodified on the emulated GPU (tests/exec.rs).
+/* A KFD client written the way one is written for a real AMD GPU, in C that is also C++: the
+ * kernel's own uapi header, plain libc calls, ring contents and doorbells as stores into
+ * mapped memory. `hcq exec` must run it unmodified on the emulated GPU (tests/exec.rs).
  *
  * It finds the first GPU in the topology, opens its render node and acquires its VM, allocates
  * GTT and VRAM buffers mapped for the CPU and the GPU, then
@@ -15,7 +15,9 @@
  *     mapped, and reports what the memory-exception event says about the fault;
  * and prints what it saw. Every check failing exits 1 with the reason.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dirent.h>
 #include <elf.h>
 #include <errno.h>
@@ -146,7 +148,7 @@ static struct queue create_queue(int sdma) {
       .read_pointer_address = q.pointers.va + 8,
       .ring_size = 0x1000,
       .gpu_id = gpu_id,
-      .queue_type = sdma ? KFD_IOC_QUEUE_TYPE_SDMA : KFD_IOC_QUEUE_TYPE_COMPUTE,
+      .queue_type = (uint32_t)(sdma ? KFD_IOC_QUEUE_TYPE_SDMA : KFD_IOC_QUEUE_TYPE_COMPUTE),
       .queue_percentage = KFD_MAX_QUEUE_PERCENTAGE,
       .queue_priority = KFD_MAX_QUEUE_PRIORITY,
   };
@@ -170,7 +172,7 @@ static struct queue create_queue(int sdma) {
 }
 
 static void submit(struct queue *q, const uint32_t *words, unsigned n) {
-  uint32_t *ring = q->ring.cpu;
+  uint32_t *ring = (uint32_t *)q->ring.cpu;
   uint64_t dwords = q->ring.size / 4;
   for (unsigned i = 0; i < n; i++) {
     uint64_t at = q->sdma ? q->wptr / 4 : q->wptr;
@@ -233,7 +235,7 @@ static void wait_value(volatile uint32_t *p, uint32_t value, const char *what) {
 
 /* A second thread's calls reach the driver as the main thread's do. */
 static void *clock_thread(void *arg) {
-  struct kfd_ioctl_get_clock_counters_args *c = arg;
+  struct kfd_ioctl_get_clock_counters_args *c = (struct kfd_ioctl_get_clock_counters_args *)arg;
   c->gpu_id = gpu_id;
   kioctl(AMDKFD_IOC_GET_CLOCK_COUNTERS, c, "GET_CLOCK_COUNTERS");
   return NULL;
@@ -260,11 +262,11 @@ static int in_file(uint64_t offset, uint64_t len, size_t size) {
 
 /* The symbol `name` from .symtab or .dynsym (a code object has both; either will do). */
 static const Elf64_Sym *find_symbol(const uint8_t *file, size_t size, const char *name) {
-  const Elf64_Ehdr *eh = (const void *)file;
+  const Elf64_Ehdr *eh = (const Elf64_Ehdr *)file;
   if (eh->e_shentsize != sizeof(Elf64_Shdr) ||
       !in_file(eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr), size))
     fail("the code object's section headers are outside the file");
-  const Elf64_Shdr *sh = (const void *)(file + eh->e_shoff);
+  const Elf64_Shdr *sh = (const Elf64_Shdr *)(file + eh->e_shoff);
   for (unsigned i = 0; i < eh->e_shnum; i++) {
     if (sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM) continue;
     if (sh[i].sh_link >= eh->e_shnum || !in_file(sh[i].sh_offset, sh[i].sh_size, size))
@@ -273,7 +275,7 @@ static const Elf64_Sym *find_symbol(const uint8_t *file, size_t size, const char
     if (!in_file(strtab->sh_offset, strtab->sh_size, size))
       fail("a string table is outside the file");
     const char *names = (const char *)file + strtab->sh_offset;
-    const Elf64_Sym *syms = (const void *)(file + sh[i].sh_offset);
+    const Elf64_Sym *syms = (const Elf64_Sym *)(file + sh[i].sh_offset);
     for (uint64_t j = 0; j < sh[i].sh_size / sizeof(Elf64_Sym); j++) {
       uint32_t at = syms[j].st_name;
       if (at >= strtab->sh_size) continue;
@@ -297,8 +299,8 @@ struct kernel {
 
 static struct kernel load_kernel(const char *path, const char *name) {
   size_t size;
-  uint8_t *file = read_file(path, &size);
-  const Elf64_Ehdr *eh = (const void *)file;
+  uint8_t *file = (uint8_t *)read_file(path, &size);
+  const Elf64_Ehdr *eh = (const Elf64_Ehdr *)file;
   if (size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
       eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_ident[EI_DATA] != ELFDATA2LSB ||
       eh->e_machine != EM_AMDGPU)
@@ -312,7 +314,7 @@ static struct kernel load_kernel(const char *path, const char *name) {
   if (eh->e_phentsize != sizeof(Elf64_Phdr) ||
       !in_file(eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr), size))
     fail("the program headers of %s are outside the file", path);
-  const Elf64_Phdr *ph = (const void *)(file + eh->e_phoff);
+  const Elf64_Phdr *ph = (const Elf64_Phdr *)(file + eh->e_phoff);
   uint64_t span = 0;
   for (unsigned i = 0; i < eh->e_phnum; i++) {
     if (ph[i].p_type != PT_LOAD) continue;
@@ -322,7 +324,7 @@ static struct kernel load_kernel(const char *path, const char *name) {
     if (ph[i].p_vaddr + ph[i].p_memsz > span) span = ph[i].p_vaddr + ph[i].p_memsz;
   }
   if (span == 0) fail("%s has no loadable segment", path);
-  uint8_t *host = calloc(1, span);
+  uint8_t *host = (uint8_t *)calloc(1, span);
   if (!host) fail("allocating %lu bytes for the code object", (unsigned long)span);
   for (unsigned i = 0; i < eh->e_phnum; i++)
     if (ph[i].p_type == PT_LOAD)
@@ -452,7 +454,7 @@ static struct buffer kernel_arguments(const struct kernel *k, uint64_t y, uint64
                                       float b, uint32_t count, uint32_t block) {
   if (k->kernarg_size < 32) fail("scale_add takes %u bytes of arguments, not 32", k->kernarg_size);
   struct buffer args = alloc((k->kernarg_size + 0xfff) & ~0xfffu, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
-  uint8_t *p = args.cpu;
+  uint8_t *p = (uint8_t *)args.cpu;
   memset(p, 0, args.size);
   memcpy(p + 0, &y, 8);
   memcpy(p + 8, &x, 8);
@@ -564,7 +566,7 @@ int main(int argc, char **argv) {
   struct buffer src = alloc(0x4000, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
   struct buffer vram = alloc(0x4000, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
   struct buffer back = alloc(0x4000, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
-  uint8_t *s = src.cpu;
+  uint8_t *s = (uint8_t *)src.cpu;
   for (unsigned i = 0; i < BYTES; i++) s[i] = (uint8_t)(i * 7 + 3);
   memset(back.cpu, 0xee, 0x4000);
   struct queue copy = create_queue(1);
@@ -585,7 +587,7 @@ int main(int argc, char **argv) {
   words[n++] = 0x5d3a;
   submit(&copy, words, n);
   wait_value((volatile uint32_t *)((char *)signals.cpu + 64 + 8), 0x5d3a, "the SDMA fence");
-  const uint8_t *b = back.cpu;
+  const uint8_t *b = (const uint8_t *)back.cpu;
   for (unsigned i = 0; i < 0x4000; i++) {
     uint8_t want = i < BYTES ? (uint8_t)(i * 7 + 3) : 0xee;
     if (b[i] != want) fail("byte %u after the copies is %u, not %u", i, b[i], want);
@@ -601,7 +603,7 @@ int main(int argc, char **argv) {
     struct kernel k = load_kernel(argv[1], "scale_add");
     struct buffer x = alloc(GROUPS * BLOCK * 4, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
     struct buffer y = alloc(GROUPS * BLOCK * 4, KFD_IOC_ALLOC_MEM_FLAGS_GTT);
-    float *xs = x.cpu, *ys = y.cpu;
+    float *xs = (float *)x.cpu, *ys = (float *)y.cpu;
     for (unsigned i = 0; i < GROUPS * BLOCK; i++) {
       xs[i] = (float)i;
       ys[i] = untouched;
