@@ -8,12 +8,14 @@ need_llvm=()
 for tool in clang-19 ld.lld-19 llvm-objdump-19 llvm-mc-19; do
   command -v "$tool" >/dev/null 2>&1 || need_llvm+=("$tool")
 done
+# The hcq exec tests build a C and a C++ client with the system's compilers.
+command -v c++ >/dev/null 2>&1 || need_llvm+=(c++)
 if [ ${#need_llvm[@]} -gt 0 ]; then
-  echo "== installing clang-19, lld-19, llvm-19 (missing: ${need_llvm[*]})"
+  echo "== installing clang-19, lld-19, llvm-19, g++ (missing: ${need_llvm[*]})"
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq clang-19 lld-19 llvm-19 >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq clang-19 lld-19 llvm-19 g++ >/dev/null
 fi
 
 # tinygrad for the `hcq exec` tests: 0.14.0 and 0.9.0, each in a virtualenv of its own, made once.
