@@ -278,31 +278,13 @@ fn read_path(addr: usize, out: &mut [u8; PATH_MAX]) -> Option<usize> {
     if addr == 0 {
         return None;
     }
-    // process_vm_readv on this process: a bad address is an error, not a crash, and a range
-    // running into an unmapped page is read up to it.
-    let local = libc::iovec {
-        iov_base: out.as_mut_ptr() as *mut c_void,
-        iov_len: out.len(),
-    };
-    let remote = libc::iovec {
-        iov_base: addr as *mut c_void,
-        iov_len: out.len(),
-    };
-    // SAFETY: `local` is our own buffer; the kernel checks `remote`.
-    let n = unsafe {
-        let pid = raw(libc::SYS_getpid, [0; 6]);
-        raw(
-            libc::SYS_process_vm_readv,
-            [
-                pid as usize,
-                &local as *const _ as usize,
-                1,
-                &remote as *const _ as usize,
-                1,
-                0,
-            ],
-        )
-    };
+    // A range running into an unmapped page is read up to it.
+    let n = program_memory(
+        libc::SYS_process_vm_readv,
+        out.as_mut_ptr(),
+        addr,
+        out.len(),
+    );
     if n <= 0 {
         return None;
     }
@@ -450,29 +432,12 @@ fn readable(addr: usize, len: usize) -> bool {
     let mut at = 0;
     while at < len {
         let n = chunk.len().min(len - at);
-        let local = libc::iovec {
-            iov_base: chunk.as_mut_ptr() as *mut c_void,
-            iov_len: n,
-        };
-        let remote = libc::iovec {
-            iov_base: addr.wrapping_add(at) as *mut c_void,
-            iov_len: n,
-        };
-        // SAFETY: reads into our own buffer; the kernel checks the program's range.
-        let got = unsafe {
-            let pid = raw(libc::SYS_getpid, [0; 6]);
-            raw(
-                libc::SYS_process_vm_readv,
-                [
-                    pid as usize,
-                    &local as *const _ as usize,
-                    1,
-                    &remote as *const _ as usize,
-                    1,
-                    0,
-                ],
-            )
-        };
+        let got = program_memory(
+            libc::SYS_process_vm_readv,
+            chunk.as_mut_ptr(),
+            addr.wrapping_add(at),
+            n,
+        );
         if got != n as isize {
             return false;
         }
@@ -659,21 +624,24 @@ fn sigprocmask(a: [usize; 6], current: &mut libc::sigset_t) -> isize {
     0
 }
 
-fn copy_bytes_from_program(addr: usize, out: &mut [u8]) -> bool {
+/// Moves `len` bytes between our buffer at `local` and the program's memory at `remote`
+/// (`nr`: `process_vm_readv` or `process_vm_writev` on this process), so that a bad program
+/// address is an error, not a crash. Returns the bytes moved, or `-errno`.
+fn program_memory(nr: libc::c_long, local: *mut u8, remote: usize, len: usize) -> isize {
     let local = libc::iovec {
-        iov_base: out.as_mut_ptr() as *mut c_void,
-        iov_len: out.len(),
+        iov_base: local as *mut c_void,
+        iov_len: len,
     };
     let remote = libc::iovec {
-        iov_base: addr as *mut c_void,
-        iov_len: out.len(),
+        iov_base: remote as *mut c_void,
+        iov_len: len,
     };
-    // SAFETY: reads program memory through the kernel, which checks the address, into our
-    // own buffer of that length.
-    let n = unsafe {
+    // SAFETY: `local` is a buffer of ours of `len` bytes (callers' guarantee); the kernel
+    // checks the program's range.
+    unsafe {
         let pid = raw(libc::SYS_getpid, [0; 6]);
         raw(
-            libc::SYS_process_vm_readv,
+            nr,
             [
                 pid as usize,
                 &local as *const _ as usize,
@@ -683,61 +651,36 @@ fn copy_bytes_from_program(addr: usize, out: &mut [u8]) -> bool {
                 0,
             ],
         )
-    };
-    n == out.len() as isize
+    }
 }
 
+fn copy_bytes_from_program(addr: usize, out: &mut [u8]) -> bool {
+    program_memory(
+        libc::SYS_process_vm_readv,
+        out.as_mut_ptr(),
+        addr,
+        out.len(),
+    ) == out.len() as isize
+}
+
+/// Reads a plain-data value (integers only, so any bytes are one) from the program.
 fn copy_from_program<T: Copy>(addr: usize, out: &mut T) -> bool {
-    let local = libc::iovec {
-        iov_base: out as *mut T as *mut c_void,
-        iov_len: std::mem::size_of::<T>(),
-    };
-    let remote = libc::iovec {
-        iov_base: addr as *mut c_void,
-        iov_len: std::mem::size_of::<T>(),
-    };
-    // SAFETY: reads program memory through the kernel, which checks the address; `out` is a
-    // plain-data value of exactly that size.
-    let n = unsafe {
-        let pid = raw(libc::SYS_getpid, [0; 6]);
-        raw(
-            libc::SYS_process_vm_readv,
-            [
-                pid as usize,
-                &local as *const _ as usize,
-                1,
-                &remote as *const _ as usize,
-                1,
-                0,
-            ],
-        )
-    };
-    n == std::mem::size_of::<T>() as isize
+    let len = std::mem::size_of::<T>();
+    program_memory(
+        libc::SYS_process_vm_readv,
+        out as *mut T as *mut u8,
+        addr,
+        len,
+    ) == len as isize
 }
 
 fn copy_to_program<T: Copy>(addr: usize, value: &T) -> bool {
-    let local = libc::iovec {
-        iov_base: value as *const T as *mut c_void,
-        iov_len: std::mem::size_of::<T>(),
-    };
-    let remote = libc::iovec {
-        iov_base: addr as *mut c_void,
-        iov_len: std::mem::size_of::<T>(),
-    };
-    // SAFETY: writes program memory through the kernel, which checks the address.
-    let n = unsafe {
-        let pid = raw(libc::SYS_getpid, [0; 6]);
-        raw(
-            libc::SYS_process_vm_writev,
-            [
-                pid as usize,
-                &local as *const _ as usize,
-                1,
-                &remote as *const _ as usize,
-                1,
-                0,
-            ],
-        )
-    };
-    n == std::mem::size_of::<T>() as isize
+    let len = std::mem::size_of::<T>();
+    // process_vm_writev only reads our side.
+    program_memory(
+        libc::SYS_process_vm_writev,
+        value as *const T as *mut u8,
+        addr,
+        len,
+    ) == len as isize
 }
