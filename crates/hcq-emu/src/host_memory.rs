@@ -23,6 +23,7 @@
 //! Address-space limits count reservations already, so nothing is added to them.
 
 use std::fmt;
+use std::sync::Mutex;
 
 /// One limit on the process's memory and how much of it is in use.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -207,9 +208,26 @@ fn cgroup_dir(point: &str, root: &str, cgroup: &str) -> Option<String> {
 /// The cgroup limits on this process, from `/proc/self/cgroup`, `/proc/self/mountinfo` and
 /// the cgroup files, all read through `read` (a path to its contents, `None` if unreadable).
 pub fn cgroup_limits(read: &dyn Fn(&str) -> Option<String>) -> Vec<Limit> {
-    let (Some(membership), Some(mountinfo)) =
-        (read("/proc/self/cgroup"), read("/proc/self/mountinfo"))
-    else {
+    let Some(membership) = read("/proc/self/cgroup") else {
+        return Vec::new();
+    };
+    cgroup_limits_in(&cgroup_dirs(&membership, read), read)
+}
+
+/// A directory whose memory files bound this process: cgroup v2 (`memory.max`,
+/// `memory.current`) or v1 (`memory.limit_in_bytes`, `memory.usage_in_bytes`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CgroupDir {
+    pub path: String,
+    pub v2: bool,
+}
+
+/// The cgroup directories bounding a process with cgroup `membership` (the text of
+/// `/proc/self/cgroup`): its own v2 cgroup and every ancestor up to the mount point, and its
+/// v1 memory cgroup. Finding them reads `/proc/self/mountinfo`, the costly part of a check,
+/// which is why [`current_limits`] keeps them for as long as the membership is unchanged.
+pub fn cgroup_dirs(membership: &str, read: &dyn Fn(&str) -> Option<String>) -> Vec<CgroupDir> {
+    let Some(mountinfo) = read("/proc/self/mountinfo") else {
         return Vec::new();
     };
     let mut v2_path = None;
@@ -226,41 +244,56 @@ pub fn cgroup_limits(read: &dyn Fn(&str) -> Option<String>) -> Vec<Limit> {
             v1_path = Some(path);
         }
     }
-    let mut limits = Vec::new();
+    let mut dirs = Vec::new();
     for (point, root, v2) in cgroup_mounts(&mountinfo) {
-        if v2 {
-            let Some(dir) = v2_path.and_then(|p| cgroup_dir(&point, &root, p)) else {
-                continue;
-            };
-            // The process's own cgroup, then each ancestor up to the mount point.
-            let mut at = dir.as_str();
-            loop {
-                let max = read(&format!("{at}/memory.max"));
-                let limit = max.as_deref().and_then(|m| m.trim().parse::<u64>().ok());
-                let used = read(&format!("{at}/memory.current"))
-                    .and_then(|c| c.trim().parse::<u64>().ok());
-                if let (Some(limit), Some(used)) = (limit, used) {
-                    let stat = read(&format!("{at}/memory.stat")).unwrap_or_default();
-                    limits.push(Limit {
-                        source: format!("cgroup v2 {at}/memory.max"),
-                        limit,
-                        used,
-                        kind: LimitKind::Resident {
-                            shmem: field(&stat, "shmem"),
-                        },
-                    });
+        let cgroup = if v2 { v2_path } else { v1_path };
+        let Some(dir) = cgroup.and_then(|p| cgroup_dir(&point, &root, p)) else {
+            continue;
+        };
+        if !v2 {
+            dirs.push(CgroupDir { path: dir, v2 });
+            continue;
+        }
+        // The process's own cgroup, then each ancestor up to the mount point.
+        let mut at = dir.as_str();
+        loop {
+            dirs.push(CgroupDir {
+                path: at.to_string(),
+                v2,
+            });
+            match at.rsplit_once('/') {
+                Some((parent, _)) if at.len() > point.len() && parent.len() >= point.len() => {
+                    at = parent
                 }
-                match at.rsplit_once('/') {
-                    Some((parent, _)) if at.len() > point.len() && parent.len() >= point.len() => {
-                        at = parent
-                    }
-                    _ => break,
-                }
+                _ => break,
+            }
+        }
+    }
+    dirs
+}
+
+/// The limits set in `dirs` now, read through `read`.
+pub fn cgroup_limits_in(dirs: &[CgroupDir], read: &dyn Fn(&str) -> Option<String>) -> Vec<Limit> {
+    let mut limits = Vec::new();
+    for CgroupDir { path, v2 } in dirs {
+        if *v2 {
+            let max = read(&format!("{path}/memory.max"));
+            let limit = max.as_deref().and_then(|m| m.trim().parse::<u64>().ok());
+            let used =
+                read(&format!("{path}/memory.current")).and_then(|c| c.trim().parse::<u64>().ok());
+            if let (Some(limit), Some(used)) = (limit, used) {
+                let stat = read(&format!("{path}/memory.stat")).unwrap_or_default();
+                limits.push(Limit {
+                    source: format!("cgroup v2 {path}/memory.max"),
+                    limit,
+                    used,
+                    kind: LimitKind::Resident {
+                        shmem: field(&stat, "shmem"),
+                    },
+                });
             }
         } else {
-            let Some(dir) = v1_path.and_then(|p| cgroup_dir(&point, &root, p)) else {
-                continue;
-            };
+            let dir = path;
             let stat = read(&format!("{dir}/memory.stat")).unwrap_or_default();
             let own = read(&format!("{dir}/memory.limit_in_bytes"))
                 .and_then(|l| l.trim().parse::<u64>().ok());
@@ -319,8 +352,22 @@ fn soft_rlimit(resource: libc::__rlimit_resource_t) -> Option<u64> {
 
 /// Every limit on this process now.
 pub fn current_limits() -> Vec<Limit> {
+    // (membership, its directories), reused while `/proc/self/cgroup` reads the same.
+    static DIRS: Mutex<Option<(String, Vec<CgroupDir>)>> = Mutex::new(None);
     let read = |path: &str| std::fs::read_to_string(path).ok();
-    let mut limits = cgroup_limits(&read);
+    let mut limits = match read("/proc/self/cgroup") {
+        Some(membership) => {
+            let mut cached = DIRS.lock().unwrap_or_else(|e| e.into_inner());
+            if !cached.as_ref().is_some_and(|(m, _)| *m == membership) {
+                let dirs = cgroup_dirs(&membership, &read);
+                *cached = Some((membership, dirs));
+            }
+            let dirs = cached.as_ref().map(|(_, d)| d.clone()).unwrap_or_default();
+            drop(cached);
+            cgroup_limits_in(&dirs, &read)
+        }
+        None => Vec::new(),
+    };
     limits.extend(read("/proc/meminfo").as_deref().and_then(meminfo_limit));
     limits.extend(rlimit_limits(
         soft_rlimit(libc::RLIMIT_AS),

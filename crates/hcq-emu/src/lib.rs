@@ -298,7 +298,7 @@ impl EmuKernel {
                     vram_bytes: g.vram_bytes,
                 })
                 .collect(),
-            cpu_cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+            cpu_cores: host_cpu_cores(),
         };
         EmuKernel {
             config,
@@ -537,4 +537,11 @@ impl Kernel for EmuKernel {
     fn take_fault_report(&self, gpu_id: u32) -> Option<String> {
         self.gpu_by_id(gpu_id)?.take_report()
     }
+}
+
+/// The CPU node's core count. Asked once: the answer comes from the cgroup's CPU quota files
+/// and the affinity mask, which a process does not change under a running emulator.
+fn host_cpu_cores() -> u32 {
+    static CORES: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32))
 }
