@@ -179,7 +179,9 @@ impl ExceptionEvents {
     }
 
     /// Waits until `signal` reaches `value`. Exceptions seen meanwhile are appended to
-    /// `exceptions` and end the wait early. A wait longer than `timeout` is an error.
+    /// `exceptions` and end the wait early. The wait fails when the signal has not moved for
+    /// `timeout`: a long queue of short kernels may take longer than that in all, and is not
+    /// stuck while it advances.
     pub fn wait_signal(
         &self,
         kfd: &Kfd,
@@ -189,15 +191,20 @@ impl ExceptionEvents {
         what: &dyn Fn() -> String,
         exceptions: &mut Vec<GpuException>,
     ) -> Result<()> {
-        let start = Instant::now();
+        let mut seen = signal.value();
+        let mut moved_at = Instant::now();
         loop {
-            if signal.value() >= value {
+            let now = signal.value();
+            if now >= value {
                 return self.poll(kfd, exceptions);
             }
-            let elapsed = start.elapsed();
+            if now != seen {
+                (seen, moved_at) = (now, Instant::now());
+            }
+            let elapsed = moved_at.elapsed();
             if elapsed >= timeout {
                 return Err(Error::Timeout {
-                    what: what(),
+                    what: format!("{} (it stayed at {now} all that time)", what()),
                     ms: timeout.as_millis() as u64,
                 });
             }

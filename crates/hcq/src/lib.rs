@@ -30,7 +30,8 @@
 //! - A fault on the GPU (bad memory access, illegal instruction) surfaces as
 //!   [`Error::DeviceFault`] from the next wait on that device; the device stays usable.
 //! - Every wait is bounded by `HCQ_WAIT_TIMEOUT_MS` (default 30000) and ends in
-//!   [`Error::Timeout`]. The device is then stuck short of the value it waited for: until the
+//!   [`Error::Timeout`] (on AMD: when the GPU finished nothing for that long; a long queue that
+//!   keeps advancing is waited for). The device is then stuck short of the value it waited for: until the
 //!   GPU reaches it (the kernel ends or faults; on the emulator after `HCQ_EMU_MAX_STEPS`
 //!   instructions per wave), waits that need it, drops included, fail at once with `Timeout`
 //!   instead of waiting again; after that it works as before.
