@@ -139,6 +139,21 @@ pub struct DestroyEventArgs {
     pub pad: u32,
 }
 
+/// `RUNTIME_ENABLE` (KFD 1.13): a runtime announces itself to the debugger interface, or
+/// (`mode_mask` 0) withdraws.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RuntimeEnableArgs {
+    pub r_debug: u64,
+    pub mode_mask: u32,
+    pub capabilities_mask: u32,
+}
+
+/// `RuntimeEnableArgs::mode_mask`: enable (else disable).
+pub const RUNTIME_ENABLE_MODE_ENABLE: u32 = 1;
+/// `RuntimeEnableArgs::mode_mask`: let the trap handler save its temporaries.
+pub const RUNTIME_ENABLE_MODE_TTMP_SAVE: u32 = 2;
+
 /// `set_event` and `reset_event` share this layout.
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
@@ -174,12 +189,21 @@ pub struct HwExceptionData {
     pub gpu_id: u32,
 }
 
+/// A signal event's age (KFD 1.14): each signal adds one; 0 means "not tracked".
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SignalEventData {
+    pub last_event_age: u64,
+}
+
 /// The anonymous union at the head of `struct kfd_event_data`.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub union EventDataUnion {
     pub memory_exception_data: MemoryExceptionData,
     pub hw_exception_data: HwExceptionData,
+    /// To and from KFD, for signal events: the age the caller saw last.
+    pub signal_event_data: SignalEventData,
 }
 
 impl Default for EventDataUnion {
@@ -266,6 +290,7 @@ pub const IOC_FREE_MEMORY_OF_GPU: u64 = iow::<FreeMemoryOfGpuArgs>(0x17);
 pub const IOC_MAP_MEMORY_TO_GPU: u64 = iowr::<MapMemoryArgs>(0x18);
 pub const IOC_UNMAP_MEMORY_FROM_GPU: u64 = iowr::<MapMemoryArgs>(0x19);
 pub const IOC_AVAILABLE_MEMORY: u64 = iowr::<GetAvailableMemoryArgs>(0x23);
+pub const IOC_RUNTIME_ENABLE: u64 = iowr::<RuntimeEnableArgs>(0x25);
 
 #[cfg(test)]
 mod tests {
@@ -283,6 +308,8 @@ mod tests {
         assert_eq!(size_of::<CreateEventArgs>(), 32);
         assert_eq!(offset_of!(CreateEventArgs, event_slot_index), 28);
         assert_eq!(size_of::<EventData>(), 48);
+        assert_eq!(size_of::<RuntimeEnableArgs>(), 16);
+        assert_eq!(IOC_RUNTIME_ENABLE, 0xc010_4b25);
         assert_eq!(offset_of!(EventData, kfd_event_data_ext), 32);
         assert_eq!(offset_of!(EventData, event_id), 40);
         assert_eq!(size_of::<WaitEventsArgs>(), 24);

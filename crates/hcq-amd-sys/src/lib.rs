@@ -6,6 +6,8 @@
 //! - [`pm4`]: compute-queue packets, encoded by the driver and decoded by the emulator.
 //! - [`regs`]: gfx11 compute registers and their bit fields.
 //! - [`kd`]: the kernel descriptor of a code object.
+//! - [`queue_areas`]: the sizes of a compute queue's EOP buffer, control stack and context
+//!   save area, as KFD computes and checks them.
 //! - [`signal`]: the `amd_signal_t` layout.
 //! - [`shared`]: reading, writing, copying and filling memory the GPU shares with the host
 //!   (atomic accesses, never plain loads and stores).
@@ -17,6 +19,7 @@ pub mod drm;
 pub mod kd;
 pub mod kfd;
 pub mod pm4;
+pub mod queue_areas;
 pub mod regs;
 pub mod sdma;
 pub mod seam;

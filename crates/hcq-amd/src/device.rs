@@ -561,8 +561,8 @@ impl AmdDevice {
             MemoryKind::Vram,
             vram,
         )?;
-        let queue = HwQueue::create(&driver.kfd, drm_fd, node.gpu_id, &name, QueueKind::Compute)?;
-        let sdma = HwQueue::create(&driver.kfd, drm_fd, node.gpu_id, &name, QueueKind::Sdma)?;
+        let queue = HwQueue::create(&driver.kfd, drm_fd, &node, &name, QueueKind::Compute)?;
+        let sdma = HwQueue::create(&driver.kfd, drm_fd, &node, &name, QueueKind::Sdma)?;
         let compiler = HipCompiler::new(&node.arch, CompileCache::from_env());
         Ok(AmdDevice {
             driver: driver.clone(),

@@ -391,6 +391,7 @@ mod tests {
             gpus: 1,
             max_steps: 1000,
             vram_bytes: 64 << 20,
+            ..EmuConfig::default()
         }));
         let kfd = Kfd::open(kernel).unwrap();
         // GET_VERSION encodes 8 bytes; hand it a 4-byte and a 64-byte argument.

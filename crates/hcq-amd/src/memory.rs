@@ -358,6 +358,7 @@ mod tests {
             gpus: 1,
             max_steps: 1000,
             vram_bytes: 64 << 20,
+            ..EmuConfig::default()
         }));
         let driver = AmdDriver::new(kernel, "amd-emu", true).unwrap();
         AmdDevice::open(&driver, 0).unwrap()

@@ -4,6 +4,7 @@
 
 use crate::kfd::{Kfd, Release};
 use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
+use crate::topology::GpuNode;
 use hcq_amd_sys::kfd as abi;
 use hcq_amd_sys::sdma::SdmaBuilder;
 use hcq_amd_sys::seam::{self, Fd};
@@ -16,9 +17,6 @@ use std::time::{Duration, Instant};
 
 pub const COMPUTE_RING_BYTES: u64 = 0x10_0000;
 pub const SDMA_RING_BYTES: u64 = 0x10_0000;
-const EOP_BYTES: u64 = 0x1000;
-const CTX_SAVE_RESTORE_BYTES: u64 = 0x2C0_2000;
-const CTL_STACK_BYTES: u32 = 0xa000;
 const DOORBELL_PAGE_BYTES: usize = 0x2000;
 
 /// Which engine a queue feeds.
@@ -59,10 +57,11 @@ impl HwQueue {
     pub fn create(
         kfd: &Arc<Kfd>,
         drm_fd: Fd,
-        gpu_id: u32,
+        node: &GpuNode,
         device: &str,
         kind: QueueKind,
     ) -> Result<HwQueue> {
+        let gpu_id = node.gpu_id;
         let uncached = AllocFlags {
             uncached: true,
             public: false,
@@ -88,18 +87,23 @@ impl HwQueue {
         let (mut eop, mut ctx_save) = (None, None);
         match kind {
             QueueKind::Compute => {
-                let e = alloc(EOP_BYTES, MemoryKind::Vram, AllocFlags::default())?;
+                // The sizes the kernel computes from the node, not constants: Linux 6.12
+                // refuses any other. The context save area is followed by the debugger's
+                // memory in the same buffer, and only the former counts as its size.
+                let areas = node.queue_areas()?;
+                let eop_bytes = u64::from(areas.eop_bytes);
+                let e = alloc(eop_bytes, MemoryKind::Vram, AllocFlags::default())?;
                 let c = alloc(
-                    CTX_SAVE_RESTORE_BYTES,
+                    areas.cwsr_buffer_bytes(),
                     MemoryKind::Vram,
                     AllocFlags::default(),
                 )?;
                 args.queue_type = abi::QUEUE_TYPE_COMPUTE;
                 args.eop_buffer_address = e.va;
-                args.eop_buffer_size = EOP_BYTES;
+                args.eop_buffer_size = eop_bytes;
                 args.ctx_save_restore_address = c.va;
-                args.ctx_save_restore_size = CTX_SAVE_RESTORE_BYTES as u32;
-                args.ctl_stack_size = CTL_STACK_BYTES;
+                args.ctx_save_restore_size = areas.cwsr_bytes;
+                args.ctl_stack_size = areas.ctl_stack_bytes;
                 (eop, ctx_save) = (Some(e), Some(c));
             }
             QueueKind::Sdma => args.queue_type = abi::QUEUE_TYPE_SDMA,
@@ -357,12 +361,13 @@ mod tests {
             gpus: 1,
             max_steps: 1000,
             vram_bytes: 1 << 28,
+            ..EmuConfig::default()
         }));
         let kernel: Arc<dyn seam::Kernel> = emu.clone();
         let driver = AmdDriver::new(kernel, "amd-emu", true).unwrap();
         let node = driver.gpus[0].clone();
         let fd = driver.render_node(&node).unwrap();
-        let mut q = HwQueue::create(&driver.kfd, fd, node.gpu_id, "t", QueueKind::Sdma).unwrap();
+        let mut q = HwQueue::create(&driver.kfd, fd, &node, "t", QueueKind::Sdma).unwrap();
         // Held engines consume nothing: the ring fills and stays full.
         assert!(emu.hold_engines(0, true));
         let timeout = Duration::from_millis(50);

@@ -1,5 +1,6 @@
 //! GPU nodes from the KFD topology in sysfs.
 
+use hcq_amd_sys::queue_areas::{NodeShape, QueueAreas};
 use hcq_amd_sys::seam::{Kernel, TOPOLOGY_NODES};
 use hcq_core::{Error, Result};
 use std::collections::HashMap;
@@ -21,6 +22,42 @@ impl GpuNode {
             Error::Unsupported(format!(
                 "KFD topology node {} lacks property {name}",
                 self.node
+            ))
+        })
+    }
+}
+
+impl GpuNode {
+    /// The sizes KFD expects of a compute queue's EOP buffer, control stack and context save
+    /// area on this node, computed from its shape as the kernel computes them (Linux 6.12
+    /// refuses any other sizes).
+    pub fn queue_areas(&self) -> Result<QueueAreas> {
+        let prop = |name: &str| -> Result<u32> {
+            u32::try_from(self.prop(name)?).map_err(|_| {
+                Error::Unsupported(format!(
+                    "KFD topology node {}: property {name} is out of range",
+                    self.node
+                ))
+            })
+        };
+        let shape = NodeShape {
+            gfx_target_version: prop("gfx_target_version")?,
+            simd_count: prop("simd_count")?,
+            simd_per_cu: prop("simd_per_cu")?,
+            // Older kernels do not list XCCs: their GPUs have one.
+            num_xcc: self
+                .properties
+                .get("num_xcc")
+                .map_or(Ok(1), |_| prop("num_xcc"))?,
+            array_count: prop("array_count")?,
+            simd_arrays_per_engine: prop("simd_arrays_per_engine")?,
+            lds_size_in_kb: prop("lds_size_in_kb")?,
+        };
+        QueueAreas::for_node(&shape).ok_or_else(|| {
+            Error::Unsupported(format!(
+                "KFD topology node {} ({}): no compute-queue context save area for its shape \
+                 {shape:?}",
+                self.node, self.arch
             ))
         })
     }

@@ -27,6 +27,7 @@ fn device() -> &'static AmdDevice {
             gpus: 1,
             max_steps: 1_000_000,
             vram_bytes: 1 << 30,
+            ..EmuConfig::default()
         }));
         let driver = AmdDriver::new(kernel, "amd-emu", true).unwrap();
         AmdDevice::open(&driver, 0).unwrap()

@@ -13,6 +13,7 @@ fn driver(gpus: u32) -> Arc<AmdDriver> {
         gpus,
         max_steps: 10_000_000,
         vram_bytes: 1 << 30,
+        ..EmuConfig::default()
     }));
     AmdDriver::new(kernel, "amd-emu", true).unwrap()
 }

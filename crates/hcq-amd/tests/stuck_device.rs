@@ -47,6 +47,7 @@ fn a_stuck_device_fails_fast_and_recovers_when_the_gpu_moves_on() {
         gpus: 1,
         max_steps: u64::MAX,
         vram_bytes: 1 << 30,
+        ..EmuConfig::default()
     }));
     let driver = AmdDriver::new(kernel, "amd-emu", true).unwrap();
     let dev = AmdDevice::open(&driver, 0).unwrap();

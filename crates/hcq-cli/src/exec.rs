@@ -32,6 +32,7 @@ const PREFIXES: &str = "served-paths";
 pub struct Options {
     pub gpus: Option<u32>,
     pub vram: Option<String>,
+    pub kernel: Option<String>,
     pub command: Vec<OsString>,
 }
 
@@ -40,7 +41,8 @@ pub struct Options {
 pub fn run(o: Options) -> Result<i32, String> {
     let Some((program, args)) = o.command.split_first() else {
         return Err(
-            "hcq exec: no command given (hcq exec [--gpus N] [--vram SIZE] -- COMMAND [ARGS...])"
+            "hcq exec: no command given (hcq exec [--gpus N] [--vram SIZE] [--kernel 6.12|6.6] -- \
+             COMMAND [ARGS...])"
                 .into(),
         );
     };
@@ -51,16 +53,19 @@ pub fn run(o: Options) -> Result<i32, String> {
         .map(|g| g.to_string())
         .or_else(|| env_var("HCQ_EMU_GPUS"));
     let vram = o.vram.clone().or_else(|| env_var("HCQ_EMU_VRAM"));
+    let kernel = o.kernel.clone().or_else(|| env_var("HCQ_EMU_KERNEL"));
     let config = EmuConfig::from_vars(
         gpus.as_deref(),
         env_var("HCQ_EMU_MAX_STEPS").as_deref(),
         vram.as_deref(),
+        kernel.as_deref(),
     )
     .map_err(|e| {
         // Named as the user gave it: the flag, or the variable it fell back to.
         let flag = match e.variable {
             "HCQ_EMU_GPUS" if o.gpus.is_some() => Some("--gpus"),
             "HCQ_EMU_VRAM" if o.vram.is_some() => Some("--vram"),
+            "HCQ_EMU_KERNEL" if o.kernel.is_some() => Some("--kernel"),
             _ => None,
         };
         match flag {
@@ -97,7 +102,8 @@ pub fn run(o: Options) -> Result<i32, String> {
             }
             .to_string(),
         )
-        .env("HCQ_EMU_MAX_STEPS", config.max_steps.to_string());
+        .env("HCQ_EMU_MAX_STEPS", config.max_steps.to_string())
+        .env("HCQ_EMU_KERNEL", config.kernel.name());
     // SAFETY: the closure runs in the child between fork and exec and only makes a system
     // call (async-signal-safe): the program starts with no signal blocked, not with the mask
     // `hcq` keeps for its signal thread.

@@ -89,6 +89,11 @@ enum Command {
         /// VRAM per GPU, as 64M, 16G or bytes (default: HCQ_EMU_VRAM, else 16G).
         #[arg(long)]
         vram: Option<String>,
+        /// The Linux release whose KFD rules the emulated kernel follows: 6.12 (also later
+        /// releases; strict queue-buffer checks, KFD 1.16) or 6.6 (KFD 1.14) (default:
+        /// HCQ_EMU_KERNEL, else 6.12).
+        #[arg(long)]
+        kernel: Option<String>,
         /// The program and its arguments (after `--`).
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         command: Vec<std::ffi::OsString>,
@@ -256,6 +261,7 @@ fn main() -> ExitCode {
     if let Command::Exec {
         gpus,
         vram,
+        kernel,
         command,
     } = cli.command
     {
@@ -271,6 +277,7 @@ fn main() -> ExitCode {
         return match exec::run(exec::Options {
             gpus,
             vram,
+            kernel,
             command,
         }) {
             Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),

@@ -302,21 +302,32 @@ fn the_generated_tree_is_removed_afterwards() {
     assert!(!Path::new(&root).exists(), "{root} is left behind");
 }
 
-/// Runs `tests/exec/tinygrad_suite.py` under `hcq exec --gpus 2` with the Python named by
-/// `python_var` (a virtualenv `scripts/test.sh` makes), `env` settings and, before the suite,
-/// `runner` (if any); checks it passed every check against numpy.
-fn run_tinygrad_suite(python_var: &str, env: &str, runner: Option<&str>) {
-    let Some(python) = std::env::var_os(python_var) else {
+/// The Python named by `python_var` (a virtualenv `scripts/test.sh` makes), or `None` (said
+/// on stderr) when it is not set.
+fn tinygrad_python(python_var: &str) -> Option<std::ffi::OsString> {
+    let python = std::env::var_os(python_var);
+    if python.is_none() {
         eprintln!(
             "\n*** NOT TESTED: tinygrad under hcq exec ({python_var} is not set; scripts/test.sh \
              sets it up) ***\n"
         );
+    }
+    python
+}
+
+/// Runs `tests/exec/tinygrad_suite.py` under `hcq exec --gpus 2` plus `flags` with the Python
+/// named by `python_var`, `env` settings and, before the suite, `runner` (if any); checks it
+/// passed every check against numpy.
+fn run_tinygrad_suite(python_var: &str, flags: &[&str], env: &str, runner: Option<&str>) {
+    let Some(python) = tinygrad_python(python_var) else {
         return;
     };
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/exec");
     let suite = dir.join("tinygrad_suite.py");
     let runner = runner.map(|r| dir.join(r));
-    let mut args = vec!["--gpus", "2", "--", "env", env, python.to_str().unwrap()];
+    let mut args = vec!["--gpus", "2"];
+    args.extend_from_slice(flags);
+    args.extend(["--", "env", env, python.to_str().unwrap()]);
     if let Some(r) = &runner {
         args.push(r.to_str().unwrap());
     }
@@ -346,17 +357,48 @@ fn run_tinygrad_suite(python_var: &str, env: &str, runner: Option<&str>) {
 /// libLLVM-19 (`DEV=AMD:LLVM`), on two emulated GPUs.
 #[test]
 fn tinygrad_runs_unmodified_on_two_emulated_gpus() {
-    run_tinygrad_suite("HCQ_TEST_TINYGRAD_PYTHON", "DEV=AMD:LLVM", None);
+    run_tinygrad_suite("HCQ_TEST_TINYGRAD_PYTHON", &[], "DEV=AMD:LLVM", None);
 }
 
 /// tinygrad 0.9.0, the seed's own `ops_amd.py` (`AMD=1`), with only its HIP compile step
-/// (ROCm's comgr) replaced by clang-19 (`tests/exec/run_tinygrad_0_9.py`).
+/// (ROCm's comgr) replaced by clang-19 (`tests/exec/run_tinygrad_0_9.py`), on the kernel it
+/// was written for (Linux 6.6 rules).
 #[test]
 fn tinygrad_0_9_runs_with_only_its_compiler_replaced() {
     run_tinygrad_suite(
         "HCQ_TEST_TINYGRAD09_PYTHON",
+        &["--kernel", "6.6"],
         "AMD=1",
         Some("run_tinygrad_0_9.py"),
+    );
+}
+
+/// tinygrad 0.9.0's real-GPU bug, caught: it gives its whole context-save buffer (0x2c02000
+/// bytes, the debugger's memory included) as the context-save size, which Linux 6.12 refuses
+/// (tinygrad PR #7765 fixed it); on the emulated 6.12 kernel its device open fails the same way.
+#[test]
+fn tinygrad_0_9_meets_linux_6_12s_queue_checks() {
+    let Some(python) = tinygrad_python("HCQ_TEST_TINYGRAD09_PYTHON") else {
+        return;
+    };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/exec");
+    let runner = dir.join("run_tinygrad_0_9.py");
+    let snippet = dir.join("tinygrad_open_device.py");
+    let o = hcq_exec(&[
+        "--kernel",
+        "6.12",
+        "--",
+        "env",
+        "AMD=1",
+        python.to_str().unwrap(),
+        runner.to_str().unwrap(),
+        snippet.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{o:?}");
+    assert!(
+        err.contains("Invalid argument") && err.contains("create_queue"),
+        "{err}"
     );
 }
 

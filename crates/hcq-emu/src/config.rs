@@ -1,4 +1,5 @@
-//! Configuration of an emulated kernel: how many GPUs, how much VRAM, the step budget.
+//! Configuration of an emulated kernel: how many GPUs, how much VRAM, the step budget, and
+//! which Linux release's KFD it behaves as.
 
 /// Default number of emulated GPUs.
 pub const DEFAULT_GPUS: u32 = 1;
@@ -19,6 +20,8 @@ pub struct EmuConfig {
     /// VRAM bytes per GPU; VRAM allocations beyond it fail with `ENOMEM`. A GPU gets less
     /// when the host cannot back this much ([`crate::host_memory::vram_for`]).
     pub vram_bytes: u64,
+    /// The kernel whose KFD rules apply.
+    pub kernel: KfdRules,
 }
 
 impl Default for EmuConfig {
@@ -27,7 +30,56 @@ impl Default for EmuConfig {
             gpus: DEFAULT_GPUS,
             max_steps: DEFAULT_MAX_STEPS,
             vram_bytes: DEFAULT_VRAM,
+            kernel: KfdRules::default(),
         }
+    }
+}
+
+/// Which Linux release's KFD the emulated kernel behaves as: the ioctl version it reports and
+/// how strictly `CREATE_QUEUE` checks the buffers it is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KfdRules {
+    /// Linux 6.6 (KFD ioctl 1.14, as in Ubuntu 22.04's and Debian 12's kernels): the ring and
+    /// the read and write pointers must be mapped to the GPU; the sizes of the EOP buffer,
+    /// the control stack and the context save area are taken as given.
+    Linux6_6,
+    /// Linux 6.12 and later (KFD ioctl 1.16): every queue buffer must be exactly one GPU
+    /// mapping of the size KFD computes from the topology (`kfd_queue_acquire_buffers`), the
+    /// EOP, control-stack and context-save sizes must equal KFD's figures
+    /// ([`hcq_amd_sys::queue_areas`]), and anything else is `EINVAL`.
+    #[default]
+    Linux6_12,
+}
+
+impl KfdRules {
+    /// The value `HCQ_EMU_KERNEL` takes for these rules.
+    pub fn name(self) -> &'static str {
+        match self {
+            KfdRules::Linux6_6 => "6.6",
+            KfdRules::Linux6_12 => "6.12",
+        }
+    }
+
+    /// Parses a `HCQ_EMU_KERNEL` value.
+    pub fn from_name(name: &str) -> Option<KfdRules> {
+        match name.trim() {
+            "6.6" => Some(KfdRules::Linux6_6),
+            "6.12" => Some(KfdRules::Linux6_12),
+            _ => None,
+        }
+    }
+
+    /// The KFD ioctl version (`major`, `minor`) `GET_VERSION` reports.
+    pub fn kfd_version(self) -> (u32, u32) {
+        match self {
+            KfdRules::Linux6_6 => (1, 14),
+            KfdRules::Linux6_12 => (1, 16),
+        }
+    }
+
+    /// Whether `CREATE_QUEUE` validates queue buffers as Linux 6.12 does.
+    pub fn validates_queue_buffers(self) -> bool {
+        self == KfdRules::Linux6_12
     }
 }
 
@@ -37,14 +89,15 @@ fn given(value: Option<&str>) -> Option<&str> {
 }
 
 impl EmuConfig {
-    /// Reads `HCQ_EMU_GPUS`, `HCQ_EMU_MAX_STEPS` and `HCQ_EMU_VRAM`; a missing or empty
-    /// variable leaves its default, a malformed one is an error naming it.
+    /// Reads `HCQ_EMU_GPUS`, `HCQ_EMU_MAX_STEPS`, `HCQ_EMU_VRAM` and `HCQ_EMU_KERNEL`; a
+    /// missing or empty variable leaves its default, a malformed one is an error naming it.
     pub fn from_env() -> Result<Self, ConfigError> {
         let var = |name: &str| std::env::var(name).ok();
         Self::from_vars(
             var("HCQ_EMU_GPUS").as_deref(),
             var("HCQ_EMU_MAX_STEPS").as_deref(),
             var("HCQ_EMU_VRAM").as_deref(),
+            var("HCQ_EMU_KERNEL").as_deref(),
         )
     }
 
@@ -53,6 +106,7 @@ impl EmuConfig {
         gpus: Option<&str>,
         max_steps: Option<&str>,
         vram: Option<&str>,
+        kernel: Option<&str>,
     ) -> Result<Self, ConfigError> {
         let d = Self::default();
         let gpus = match given(gpus) {
@@ -75,10 +129,16 @@ impl EmuConfig {
                 .filter(|&n| n >= MIN_VRAM)
                 .ok_or_else(|| ConfigError::new("HCQ_EMU_VRAM", v, VRAM_ACCEPTED))?,
         };
+        let kernel = match given(kernel) {
+            None => d.kernel,
+            Some(v) => KfdRules::from_name(v)
+                .ok_or_else(|| ConfigError::new("HCQ_EMU_KERNEL", v, KERNEL_ACCEPTED))?,
+        };
         Ok(EmuConfig {
             gpus,
             max_steps,
             vram_bytes,
+            kernel,
         })
     }
 }
@@ -86,6 +146,8 @@ impl EmuConfig {
 /// Smallest `HCQ_EMU_VRAM` accepted: one page.
 pub const MIN_VRAM: u64 = 4096;
 
+const KERNEL_ACCEPTED: &str = "the Linux release whose KFD rules apply: 6.12 (also later \
+     releases) or 6.6";
 const GPUS_ACCEPTED: &str = "a whole number of GPUs from 0 to 64";
 const MAX_STEPS_ACCEPTED: &str =
     "a positive whole number of instructions (digits, `_` allowed as a separator)";
@@ -216,7 +278,7 @@ mod tests {
             (None, None, Some("99999999999T"), "HCQ_EMU_VRAM"),
         ];
         for (gpus, steps, vram, variable) in cases {
-            let e = EmuConfig::from_vars(gpus, steps, vram).unwrap_err();
+            let e = EmuConfig::from_vars(gpus, steps, vram, None).unwrap_err();
             assert_eq!(e.variable, variable);
             let value = gpus.or(steps).or(vram).unwrap();
             assert_eq!(e.value, value);
@@ -224,22 +286,30 @@ mod tests {
             assert!(text.contains(variable) && text.contains(value), "{text}");
             assert!(text.contains("expected"), "{text}");
         }
+        for bad in ["6.1", "6", "linux-6.12", "latest"] {
+            let e = EmuConfig::from_vars(None, None, None, Some(bad)).unwrap_err();
+            assert_eq!((e.variable, e.value.as_str()), ("HCQ_EMU_KERNEL", bad));
+            assert!(e.to_string().contains("6.12"), "{e}");
+        }
     }
 
     #[test]
     fn empty_values_mean_unset_and_good_values_are_taken() {
-        let c = EmuConfig::from_vars(Some(""), Some("  "), Some("")).unwrap();
+        let c = EmuConfig::from_vars(Some(""), Some("  "), Some(""), Some(" ")).unwrap();
         assert_eq!(c, EmuConfig::default());
-        let c = EmuConfig::from_vars(Some("0"), Some("1_000"), Some("64M")).unwrap();
+        assert_eq!(c.kernel, KfdRules::Linux6_12);
+        let c = EmuConfig::from_vars(Some("0"), Some("1_000"), Some("64M"), Some("6.6")).unwrap();
         assert_eq!(
             c,
             EmuConfig {
                 gpus: 0,
                 max_steps: 1000,
-                vram_bytes: 64 << 20
+                vram_bytes: 64 << 20,
+                kernel: KfdRules::Linux6_6,
             }
         );
-        let c = EmuConfig::from_vars(Some("64"), None, Some("4096")).unwrap();
+        let c = EmuConfig::from_vars(Some("64"), None, Some("4096"), Some("6.12")).unwrap();
         assert_eq!((c.gpus, c.vram_bytes), (64, 4096));
+        assert_eq!(c.kernel.kfd_version(), (1, 16));
     }
 }

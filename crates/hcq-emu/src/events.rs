@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use hcq_amd_sys::kfd::{
     CreateEventArgs, EventData, EventDataUnion, HwExceptionData, MemoryExceptionData,
-    MemoryExceptionFailure, EVENT_HW_EXCEPTION, EVENT_MEMORY, EVENT_SIGNAL, SIGNAL_EVENT_LIMIT,
-    WAIT_RESULT_COMPLETE, WAIT_RESULT_FAIL, WAIT_RESULT_TIMEOUT,
+    MemoryExceptionFailure, SignalEventData, EVENT_HW_EXCEPTION, EVENT_MEMORY, EVENT_SIGNAL,
+    SIGNAL_EVENT_LIMIT, WAIT_RESULT_COMPLETE, WAIT_RESULT_FAIL, WAIT_RESULT_TIMEOUT,
 };
 
 use crate::memory::Storage;
@@ -36,7 +36,20 @@ struct Event {
     kind: u32,
     auto_reset: bool,
     signaled: bool,
+    /// How many times it was signaled, from 1 (KFD 1.14's event age: 0 means "untracked" to
+    /// `WAIT_EVENTS`, and a wrapping count skips 0 and 1).
+    age: u64,
     data: EventDataUnion,
+}
+
+impl Event {
+    fn signal(&mut self) {
+        self.signaled = true;
+        self.age = match self.age.wrapping_add(1) {
+            0 => 2,
+            a => a,
+        };
+    }
 }
 
 struct EventPage {
@@ -138,6 +151,7 @@ impl Events {
                 kind,
                 auto_reset: args.auto_reset != 0,
                 signaled: false,
+                age: 1,
                 data: EventDataUnion::default(),
             },
         );
@@ -156,7 +170,7 @@ impl Events {
     pub fn set(&self, id: u32) -> io::Result<()> {
         let mut st = lock(&self.state);
         match st.events.get_mut(&id) {
-            Some(ev) if ev.kind == EVENT_SIGNAL => ev.signaled = true,
+            Some(ev) if ev.kind == EVENT_SIGNAL => ev.signal(),
             _ => return Err(errno(libc::EINVAL)),
         }
         drop(st);
@@ -180,7 +194,7 @@ impl Events {
         let mut woke = false;
         match st.events.get_mut(&int_ctx) {
             Some(ev) if ev.kind == EVENT_SIGNAL => {
-                ev.signaled = true;
+                ev.signal();
                 if let Some(s) = st.page.as_ref().and_then(|p| p.slot(int_ctx)) {
                     s.store(UNSIGNALED_SLOT, Ordering::Release);
                 }
@@ -195,7 +209,7 @@ impl Events {
                         if let Some(s) = page.slot(id) {
                             if s.load(Ordering::Acquire) != UNSIGNALED_SLOT {
                                 s.store(UNSIGNALED_SLOT, Ordering::Release);
-                                ev.signaled = true;
+                                ev.signal();
                                 woke = true;
                             }
                         }
@@ -211,7 +225,7 @@ impl Events {
     fn signal_kind(&self, kind: u32, data: EventDataUnion) {
         let mut st = lock(&self.state);
         for ev in st.events.values_mut().filter(|e| e.kind == kind) {
-            ev.signaled = true;
+            ev.signal();
             ev.data = data;
         }
         drop(st);
@@ -253,7 +267,9 @@ impl Events {
     }
 
     /// `WAIT_EVENTS`: returns the wait result; fills in exception data of the events that
-    /// fired. An auto-reset event is reset when this wait consumes it.
+    /// fired. An auto-reset event is reset when this wait consumes it. A signal event given
+    /// a non-zero `last_event_age` fires at once if it was signaled since that age (even if a
+    /// wait consumed the signal), and gets its current age back when it fires.
     pub fn wait(&self, data: &mut [EventData], all: bool, timeout_ms: u32) -> io::Result<u32> {
         let deadline = (timeout_ms != TIMEOUT_INFINITE)
             .then(|| Instant::now() + Duration::from_millis(u64::from(timeout_ms)));
@@ -262,21 +278,43 @@ impl Events {
             return Err(errno(libc::EINVAL));
         }
         let mut activated = vec![false; data.len()];
+        // SAFETY: every member of the union is plain integers, so any bytes read as the
+        // signal member are a value.
+        let seen_ages: Vec<u64> = data
+            .iter()
+            .map(|d| unsafe { d.data.signal_event_data.last_event_age })
+            .collect();
+        let mut first_pass = true;
         loop {
             for (i, d) in data.iter_mut().enumerate() {
                 let Some(ev) = st.events.get_mut(&d.event_id) else {
                     return Ok(WAIT_RESULT_FAIL);
                 };
-                if !activated[i] && ev.signaled {
+                if activated[i] {
+                    continue;
+                }
+                let aged = ev.kind == EVENT_SIGNAL && seen_ages[i] != 0;
+                if ev.signaled {
                     activated[i] = true;
                     if ev.auto_reset {
                         ev.signaled = false;
                     }
+                }
+                // Ages are compared once, when the wait starts, as KFD does.
+                if first_pass && aged && ev.age != seen_ages[i] {
+                    activated[i] = true;
+                }
+                if activated[i] {
                     if ev.kind == EVENT_MEMORY || ev.kind == EVENT_HW_EXCEPTION {
                         d.data = ev.data;
+                    } else if aged {
+                        d.data.signal_event_data = SignalEventData {
+                            last_event_age: ev.age,
+                        };
                     }
                 }
             }
+            first_pass = false;
             let done = if all {
                 activated.iter().all(|&a| a)
             } else {

@@ -388,6 +388,7 @@ pub fn run_syscalls(data: &[u8]) {
         gpus: 2,
         max_steps: WAVE_STEPS,
         vram_bytes: 256 << 20,
+        ..EmuConfig::default()
     });
     let gpu_ids = kernel.gpu_ids();
     let mut input = Input::new(data);

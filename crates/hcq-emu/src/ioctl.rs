@@ -11,7 +11,7 @@ use crate::clock::{gpu_ticks, host_ns};
 use crate::cp::Cp;
 use crate::fds::{FdTable, Node};
 use crate::gpu::Gpu;
-use crate::memory::{page_round, BoKind, PAGE};
+use crate::memory::{page_round, BoKind, Snapshot, PAGE};
 use crate::queue::{
     QueueShared, DOORBELL_REGION_BYTES, MAX_QUEUES_PER_GPU, MMAP_GPU_ID_MASK, MMAP_GPU_ID_SHIFT,
 };
@@ -20,8 +20,6 @@ use crate::sdma::Sdma;
 use crate::util::{errno, lock};
 use crate::EmuKernel;
 
-/// ABI version reported by `GET_VERSION`.
-pub const KFD_MINOR_VERSION: u32 = 11;
 /// Most GPU ids one `MAP_MEMORY_TO_GPU` may name.
 const MAX_MAP_DEVICES: u32 = 1024;
 /// Most events one `WAIT_EVENTS` may name.
@@ -76,7 +74,7 @@ unsafe fn with_args<T: Copy>(
 
 /// Every request this kernel answers. Each constant encodes the size of its argument struct
 /// and the direction the data moves, as the header's `_IOR`/`_IOW`/`_IOWR` do.
-const KNOWN_REQUESTS: [u64; 15] = [
+const KNOWN_REQUESTS: [u64; 16] = [
     IOC_GET_VERSION,
     IOC_CREATE_QUEUE,
     IOC_DESTROY_QUEUE,
@@ -92,6 +90,7 @@ const KNOWN_REQUESTS: [u64; 15] = [
     IOC_MAP_MEMORY_TO_GPU,
     IOC_UNMAP_MEMORY_FROM_GPU,
     IOC_AVAILABLE_MEMORY,
+    IOC_RUNTIME_ENABLE,
 ];
 
 /// The kernel's own definition of the request with `request`'s number, as `kfd_ioctl` finds
@@ -103,6 +102,51 @@ pub(crate) fn known_request(request: u64) -> io::Result<u64> {
         .copied()
         .find(|&k| request_nr(k) == request_nr(request))
         .ok_or_else(|| errno(libc::EINVAL))
+}
+
+/// Linux 6.12's checks of a new queue's buffers (`kfd_queue_acquire_buffers`): each must be
+/// exactly one GPU mapping, starting in the page of the address given and, where KFD knows
+/// the size, as long as that size; a compute queue's EOP, control-stack and context-save
+/// sizes must be KFD's own figures for the node ([`crate::topology::gpu_queue_areas`]).
+/// Returns the GPU addresses of the mappings the queue then holds. Every refusal is `EINVAL`.
+fn queue_buffers(snap: &Snapshot, a: &CreateQueueArgs, sdma: bool) -> io::Result<Vec<u64>> {
+    const PAGE_SHIFT: u32 = 12;
+    let einval = || errno(libc::EINVAL);
+    // KFD compares page numbers; an expected size under one page checks only the start.
+    let buffer = |addr: u64, expected: u64| -> io::Result<u64> {
+        let (start, end) = snap.mapping(addr).ok_or_else(einval)?;
+        let page = addr >> PAGE_SHIFT;
+        let pages = expected >> PAGE_SHIFT;
+        if page != start >> PAGE_SHIFT || (pages != 0 && page + pages != end >> PAGE_SHIFT) {
+            return Err(einval());
+        }
+        Ok(start)
+    };
+    let page = 1 << PAGE_SHIFT;
+    let mut held = vec![
+        buffer(a.write_pointer_address, page)?,
+        buffer(a.read_pointer_address, page)?,
+        buffer(a.ring_base_address, u64::from(a.ring_size))?,
+    ];
+    if sdma {
+        return Ok(held);
+    }
+    let areas = crate::topology::gpu_queue_areas();
+    // The EOP buffer is optional (not every GPU needs one); given, it is checked.
+    if a.eop_buffer_address != 0 {
+        if a.eop_buffer_size != u64::from(areas.eop_bytes) {
+            return Err(einval());
+        }
+        held.push(buffer(a.eop_buffer_address, a.eop_buffer_size)?);
+    }
+    if a.ctl_stack_size != areas.ctl_stack_bytes || a.ctx_save_restore_size != areas.cwsr_bytes {
+        return Err(einval());
+    }
+    held.push(buffer(
+        a.ctx_save_restore_address,
+        areas.cwsr_buffer_bytes(),
+    )?);
+    Ok(held)
 }
 
 impl EmuKernel {
@@ -124,10 +168,10 @@ impl EmuKernel {
         unsafe {
             match known {
                 IOC_GET_VERSION => with_args(arg, request, |a: &mut GetVersionArgs| {
-                    a.major_version = KFD_IOCTL_MAJOR_VERSION;
-                    a.minor_version = KFD_MINOR_VERSION;
+                    (a.major_version, a.minor_version) = self.config.kernel.kfd_version();
                     Ok(())
                 }),
+                IOC_RUNTIME_ENABLE => with_args(arg, request, |a| self.runtime_enable(a)),
                 IOC_ACQUIRE_VM => with_args(arg, request, |a| self.acquire_vm(a)),
                 IOC_ALLOC_MEMORY_OF_GPU => with_args(arg, request, |a| self.alloc_memory(a)),
                 IOC_FREE_MEMORY_OF_GPU => with_args(arg, request, |a: &mut FreeMemoryOfGpuArgs| {
@@ -273,18 +317,40 @@ impl EmuKernel {
         io::Error::new(io::ErrorKind::OutOfMemory, why)
     }
 
+    /// `RUNTIME_ENABLE`: a runtime says it is there (for the debugger), once, before it has
+    /// queues; `mode_mask` 0 withdraws, which is always accepted.
+    fn runtime_enable(&self, a: &mut RuntimeEnableArgs) -> io::Result<()> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if a.mode_mask & RUNTIME_ENABLE_MODE_ENABLE == 0 {
+            self.runtime_enabled.store(false, Relaxed);
+            return Ok(());
+        }
+        if self.runtime_enabled.load(Relaxed) {
+            return Err(errno(libc::EBUSY));
+        }
+        if !lock(&self.queues).queues.is_empty() {
+            return Err(errno(libc::EEXIST));
+        }
+        self.runtime_enabled.store(true, Relaxed);
+        Ok(())
+    }
+
     fn free_memory(&self, handle: u64) -> io::Result<()> {
         if self.events.is_page(handle) {
             return Err(errno(libc::EPERM));
         }
-        let bo = lock(&self.bos)
-            .remove(handle)
-            .ok_or_else(|| errno(libc::EINVAL))?;
-        for &g in &bo.mapped_on {
-            if let Some(gpu) = self.gpus.get(g) {
-                gpu.page_table.unmap(bo.va);
-            }
+        let mut bos = lock(&self.bos);
+        // A BO still mapped to a GPU is not freed (every kernel): unmap it first.
+        if !bos
+            .get(handle)
+            .ok_or_else(|| errno(libc::EINVAL))?
+            .mapped_on
+            .is_empty()
+        {
+            return Err(errno(libc::EBUSY));
         }
+        let bo = bos.remove(handle).ok_or_else(|| errno(libc::EINVAL))?;
+        drop(bos);
         if bo.kind == BoKind::Vram {
             if let Some(gpu) = self.gpus.get(bo.gpu) {
                 let mut used = lock(&gpu.vram_used);
@@ -317,6 +383,15 @@ impl EmuKernel {
                     bo.mapped_on.push(gpu.index);
                 }
             } else {
+                // Linux 6.12: not while a queue of the process uses it.
+                if self.config.kernel.validates_queue_buffers()
+                    && lock(&self.queues)
+                        .queues
+                        .values()
+                        .any(|q| q.gpu == gpu.index && q.buffers.contains(&bo.va))
+                {
+                    return Err(errno(libc::EBUSY));
+                }
                 gpu.page_table.unmap(bo.va);
                 bo.mapped_on.retain(|&g| g != gpu.index);
             }
@@ -389,6 +464,11 @@ impl EmuKernel {
         {
             return Err(errno(libc::EINVAL));
         }
+        let buffers = if self.config.kernel.validates_queue_buffers() {
+            queue_buffers(&snap, a, sdma)?
+        } else {
+            Vec::new()
+        };
         drop(snap);
         let mut queues = lock(&self.queues);
         if queues.count_on(gpu.index) >= MAX_QUEUES_PER_GPU {
@@ -429,6 +509,7 @@ impl EmuKernel {
                 slot,
                 shared,
                 thread: Some(thread),
+                buffers,
             },
         );
         a.queue_id = queue_id;

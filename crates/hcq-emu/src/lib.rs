@@ -13,11 +13,15 @@
 //!   revision,...}`: GC 11.0.0, SDMA 6.0.0, NBIF 4.3.0, ...). One immutable tree answers both
 //!   `read_dir` and `read_to_string`, following symbolic links as the kernel would.
 //! - **ioctls** on `/dev/kfd`, with the request numbers and `#[repr(C)]` structs of
-//!   `linux/kfd_ioctl.h` (ABI 1.11): `GET_VERSION`, `ACQUIRE_VM`, `ALLOC_MEMORY_OF_GPU` (VRAM,
-//!   GTT, USERPTR), `FREE_MEMORY_OF_GPU`, `MAP_MEMORY_TO_GPU`, `UNMAP_MEMORY_FROM_GPU`,
-//!   `CREATE_EVENT`, `DESTROY_EVENT`, `SET_EVENT`, `RESET_EVENT`, `WAIT_EVENTS`,
-//!   `CREATE_QUEUE` (PM4 compute queues and SDMA copy queues), `DESTROY_QUEUE`, `GET_CLOCK_COUNTERS`,
-//!   `AVAILABLE_MEMORY` (free VRAM, but no more than the host can back now). As `kfd_ioctl`
+//!   `linux/kfd_ioctl.h`, reporting ABI 1.16 (Linux 6.12) or 1.14 (Linux 6.6; [`KfdRules`]):
+//!   `GET_VERSION`, `ACQUIRE_VM`, `ALLOC_MEMORY_OF_GPU` (VRAM, GTT, USERPTR),
+//!   `FREE_MEMORY_OF_GPU` (`EBUSY` while the BO is mapped to a GPU), `MAP_MEMORY_TO_GPU`,
+//!   `UNMAP_MEMORY_FROM_GPU` (`EBUSY`, under 6.12, for a BO a queue holds), `CREATE_EVENT`,
+//!   `DESTROY_EVENT`, `SET_EVENT`, `RESET_EVENT`, `WAIT_EVENTS` (with 1.14's event ages),
+//!   `CREATE_QUEUE` (PM4 compute queues and SDMA copy queues; under 6.12 with
+//!   `kfd_queue_acquire_buffers`' checks), `DESTROY_QUEUE`, `GET_CLOCK_COUNTERS`,
+//!   `AVAILABLE_MEMORY` (free VRAM, but no more than the host can back now), `RUNTIME_ENABLE`
+//!   (`EBUSY` when enabled twice, `EEXIST` once queues exist). As `kfd_ioctl`
 //!   does, a request is found by its number alone (type byte and direction bits are not
 //!   checked), and the size the caller encodes is reconciled with the struct's: a shorter
 //!   argument (an older header) is zero-extended, a longer one (a newer header) has its tail
@@ -124,6 +128,7 @@
 //! | `HCQ_EMU_GPUS` | number of gfx1100 GPUs (0..=64) | 1 |
 //! | `HCQ_EMU_MAX_STEPS` | instruction budget of each wave of a dispatch | 100 000 000 |
 //! | `HCQ_EMU_VRAM` | VRAM bytes per GPU; suffixes `K`, `M`, `G`, `T` (binary); capped by the host | 16G |
+//! | `HCQ_EMU_KERNEL` | the Linux release whose KFD rules apply, `6.12` or `6.6` ([`KfdRules`]) | 6.12 |
 //!
 //! An unset or empty variable leaves the default; any other value that is not accepted (a
 //! fraction such as `1.5G`, `HCQ_EMU_GPUS=65`, `HCQ_EMU_MAX_STEPS=-1`) makes [`kernel`] fail
@@ -181,7 +186,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use hcq_amd_sys::seam::{Fd, Kernel};
 
 pub use clock::GPU_CLOCK_HZ;
-pub use config::{parse_size, ConfigError, EmuConfig};
+pub use config::{parse_size, ConfigError, EmuConfig, KfdRules};
 pub use fds::FIRST_FD;
 
 use events::Events;
@@ -260,6 +265,8 @@ pub struct EmuKernel {
     watch: Arc<MemWatch>,
     /// What the last end of the process's KFD context reclaimed.
     reclaimed: Mutex<LiveObjects>,
+    /// Whether a runtime announced itself with `RUNTIME_ENABLE`.
+    runtime_enabled: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for EmuKernel {
@@ -313,6 +320,7 @@ impl EmuKernel {
             doorbells: Doorbells::default(),
             watch,
             reclaimed: Mutex::default(),
+            runtime_enabled: Default::default(),
         }
     }
 
@@ -447,6 +455,8 @@ impl EmuKernel {
             *lock(&g.vram_used) = 0;
             *lock(&g.vm_fd) = None;
         }
+        self.runtime_enabled
+            .store(false, std::sync::atomic::Ordering::Relaxed);
         // Doorbell memory has no call to release it: every context leaves it to the end, so
         // counting it would tell nothing about the driver.
         *lock(&self.reclaimed) = LiveObjects {

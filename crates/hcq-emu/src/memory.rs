@@ -515,6 +515,16 @@ impl Snapshot {
         Some((e.storage.base + (addr - e.start)) as usize as *mut u8)
     }
 
+    /// The GPU range `[start, end)` of the mapping containing `addr`.
+    pub fn mapping(&self, addr: u64) -> Option<(u64, u64)> {
+        let i = self
+            .entries
+            .partition_point(|e| e.start <= addr)
+            .checked_sub(1)?;
+        let e = &self.entries[i];
+        (addr < e.end).then_some((e.start, e.end))
+    }
+
     /// The address a VM fault reports for an access at `addr` that [`Snapshot::translate`]
     /// refused: `addr` itself when it is unmapped, else the end of the BO containing it (the
     /// access ran past that BO).

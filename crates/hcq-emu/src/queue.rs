@@ -251,6 +251,9 @@ pub(crate) struct Queue {
     pub slot: u32,
     pub shared: Arc<QueueShared>,
     pub thread: Option<JoinHandle<()>>,
+    /// GPU addresses of the BOs the queue holds (Linux 6.12 rules): its ring, pointers, EOP
+    /// buffer and context save area, which may not be unmapped while it lives.
+    pub buffers: Vec<u64>,
 }
 
 /// Every live queue, by queue id.

@@ -1,6 +1,7 @@
 //! The emulated sysfs: the KFD topology (`/sys/devices/virtual/kfd/kfd/topology`; node 0 is
 //! the CPU, nodes `1..=n` the emulated gfx1100 GPUs) and the amdgpu device files of each GPU.
 
+use hcq_amd_sys::queue_areas::{NodeShape, QueueAreas};
 use hcq_amd_sys::seam::TOPOLOGY_NODES;
 
 use crate::sysfs::{Sysfs, SysfsBuilder};
@@ -214,11 +215,29 @@ impl Topology {
     }
 }
 
+/// The shape of every emulated GPU: a Radeon RX 7900 XTX (gfx1100, 96 CUs in 6 shader
+/// engines of 2 arrays). Its node's `properties` say this, and KFD's queue checks follow it.
+pub(crate) const GPU_SHAPE: NodeShape = NodeShape {
+    gfx_target_version: 110_000,
+    simd_count: 192,
+    simd_per_cu: 2,
+    num_xcc: 1,
+    array_count: 12,
+    simd_arrays_per_engine: 2,
+    lds_size_in_kb: 64,
+};
+
+/// What `CREATE_QUEUE` expects of an emulated GPU's compute queues.
+pub(crate) fn gpu_queue_areas() -> QueueAreas {
+    QueueAreas::for_node(&GPU_SHAPE).expect("gfx1100 has queue areas")
+}
+
 /// The `properties` file of a GPU node, modelled on a Radeon RX 7900 XTX (gfx1100).
 fn gpu_properties(node: u32, g: &GpuNode) -> String {
+    let s = GPU_SHAPE;
     let lines: [(&str, u64); 38] = [
         ("cpu_cores_count", 0),
-        ("simd_count", 192),
+        ("simd_count", s.simd_count.into()),
         ("mem_banks_count", 1),
         ("caches_count", 206),
         ("io_links_count", 1),
@@ -226,16 +245,16 @@ fn gpu_properties(node: u32, g: &GpuNode) -> String {
         ("cpu_core_id_base", 0),
         ("simd_id_base", 2_147_488_032 + 0x100 * u64::from(node)),
         ("max_waves_per_simd", 16),
-        ("lds_size_in_kb", 64),
+        ("lds_size_in_kb", s.lds_size_in_kb.into()),
         ("gds_size_in_kb", 0),
         ("num_gws", 64),
         ("wave_front_size", 32),
-        ("array_count", 12),
-        ("simd_arrays_per_engine", 2),
+        ("array_count", s.array_count.into()),
+        ("simd_arrays_per_engine", s.simd_arrays_per_engine.into()),
         ("cu_per_simd_array", 8),
-        ("simd_per_cu", 2),
+        ("simd_per_cu", s.simd_per_cu.into()),
         ("max_slots_scratch_cu", 32),
-        ("gfx_target_version", 110_000),
+        ("gfx_target_version", s.gfx_target_version.into()),
         ("vendor_id", 4098),
         ("device_id", 29772),
         ("location_id", location_id(node)),
@@ -253,7 +272,7 @@ fn gpu_properties(node: u32, g: &GpuNode) -> String {
         ("debug_prop", 1495),
         ("sdma_fw_version", 20),
         ("unique_id", 0x0e3a_0000_0000_0000 | u64::from(g.gpu_id)),
-        ("num_xcc", 1),
+        ("num_xcc", s.num_xcc.into()),
         ("max_engine_clk_ccompute", 2400),
     ];
     let mut text = String::new();

@@ -8,7 +8,7 @@ use std::ptr;
 use common::*;
 use hcq_amd_sys::kfd::*;
 use hcq_amd_sys::seam::*;
-use hcq_emu::{EmuConfig, EmuKernel, LiveObjects, FIRST_FD};
+use hcq_emu::{EmuConfig, EmuKernel, KfdRules, LiveObjects, FIRST_FD};
 
 #[test]
 fn topology_lists_a_cpu_node_and_the_gpus() {
@@ -96,7 +96,14 @@ fn device_nodes_and_request_validation() {
 
     let mut v = GetVersionArgs::default();
     ioctl(&k, kfd, IOC_GET_VERSION, &mut v).unwrap();
-    assert_eq!((v.major_version, v.minor_version), (1, 11));
+    assert_eq!((v.major_version, v.minor_version), (1, 16));
+    let old = EmuKernel::new(EmuConfig {
+        kernel: KfdRules::Linux6_6,
+        ..small_config()
+    });
+    let old_kfd = old.open("/dev/kfd").unwrap();
+    ioctl(&old, old_kfd, IOC_GET_VERSION, &mut v).unwrap();
+    assert_eq!((v.major_version, v.minor_version), (1, 14));
 
     assert_eq!(errno_of(ioctl(&k, 3, IOC_GET_VERSION, &mut v)), libc::EBADF);
     assert_eq!(
@@ -599,7 +606,7 @@ fn requests_are_found_by_number_and_sizes_are_reconciled_as_kfd_does() {
         let mut want = [0xa5u8; 128];
         let mut reply = [0u8; 100];
         reply[..4].copy_from_slice(&1u32.to_le_bytes());
-        reply[4..8].copy_from_slice(&11u32.to_le_bytes());
+        reply[4..8].copy_from_slice(&16u32.to_le_bytes());
         want[..size].copy_from_slice(&reply[..size]);
         assert_eq!(arg, want, "GET_VERSION with {size} bytes");
     }
@@ -613,7 +620,7 @@ fn requests_are_found_by_number_and_sizes_are_reconciled_as_kfd_does() {
     ] {
         let mut v = GetVersionArgs::default();
         ioctl(&k, kfd, request, &mut v).unwrap();
-        assert_eq!((v.major_version, v.minor_version), (1, 11), "{request:#x}");
+        assert_eq!((v.major_version, v.minor_version), (1, 16), "{request:#x}");
     }
 
     // GET_CLOCK_COUNTERS (_IOWR, 40 bytes) from a newer header with 8 more bytes: the tail
@@ -664,9 +671,9 @@ fn closing_the_last_kfd_descriptor_reclaims_what_the_process_left() {
     assert_eq!(
         live,
         LiveObjects {
-            buffer_objects: 4,
-            gpu_mappings: 4,
-            host_ranges: 4,
+            buffer_objects: 6,
+            gpu_mappings: 6,
+            host_ranges: 6,
             doorbell_mappings: 1,
             doorbell_regions: 1,
             queues: 1,
@@ -701,6 +708,9 @@ fn closing_the_last_kfd_descriptor_reclaims_what_the_process_left() {
     }
     dev.free(q.ring);
     dev.free(q.gart);
+    let areas = q.areas.unwrap();
+    dev.free(areas.eop);
+    dev.free(areas.cwsr);
     // The VRAM buffer is left for the kernel, as is the event page's memory (unmapped by
     // the process).
     dev.unmap(&page).unwrap();

@@ -228,6 +228,7 @@ fn queue_creation_is_validated() {
     let dev = Dev::open(&k, 0);
     let ring = dev.alloc(0x4000, ALLOC_MEM_FLAGS_GTT);
     let gart = dev.alloc(0x1000, ALLOC_MEM_FLAGS_GTT);
+    let areas = compute_queue_areas(&dev);
     let base = CreateQueueArgs {
         ring_base_address: ring.va,
         ring_size: 0x4000,
@@ -237,6 +238,11 @@ fn queue_creation_is_validated() {
         queue_priority: MAX_QUEUE_PRIORITY,
         write_pointer_address: gart.va,
         read_pointer_address: gart.va + 8,
+        eop_buffer_address: areas.eop.va,
+        eop_buffer_size: GFX1100_EOP_BYTES,
+        ctx_save_restore_address: areas.cwsr.va,
+        ctx_save_restore_size: GFX1100_CWSR_BYTES,
+        ctl_stack_size: GFX1100_CTL_STACK_BYTES,
         ..Default::default()
     };
     let bad = [

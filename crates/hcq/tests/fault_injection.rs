@@ -449,6 +449,7 @@ fn every_failed_seam_call_ends_in_ok_or_an_error_and_leaks_nothing() {
         gpus: 2,
         max_steps: 1_000_000,
         vram_bytes: 512 << 20,
+        ..EmuConfig::default()
     }));
     let injector = Arc::new(FaultInjector::new(emu));
     let mut sweep = Sweep {

@@ -49,6 +49,7 @@ static void fail(const char *fmt, ...) {
 
 static int kfd = -1, drm = -1;
 static uint32_t gpu_id;
+static int gpu_node = -1;
 
 static void kioctl(unsigned long request, void *arg, const char *what) {
   int r;
@@ -137,6 +138,32 @@ struct queue {
   int sdma;
 };
 
+/* A gfx11 compute queue's context save area, sized as Linux 6.12 sizes it (kfd_queue.c), which
+ * refuses any other size: 32 wave slots per CU, each a 12-byte control-stack entry after a
+ * 40-byte header (plus 8 bytes); per CU 0x60000 bytes of VGPRs (gfx1100 and gfx1101; 0x40000 on
+ * gfx1102), 0x4000 of SGPRs, 64 KiB of LDS and 0x1000 of registers. The debugger's 32 bytes per
+ * wave follow the area in the same buffer, but are not part of its size. */
+struct save_sizes {
+  uint32_t ctl_stack, area;
+  uint64_t buffer;
+};
+
+static uint64_t page_align(uint64_t n) { return (n + 0xfff) & ~(uint64_t)0xfff; }
+
+static struct save_sizes save_sizes(void) {
+  long target = property(gpu_node, "gfx_target_version");
+  long simd_per_cu = property(gpu_node, "simd_per_cu");
+  if (target / 10000 != 11 || simd_per_cu <= 0) fail("not a gfx11 GPU: %ld", target);
+  uint64_t cus = (uint64_t)(property(gpu_node, "simd_count") / simd_per_cu);
+  uint64_t waves = cus * 32;
+  uint64_t vgprs = (target == 110000 || target == 110001) ? 0x60000 : 0x40000;
+  struct save_sizes s;
+  s.ctl_stack = (uint32_t)page_align(40 + waves * 12 + 8);
+  s.area = s.ctl_stack + (uint32_t)page_align(cus * (vgprs + 0x4000 + 0x10000 + 0x1000));
+  s.buffer = page_align(s.area + waves * 32);
+  return s;
+}
+
 static struct queue create_queue(int sdma) {
   struct queue q = {0};
   q.sdma = sdma;
@@ -154,13 +181,14 @@ static struct queue create_queue(int sdma) {
   };
   if (!sdma) {
     /* The end-of-pipe buffer and the context save area a compute queue has on real GPUs. */
+    struct save_sizes sizes = save_sizes();
     q.eop = alloc(0x1000, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
-    q.save = alloc(0x2C02000, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
+    q.save = alloc(sizes.buffer, KFD_IOC_ALLOC_MEM_FLAGS_VRAM);
     a.eop_buffer_address = q.eop.va;
     a.eop_buffer_size = 0x1000;
     a.ctx_save_restore_address = q.save.va;
-    a.ctx_save_restore_size = 0x2C02000;
-    a.ctl_stack_size = 0xa000;
+    a.ctx_save_restore_size = sizes.area;
+    a.ctl_stack_size = sizes.ctl_stack;
   }
   kioctl(AMDKFD_IOC_CREATE_QUEUE, &a, "CREATE_QUEUE");
   q.id = a.queue_id;
@@ -502,6 +530,7 @@ int main(int argc, char **argv) {
   char path[512];
   snprintf(path, sizeof path, TOPOLOGY "/%d/gpu_id", node);
   gpu_id = (uint32_t)read_number(path);
+  gpu_node = node;
   long target = property(node, "gfx_target_version");
   long minor = property(node, "drm_render_minor");
   printf("gpus %d node %d gfx_target_version %ld render_minor %ld\n", gpus, node, target, minor);

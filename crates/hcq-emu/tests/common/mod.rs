@@ -16,6 +16,7 @@ pub fn small_config() -> EmuConfig {
         gpus: 1,
         max_steps: 1_000_000,
         vram_bytes: 256 << 20,
+        ..EmuConfig::default()
     }
 }
 
@@ -289,6 +290,14 @@ impl<'k> Dev<'k> {
             read_pointer_address: gart.va + 8,
             ..Default::default()
         };
+        let areas = (queue_type == QUEUE_TYPE_COMPUTE).then(|| compute_queue_areas(self));
+        if let Some(areas) = &areas {
+            q.eop_buffer_address = areas.eop.va;
+            q.eop_buffer_size = areas.eop.size;
+            q.ctx_save_restore_address = areas.cwsr.va;
+            q.ctx_save_restore_size = GFX1100_CWSR_BYTES;
+            q.ctl_stack_size = GFX1100_CTL_STACK_BYTES;
+        }
         ioctl(self.k, self.kfd, IOC_CREATE_QUEUE, &mut q).unwrap();
         assert_eq!(q.doorbell_offset & (3 << 62), MMAP_TYPE_DOORBELL);
         let base = q.doorbell_offset & !0x1fff;
@@ -307,6 +316,7 @@ impl<'k> Dev<'k> {
         RawQueue {
             ring,
             gart,
+            areas,
             queue_id: q.queue_id,
             doorbell_offset: q.doorbell_offset,
             doorbell: (page as u64 + (q.doorbell_offset - base)) as usize as *mut u64,
@@ -338,9 +348,32 @@ impl<'k> Dev<'k> {
 }
 
 /// A queue just created: its ring, the page holding its pointers, and its doorbell.
+/// A 96-CU gfx1100's compute-queue sizes as Linux 6.12 computes them (worked out by hand):
+/// control stack 3072 waves x 12 bytes + header, page aligned; CWSR area that plus 96 CUs of
+/// 0x75000 saved bytes; the buffer adds 96 KiB of debugger memory.
+pub const GFX1100_CTL_STACK_BYTES: u32 = 0xa000;
+pub const GFX1100_CWSR_BYTES: u32 = 0x2bea000;
+pub const GFX1100_CWSR_BUFFER_BYTES: u64 = 0x2c02000;
+pub const GFX1100_EOP_BYTES: u64 = 0x1000;
+
+/// A compute queue's EOP buffer and context save area (VRAM, mapped to the GPU).
+pub struct ComputeQueueAreas {
+    pub eop: Buf,
+    pub cwsr: Buf,
+}
+
+pub fn compute_queue_areas(dev: &Dev<'_>) -> ComputeQueueAreas {
+    ComputeQueueAreas {
+        eop: dev.alloc(GFX1100_EOP_BYTES, ALLOC_MEM_FLAGS_VRAM),
+        cwsr: dev.alloc(GFX1100_CWSR_BUFFER_BYTES, ALLOC_MEM_FLAGS_VRAM),
+    }
+}
+
 pub struct RawQueue {
     pub ring: Buf,
     pub gart: Buf,
+    /// A compute queue's EOP buffer and context save area.
+    pub areas: Option<ComputeQueueAreas>,
     pub queue_id: u32,
     pub doorbell_offset: u64,
     pub doorbell: *mut u64,
