@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{Buffer, HostMemory};
+use common::{run_in, Args, Buffer, HostMemory, FTZ_KERNELS};
 use rdna3::decode::decode;
 use rdna3::exec::{ExecContext, Wave};
 use rdna3::operand::{EXEC_LO, VCC_LO};
@@ -875,4 +875,91 @@ fn the_dispatch_starts_mode_from_rsrc1_and_the_program_changes_it() {
     assert_eq!(run_mode_program(0x000e_0000), [1, 0, 1, 0x020]);
     // FLOAT_MODE 0xd0: f32 inputs kept, results flushed.
     assert_eq!(run_mode_program(0x000d_0000), [0, 0, 1, 0x020]);
+}
+
+/// `x` with a denormal replaced by the zero of its sign.
+fn ftz(x: f32) -> f32 {
+    if x.is_subnormal() {
+        0.0f32.copysign(x)
+    } else {
+        x
+    }
+}
+
+#[test]
+fn a_flush_denormals_kernel_computes_as_the_hardware_would() {
+    // clang -fgpu-flush-denormals-to-zero: FLOAT_DENORM_MODE_32 = 0 in the descriptor, and the
+    // division's Newton-Raphson steps run between s_denorm_mode 15 and s_denorm_mode 12.
+    let values: [u32; 18] = [
+        LARGEST_DENORMAL,
+        NEG_LARGEST_DENORMAL,
+        0x0000_0001,
+        SMALLEST_NORMAL,
+        0x8080_0000,
+        0x0080_0001,
+        0x00c0_0000, // 1.5 * 2^-126
+        ONE,
+        0x4040_0000, // 3
+        HUGE,
+        TINY,
+        0,
+        NEG_ZERO,
+        INF,
+        NEG_INF,
+        QNAN,
+        0x0680_0000, // 2^-114
+        0x4b00_0000, // 2^23
+    ];
+    let pairs: Vec<(f32, f32)> = values
+        .iter()
+        .flat_map(|&a| {
+            values
+                .iter()
+                .map(move |&b| (f32::from_bits(a), f32::from_bits(b)))
+        })
+        .collect();
+    let n = pairs.len();
+    let block = 64u32;
+    let a = Buffer::from_f32s(&pairs.iter().map(|p| p.0).collect::<Vec<_>>());
+    let b = Buffer::from_f32s(&pairs.iter().map(|p| p.1).collect::<Vec<_>>());
+    let out = Buffer::zeroed(n * 16);
+    let args = Args::default()
+        .ptr(&out)
+        .ptr(&a)
+        .ptr(&b)
+        .i32(n as i32)
+        .i32(block as i32);
+    let grid = [(n as u32).div_ceil(block), 1, 1];
+    run_in(
+        FTZ_KERNELS,
+        "ftz_f32",
+        &args,
+        grid,
+        [block, 1, 1],
+        &[&a, &b, &out],
+    )
+    .unwrap_or_else(|fault| panic!("{fault}"));
+    let got = out.u32s();
+    for (i, &(x, y)) in pairs.iter().enumerate() {
+        let (x, y) = (ftz(x), ftz(y));
+        let want = [
+            ftz(x + y),
+            ftz(x * y),
+            ftz(x / y),
+            // v_rcp_f32 flushes whatever the mode; exact here for these inputs' reciprocals
+            // (powers of two, specials, and 1/3 and 1/3.4e38 rounded once).
+            ftz(1.0 / y),
+        ];
+        for (k, want) in want.iter().enumerate() {
+            let g = got[4 * i + k];
+            assert!(
+                same_f32(g, want.to_bits()),
+                "{} of {:#010x}, {:#010x}: got {g:#010x}, want {:#010x}",
+                ["add", "mul", "div", "rcp"][k],
+                pairs[i].0.to_bits(),
+                pairs[i].1.to_bits(),
+                want.to_bits()
+            );
+        }
+    }
 }
