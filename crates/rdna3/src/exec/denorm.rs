@@ -55,7 +55,11 @@
 //!   mac, min/max/med3, compares, conversions (the f32↔f16 ones by the f16/f64 bits, as the
 //!   notes say), ldexp/frexp/fract/rounding, the division helpers, and the f16/f64
 //!   transcendentals. Float sources are flushed when the input bit of their precision is
-//!   clear, float results when the output bit is clear.
+//!   clear, float results when the output bit is clear. "Float" is the operand's data format
+//!   in the ISA data (`num_f16/f32/f64`), so this also covers V_PACK_B32_F16 (f16 sources),
+//!   which no document discusses. Packed f16 (VOP3P, V_PK_FMAC_F16) and V_FMA_MIX* follow
+//!   the same rule per operand; the f32-accumulating dot products and WMMA are left as they
+//!   were (no document gives their rules).
 
 use crate::isa::{ValuOpcode, Vop3Op};
 
