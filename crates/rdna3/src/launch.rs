@@ -5,7 +5,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::code_cache::{CodeCache, LocalCodeCache};
-use crate::exec::{wave32_vgprs_of_rsrc1, ExecContext, Flow, PrivateSegment, Wave, WAVE_SIZE};
+use crate::exec::{
+    mode_from_rsrc1, wave32_vgprs_of_rsrc1, ExecContext, Flow, PrivateSegment, Wave, WAVE_SIZE,
+};
 use crate::fault::{Fault, FaultKind};
 use crate::memory::Memory;
 use crate::operand::EXEC_LO;
@@ -15,7 +17,8 @@ use crate::operand::EXEC_LO;
 pub struct Dispatch {
     /// Byte address of the first instruction (`(PGM_HI << 32 | PGM_LO) << 8`).
     pub code_entry: u64,
-    /// COMPUTE_PGM_RSRC1 (VGPRS, bits 5:0, sets each wave's VGPR allocation).
+    /// COMPUTE_PGM_RSRC1 (VGPRS, bits 5:0, sets each wave's VGPR allocation; FLOAT_MODE,
+    /// bits 19:12, DX10_CLAMP, bit 21, and IEEE_MODE, bit 23, its initial MODE register).
     pub rsrc1: u32,
     /// COMPUTE_PGM_RSRC2.
     pub rsrc2: u32,
@@ -261,6 +264,9 @@ fn launch_wave(
     // The register file the hardware gives the wave is what the driver programmed, not what
     // the code object's metadata claims.
     wave.set_vgpr_allocation(wave32_vgprs_of_rsrc1(d.rsrc1));
+    // The SPI loads MODE from the float mode, DX10_CLAMP and IEEE fields of RSRC1, which the
+    // driver copies from the kernel descriptor.
+    wave.mode = mode_from_rsrc1(d.rsrc1);
     let user = (rsrc2.user_sgprs as usize).min(d.user_data.len());
     wave.sgpr[..user].copy_from_slice(&d.user_data[..user]);
     let mut next = rsrc2.user_sgprs as usize;

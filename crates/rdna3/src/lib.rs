@@ -40,8 +40,11 @@
 //!   flat accesses through the private aperture see it).
 //! * Flat apertures: LDS at [`exec::SHARED_APERTURE_BASE`], private at
 //!   [`exec::PRIVATE_APERTURE_BASE`] (non-canonical on x86-64, so they never alias host memory).
-//! * Mode registers (rounding, denormals) are not modelled: round-to-nearest-even, denormals
-//!   preserved. Timing-only instructions (`s_waitcnt*`, `s_delay_alu`, `s_clause`, `s_nop`,
+//! * MODE: FP_DENORM is modelled — initialised from RSRC1's FLOAT_MODE, changed by
+//!   `s_setreg*` / `s_denorm_mode`, read by `s_getreg_b32`, and honoured by the VALU, with the
+//!   f32 transcendental unit (rcp, rsq, sqrt, log, exp) flushing regardless (`exec/denorm.rs`
+//!   lists the sources). Rounding is always to nearest even (FP_ROUND is stored, not
+//!   applied); the other hardware registers read as 0. Timing-only instructions (`s_waitcnt*`, `s_delay_alu`, `s_clause`, `s_nop`,
 //!   `s_sendmsg`, cache invalidates, ...) are no-ops.
 
 pub mod code_cache;

@@ -2,7 +2,7 @@
 //! output modifiers, no clamp) computed on `u32` rows straight from the register file and
 //! written back under EXEC. Anything else — and any operand the general path would reject —
 //! returns `None` and takes the general path in `valu.rs`, which defines the semantics these
-//! paths reproduce bit for bit.
+//! paths reproduce bit for bit. The f32 paths run only while MODE keeps f32 denormals.
 
 use super::{Flow, Wave, WAVE_SIZE};
 use crate::decode::{CompareCondition, CompareType, ValuInst};
@@ -93,6 +93,13 @@ impl Wave {
         }
     }
 
+    /// Whether MODE keeps f32 denormal inputs and results, the only case the f32 fast paths
+    /// compute (the general path flushes as MODE says).
+    #[inline(always)]
+    fn keeps_f32_denormals(&self) -> bool {
+        self.mode & 0x30 == 0x30
+    }
+
     /// Runs `v` on a fast path if it has one; `None` means "use the general path" (nothing
     /// has been changed then).
     #[inline]
@@ -116,6 +123,20 @@ impl Wave {
             return None;
         }
         self.note_vgpr_use(dst + 1);
+        if !self.keeps_f32_denormals()
+            && matches!(
+                v.op,
+                ValuOpcode::Vop3(
+                    Vop3Op::V_ADD_F32_E64
+                        | Vop3Op::V_SUB_F32_E64
+                        | Vop3Op::V_MUL_F32_E64
+                        | Vop3Op::V_FMA_F32
+                        | Vop3Op::V_FMAC_F32_E64
+                )
+            )
+        {
+            return None;
+        }
         let a = self.fast_source(v, 0)?;
         let b = self.fast_source(v, 1)?;
         let c = self.fast_source(v, 2)?;
@@ -268,6 +289,7 @@ impl Wave {
                     int_compare(condition, x.cmp(&y)).unwrap_or(false)
                 })
             }
+            CompareType::F32 if !self.keeps_f32_denormals() => return None,
             // The negated float conditions are the ISA's NaN-aware "not less than" etc.
             #[allow(clippy::neg_cmp_op_on_partial_ord)]
             CompareType::F32 => match condition {

@@ -2,6 +2,7 @@
 //! [`Inst`]). Each instruction runs over all 32 lanes at once, masked by EXEC.
 
 mod buffer_ops;
+mod denorm;
 mod fast;
 mod float;
 mod memory_ops;
@@ -15,6 +16,7 @@ use crate::fault::FaultKind;
 use crate::memory::Memory;
 use crate::operand::{Aperture, Operand, EXEC_LO, NULL, SCALAR_SLOTS, VCC_LO};
 
+pub use denorm::{mode_from_rsrc1, DEFAULT_MODE};
 pub use float::{f16_to_f32, f32_to_f16};
 
 /// Lanes per wave.
@@ -79,6 +81,10 @@ pub struct Wave {
     pub pc: u64,
     /// Private memory of the wave.
     pub private: PrivateSegment,
+    /// The MODE hardware register (HW_REG_MODE): FP_ROUND in bits 3:0, FP_DENORM in bits
+    /// 7:4 (see `denorm.rs`), DX10_CLAMP bit 8, IEEE bit 9. Only FP_DENORM changes what
+    /// instructions compute; the other bits are kept for S_GETREG.
+    pub mode: u32,
     /// One past the highest VGPR row handed out by [`Wave::vgpr_range`] (and the fast VALU
     /// paths): every row the interpreter may have written is below it, so [`Wave::reset`]
     /// only has to clear those rows.
@@ -116,6 +122,7 @@ impl Wave {
             scc: false,
             pc,
             private: PrivateSegment::default(),
+            mode: DEFAULT_MODE,
             vgpr_used: Cell::new(VGPR_COUNT),
         }
     }
@@ -130,6 +137,7 @@ impl Wave {
         self.scc = false;
         self.pc = pc;
         self.private = PrivateSegment::default();
+        self.mode = DEFAULT_MODE;
     }
 
     /// Gives the wave `count` VGPRs (at most [`VGPR_COUNT`]): instructions naming a register

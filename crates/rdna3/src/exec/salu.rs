@@ -565,12 +565,29 @@ impl Wave {
             }
             S_WAITCNT_VSCNT | S_WAITCNT_VMCNT | S_WAITCNT_EXPCNT | S_WAITCNT_LGKMCNT => {}
             S_GETREG_B32 => {
-                // Hardware registers are not modelled; reads return 0.
-                self.write_scalar(i.sdst, 0)?;
+                let field = HwRegField::of(i.simm16);
+                // Only MODE is modelled; the other hardware registers read as 0.
+                let value = if field.id == HW_REG_MODE {
+                    (self.mode & field.mask()) >> field.offset
+                } else {
+                    0
+                };
+                self.write_scalar(i.sdst, value)?;
             }
             S_SETREG_B32 | S_SETREG_IMM32_B32 => {
-                // Mode bits (rounding, denormals) are not modelled: IEEE round-to-nearest with
-                // denormals preserved is the only mode.
+                let field = HwRegField::of(i.simm16);
+                let source = if i.op == S_SETREG_IMM32_B32 {
+                    i.literal
+                        .ok_or_else(|| illegal("s_setreg_imm32_b32 without its literal"))?
+                } else {
+                    self.read_scalar(i.sdst)?
+                };
+                // Writes to the other hardware registers (status, trap state, allocation
+                // registers) are privileged or have no effect the model could show.
+                if field.id == HW_REG_MODE {
+                    let mask = field.mask();
+                    self.mode = (self.mode & !mask) | (source.wrapping_shl(field.offset) & mask);
+                }
             }
             _ => return Err(unimplemented(i.op.mnemonic())),
         }
@@ -658,9 +675,15 @@ impl Wave {
             | S_TTRACEDATA
             | S_TTRACEDATA_IMM
             | S_WAKEUP
-            | S_DENORM_MODE
-            | S_ROUND_MODE
             | S_SETKILL => Flow::Next,
+            S_DENORM_MODE => {
+                self.mode = super::denorm::with_denorm_mode(self.mode, u32::from(i.simm16));
+                Flow::Next
+            }
+            S_ROUND_MODE => {
+                self.mode = super::denorm::with_round_mode(self.mode, u32::from(i.simm16));
+                Flow::Next
+            }
             S_ENDPGM | S_ENDPGM_SAVED | S_ENDPGM_ORDERED_PS_DONE | S_SETHALT => Flow::End,
             S_BARRIER => Flow::Barrier,
             S_BRANCH => Flow::Jump(target),
@@ -680,6 +703,37 @@ impl Wave {
                 })
             }
         })
+    }
+}
+
+/// HW_REG_MODE, the hardware register id of MODE in `hwreg(...)` operands.
+const HW_REG_MODE: u32 = 1;
+
+/// The `hwreg(id, offset, size)` field of S_GETREG / S_SETREG: id in SIMM16[5:0], offset in
+/// [10:6], size - 1 in [15:11].
+struct HwRegField {
+    id: u32,
+    offset: u32,
+    size: u32,
+}
+
+impl HwRegField {
+    fn of(simm16: u16) -> HwRegField {
+        let simm16 = u32::from(simm16);
+        HwRegField {
+            id: simm16 & 0x3f,
+            offset: (simm16 >> 6) & 0x1f,
+            size: ((simm16 >> 11) & 0x1f) + 1,
+        }
+    }
+
+    /// The register bits the field covers. The ISA pseudocode applies the unshifted
+    /// `(1 << size) - 1` to the shifted value, which would make every field at a nonzero
+    /// offset unwritable (`hwreg(HW_REG_MODE, 4, 4)`, LLVM's way of setting FP_DENORM, would
+    /// do nothing); the field is meant, so the mask is shifted by the offset.
+    fn mask(&self) -> u32 {
+        let width = (1u64 << self.size) - 1;
+        (width << self.offset) as u32
     }
 }
 

@@ -2,6 +2,7 @@
 //! [`ValuInst`]; sources are fetched once per instruction as 32-lane arrays, the operation
 //! loops over lanes, and results are written under EXEC.
 
+use super::denorm::{self, DenormRule, Denormals, Precision};
 use super::float::*;
 use super::{illegal, unimplemented, Flow, Wave, WAVE_SIZE};
 use crate::decode::{CompareCondition, CompareType, Dpp, ValuInst, Vop1, Vop2, Vop3p, Vopd};
@@ -774,9 +775,23 @@ impl Wave {
             },
             _ => return Err(unimplemented(i.op.mnemonic())),
         };
+        // v_pk_fmac_f16 is an f16 operation and follows MODE; the dot product's rules are
+        // not documented and it keeps its operands as they are.
+        let denormals = if i.op == Vop2Op::V_PK_FMAC_F16_E32 {
+            Denormals::of(self.mode, DenormRule::Mode)
+        } else {
+            Denormals::KEEP
+        };
+        let input = |x: u32| denormals.input(Precision::PackedHalf, x.into()) as u32;
         for lane in 0..WAVE_SIZE {
             if exec >> lane & 1 != 0 {
-                self.vgpr[dst][lane] = op(src0[lane], src1[lane], self.vgpr[dst][lane]);
+                let result = op(
+                    input(src0[lane]),
+                    input(src1[lane]),
+                    input(self.vgpr[dst][lane]),
+                );
+                self.vgpr[dst][lane] =
+                    denormals.output(Precision::PackedHalf, result.into()) as u32;
             }
         }
         Ok(Flow::Next)
@@ -991,19 +1006,52 @@ impl Wave {
         self.read_scalar(v.src[n])
     }
 
+    /// What `v` does with denormals under the current MODE.
+    fn denormals_of(&self, v: &ValuInst) -> Denormals {
+        let rule = if v
+            .compare
+            .is_some_and(|c| c.condition == CompareCondition::Class)
+        {
+            DenormRule::Keep
+        } else {
+            denorm::rule(v.op)
+        };
+        Denormals::of(self.mode, rule)
+    }
+
+    /// [`Wave::fetch`] with the float source's denormals flushed as `denormals` says (after
+    /// the input modifiers: flushing keeps the sign, so the order does not matter).
+    fn fetch_flushed(
+        &self,
+        v: &ValuInst,
+        n: usize,
+        denormals: Denormals,
+    ) -> Result<(Lanes, u32), FaultKind> {
+        let (mut lanes, enabled) = self.fetch(v, n)?;
+        if v.src_float[n] && !denormals.keeps_all() {
+            if let Some(precision) = Precision::of_bits(v.src_bits[n]) {
+                for value in lanes.iter_mut() {
+                    *value = denormals.input(precision, *value);
+                }
+            }
+        }
+        Ok((lanes, enabled))
+    }
+
     /// Computes a VALU operation; returns the output and the lanes that may be written.
     fn valu_compute(&self, v: &ValuInst) -> Result<(Output, u32), FaultKind> {
-        let (a, enabled) = self.fetch(v, 0)?;
+        let denormals = self.denormals_of(v);
+        let (a, enabled) = self.fetch_flushed(v, 0, denormals)?;
         let exec = self.exec() & enabled;
         if let Some(compare) = v.compare {
-            let (b, _) = self.fetch(v, 1)?;
+            let (b, _) = self.fetch_flushed(v, 1, denormals)?;
             return Ok((
                 Output::Mask(compare_lanes(exec, compare.condition, compare.ty, &a, &b)),
                 exec,
             ));
         }
-        let (b, _) = self.fetch(v, 1)?;
-        let (c, _) = self.fetch(v, 2)?;
+        let (b, _) = self.fetch_flushed(v, 1, denormals)?;
+        let (c, _) = self.fetch_flushed(v, 2, denormals)?;
         let vector = |values: Lanes| {
             Ok((
                 Output::Vector {
@@ -1134,11 +1182,16 @@ impl Wave {
                     Ok((w.read_scalar(v.src[1])? & 31) as usize)
                 };
                 let clamp = v.clamp;
+                // The accumulator of the MAC forms: a float source like the others.
                 let old_dst = |w: &Wave| -> Result<Lanes, FaultKind> {
                     let mut lanes = [0u64; WAVE_SIZE];
                     let range = w.vgpr_range(v.dst, 1)?;
+                    let precision = Precision::of_bits(v.dst_bits).filter(|_| v.dst_float);
                     for (lane, value) in lanes.iter_mut().enumerate() {
                         *value = u64::from(w.vgpr[range.start][lane]);
+                        if let Some(precision) = precision {
+                            *value = denormals.input(precision, *value);
+                        }
                     }
                     Ok(lanes)
                 };
@@ -1846,13 +1899,16 @@ impl Wave {
                         }
                         u64::from(acc)
                     })),
+                    // "DOT2_BF16_BF16 disables all denorms" (RDNA3 ISA §7.2.4), whatever
+                    // MODE says.
                     V_DOT2_BF16_BF16 => vector(map3(exec, &a, &b, &c, |x, y, z| {
-                        let bf16 = |v: u64| f32::from_bits((v as u32 & 0xffff) << 16);
+                        let bf16 =
+                            |v: u64| f32::from_bits(u32::from(denorm::flush_bf16(v as u16)) << 16);
                         let mut acc = bf16(z);
                         for half in 0..2 {
                             acc = bf16(x >> (16 * half)).mul_add(bf16(y >> (16 * half)), acc);
                         }
-                        u64::from(f32_to_bf16(acc))
+                        u64::from(denorm::flush_bf16(f32_to_bf16(acc)))
                     })),
                     V_PERMLANE16_B32 | V_PERMLANEX16_B32 => {
                         let select = u64::from(self.read_scalar(v.src[1])?)
@@ -1902,6 +1958,14 @@ impl Wave {
             Output::Vector { mut values, carry } => {
                 if v.dst_float && (v.clamp || v.omod != 0) {
                     apply_output_modifiers(&mut values, v);
+                }
+                let denormals = self.denormals_of(v);
+                if !denormals.keeps_all() {
+                    if let Some(precision) = result_precision(v) {
+                        for value in values.iter_mut() {
+                            *value = denormals.output(precision, *value);
+                        }
+                    }
                 }
                 self.write_vector(v.dst, v.dst_bits, v.opsel, &values, lane_mask)?;
                 if let Some(carry) = carry {
@@ -1997,6 +2061,9 @@ impl Wave {
         }
         let range = self.vgpr_range(i.vdst, 1)?;
         let dst = range.start;
+        // Packed f16 arithmetic and the mixed-precision FMAs follow MODE per operand
+        // precision; the dot products (rules not documented) keep their operands.
+        let denormals = Denormals::of(self.mode, DenormRule::Mode);
         if mixed {
             for lane in 0..WAVE_SIZE {
                 if exec >> lane & 1 == 0 {
@@ -2005,12 +2072,15 @@ impl Wave {
                 // neg negates, neg_hi takes the absolute value; opsel_hi picks f16 sources.
                 let input = |n: usize| -> f32 {
                     let word = raw[n][lane];
+                    let half = |bits: u32| {
+                        f16_to_f32(denormals.input(Precision::Half, u64::from(bits)) as u16)
+                    };
                     let mut x = if (i.opsel_hi >> n) & 1 == 0 {
-                        f32::from_bits(word)
+                        f32::from_bits(denormals.input(Precision::Single, word.into()) as u32)
                     } else if (i.opsel >> n) & 1 != 0 {
-                        f16_to_f32((word >> 16) as u16)
+                        half(word >> 16)
                     } else {
-                        f16_to_f32(word as u16)
+                        half(word & 0xffff)
                     };
                     if (i.neg_hi >> n) & 1 != 0 {
                         x = x.abs();
@@ -2025,10 +2095,13 @@ impl Wave {
                     result = clamp_unit(result);
                 }
                 let old = self.vgpr[dst][lane];
+                let half = || denormals.output(Precision::Half, f32_to_f16(result).into()) as u32;
                 self.vgpr[dst][lane] = match i.op {
-                    V_FMA_MIX_F32 => result.to_bits(),
-                    V_FMA_MIXLO_F16 => (old & 0xffff_0000) | u32::from(f32_to_f16(result)),
-                    _ => (old & 0xffff) | (u32::from(f32_to_f16(result)) << 16),
+                    V_FMA_MIX_F32 => {
+                        denormals.output(Precision::Single, result.to_bits().into()) as u32
+                    }
+                    V_FMA_MIXLO_F16 => (old & 0xffff_0000) | half(),
+                    _ => (old & 0xffff) | (half() << 16),
                 };
             }
             return Ok(Flow::Next);
@@ -2184,12 +2257,14 @@ impl Wave {
         let per_half = |x: u16, y: u16, z: u16| -> u16 {
             match &operation {
                 Packed::Float(op) => {
-                    let r = op(x, y, z);
-                    if clamp {
+                    let input = |h: u16| denormals.input(Precision::Half, h.into()) as u16;
+                    let r = op(input(x), input(y), input(z));
+                    let r = if clamp {
                         hq(clamp_unit(f16_to_f32(r))) as u16
                     } else {
                         r
-                    }
+                    };
+                    denormals.output(Precision::Half, r.into()) as u16
                 }
                 Packed::Int(op, signed) => int_result(op(x, y, z), 16, *signed, clamp) as u16,
                 Packed::Bits(op) => op(x, y, z),
@@ -2343,6 +2418,15 @@ fn clamp_unit(x: f32) -> f32 {
     } else {
         x.clamp(0.0, 1.0)
     }
+}
+
+/// The float format of a VALU result, for flushing its denormals.
+fn result_precision(v: &ValuInst) -> Option<Precision> {
+    if v.dst_float {
+        return Precision::of_bits(v.dst_bits);
+    }
+    // Two f16 results packed into a B32-typed destination.
+    (v.op == ValuOpcode::Vop3(Vop3Op::V_CVT_PK_RTZ_F16_F32_E64)).then_some(Precision::PackedHalf)
 }
 
 /// Clamp to [0, 1] and output scaling (×2, ×4, ÷2) of float results.

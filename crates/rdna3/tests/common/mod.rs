@@ -257,6 +257,8 @@ impl Args {
 }
 
 pub const KERNELS: &[u8] = include_bytes!("../kernels/kernels.hsaco");
+/// The code object of kernels/ftz.hip, built to flush f32 denormals.
+pub const FTZ_KERNELS: &[u8] = include_bytes!("../kernels/ftz.hsaco");
 
 /// Builds the Dispatch the command processor would for `kernel` with the kernarg buffer.
 pub fn make_dispatch(
@@ -308,7 +310,19 @@ pub fn run(
     block: [u32; 3],
     buffers: &[&Buffer],
 ) -> Result<DispatchStats, Fault> {
-    let code = CodeObject::load(KERNELS);
+    run_in(KERNELS, kernel, args, grid, block, buffers)
+}
+
+/// [`run`] for a kernel of the code object `file`.
+pub fn run_in(
+    file: &[u8],
+    kernel: &str,
+    args: &Args,
+    grid: [u32; 3],
+    block: [u32; 3],
+    buffers: &[&Buffer],
+) -> Result<DispatchStats, Fault> {
+    let code = CodeObject::load(file);
     let kernarg = args.buffer();
     let mut all: Vec<&Buffer> = buffers.to_vec();
     all.push(&code.image);
