@@ -384,11 +384,16 @@ pub fn run_syscalls(data: &[u8]) {
     let arena = Arena::get();
     let busy = lock(&arena.busy);
     arena.reset(&busy);
+    // The first byte's top bit (which no operation reads) picks the kernel: 6.12 refuses most
+    // queues the arena can hold (a compute queue's context save area is 44 MiB), 6.6 runs them.
     let kernel = EmuKernel::new(EmuConfig {
         gpus: 2,
         max_steps: WAVE_STEPS,
         vram_bytes: 256 << 20,
-        ..EmuConfig::default()
+        kernel: match data.first() {
+            Some(b) if b & 0x80 != 0 => crate::KfdRules::Linux6_6,
+            _ => crate::KfdRules::Linux6_12,
+        },
     });
     let gpu_ids = kernel.gpu_ids();
     let mut input = Input::new(data);
@@ -672,6 +677,14 @@ fn prepare_args(
             a.write_pointer_address = arena.place(a.write_pointer_address);
             a.eop_buffer_address = arena.place(a.eop_buffer_address);
             a.ctx_save_restore_address = arena.place(a.ctx_save_restore_address);
+            if fix & 4 == 0 {
+                // The node's own sizes, which random bytes never hit, so that Linux 6.12's
+                // checks of the buffers themselves are reached.
+                let areas = crate::topology::gpu_queue_areas();
+                a.eop_buffer_size = areas.eop_bytes.into();
+                a.ctl_stack_size = areas.ctl_stack_bytes;
+                a.ctx_save_restore_size = areas.cwsr_bytes;
+            }
             write_struct(bytes, a);
         }
         IOC_DESTROY_QUEUE if use_learnt => {
