@@ -897,7 +897,7 @@ impl AmdGraph {
             st.queue
                 .make_room(st.builder.words.len(), d.ring_wait(st))?;
             st.sdma
-                .make_room(st.sdma_builder.words.len(), d.ring_wait(st))?;
+                .make_room_sdma(&st.sdma_builder, d.ring_wait(st))?;
         }
         for (d, st) in devs.iter().zip(states.iter_mut()) {
             let st = &mut **st;

@@ -6,7 +6,7 @@ use crate::kfd::{Kfd, Release};
 use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
 use crate::topology::GpuNode;
 use hcq_amd_sys::kfd as abi;
-use hcq_amd_sys::sdma::SdmaBuilder;
+use hcq_amd_sys::sdma::{SdmaBuilder, OP_INDIRECT};
 use hcq_amd_sys::seam::{self, Fd};
 use hcq_amd_sys::shared;
 use hcq_core::{Error, Result};
@@ -239,25 +239,61 @@ impl HwQueue {
         Ok(())
     }
 
-    /// Waits (up to `timeout`) until a submission of `dwords` dwords fits, counting the zero
-    /// padding [`HwQueue::submit_sdma`] may put before the ring's end, so that the
+    /// Waits (up to `timeout`) until a PM4 submission of `dwords` dwords fits, so that the
     /// submission itself cannot time out.
     pub fn make_room(&self, dwords: usize, timeout: Duration) -> Result<()> {
         if dwords == 0 {
             return Ok(());
         }
         self.too_long(dwords)?;
-        let bytes = dwords as u64 * 4;
-        let to_end = self.ring_bytes - self.written % self.ring_bytes;
-        let padding = match self.kind {
-            QueueKind::Sdma if bytes > to_end => to_end,
-            _ => 0,
+        self.reserve(dwords as u64 * 4, Instant::now(), timeout)
+    }
+
+    /// Zero dwords (NOPs) an SDMA packet of `dwords` dwords needs before it when written at
+    /// byte `at`: none may straddle the ring's end, and an `INDIRECT` must end on an 8-dword
+    /// boundary (the engine fetches the ring in 32-byte lines; amdgpu pads the same way).
+    fn sdma_padding(&self, at: u64, packet: &[u32]) -> u64 {
+        let bytes = packet.len() as u64 * 4;
+        let align = |at: u64| {
+            if packet.first().is_some_and(|&h| h & 0xff == u32::from(OP_INDIRECT)) {
+                (32 - (at + bytes) % 32) % 32
+            } else {
+                0
+            }
         };
-        self.reserve(
-            (bytes + padding).min(self.ring_bytes),
-            Instant::now(),
-            timeout,
-        )
+        let pad = align(at);
+        let to_end = self.ring_bytes - at % self.ring_bytes;
+        if pad + bytes > to_end {
+            to_end + align(at + to_end)
+        } else {
+            pad
+        }
+    }
+
+    /// Bytes `builder`'s packets take in the ring from the current write position, padding
+    /// included.
+    fn sdma_footprint(&self, builder: &SdmaBuilder) -> u64 {
+        builder.packets().fold(0, |used, p| {
+            used + self.sdma_padding(self.written + used, p) + p.len() as u64 * 4
+        })
+    }
+
+    /// Waits (up to `timeout`) until `builder`'s packets fit, with the padding
+    /// [`HwQueue::submit_sdma`] puts between them, so that the submission itself cannot time
+    /// out.
+    pub fn make_room_sdma(&self, builder: &SdmaBuilder, timeout: Duration) -> Result<()> {
+        if builder.words.is_empty() {
+            return Ok(());
+        }
+        self.too_long(builder.words.len())?;
+        let bytes = self.sdma_footprint(builder);
+        if bytes > self.ring_bytes {
+            return Err(Error::InvalidArgument(format!(
+                "copy command stream of {bytes} bytes with its padding exceeds the {}-byte ring",
+                self.ring_bytes
+            )));
+        }
+        self.reserve(bytes, Instant::now(), timeout)
     }
 
     /// Submits a PM4 stream (packets may wrap around the ring's end).
@@ -270,22 +306,22 @@ impl HwQueue {
         Ok(())
     }
 
-    /// Submits the packets of `builder`, none of which may straddle the ring's end: a packet
-    /// that does not fit before the end is preceded by zero dwords (NOPs) up to it. Room for
-    /// the whole submission is made first, so a full ring fails it before any packet is
-    /// written (a half-written submission would run later without its tail).
+    /// Submits the packets of `builder`, each preceded by the zero dwords (NOPs) it needs
+    /// ([`HwQueue::sdma_padding`]: none straddles the ring's end, an `INDIRECT` ends on an
+    /// 8-dword boundary). Room for the whole submission is made first, so a full ring fails it
+    /// before any packet is written (a half-written submission would run later without its
+    /// tail).
     pub fn submit_sdma(&mut self, builder: &SdmaBuilder, timeout: Duration) -> Result<()> {
-        self.make_room(builder.words.len(), timeout)?;
+        self.make_room_sdma(builder, timeout)?;
         let start = Instant::now();
         let before = self.written;
         for p in builder.packets() {
-            let bytes = p.len() as u64 * 4;
-            let to_end = self.ring_bytes - self.written % self.ring_bytes;
-            if bytes > to_end {
-                self.reserve(to_end, start, timeout)?;
-                self.put(&vec![0u32; (to_end / 4) as usize]);
+            let pad = self.sdma_padding(self.written, p);
+            if pad > 0 {
+                self.reserve(pad, start, timeout)?;
+                self.put(&vec![0u32; (pad / 4) as usize]);
             }
-            self.reserve(bytes, start, timeout)?;
+            self.reserve(p.len() as u64 * 4, start, timeout)?;
             self.put(p);
         }
         self.last_submission_dwords = (self.written - before) / 4;

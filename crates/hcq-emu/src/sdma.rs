@@ -27,7 +27,7 @@ use std::sync::Arc;
 use hcq_amd_sys::pm4::CompareFunction;
 use hcq_amd_sys::sdma::{
     copy_flags, gcr_control, packet_name, Atomic, ConstFill, CopyLinear, Header, Indirect, Packet,
-    PollRegmem, WriteLinear, ATOMIC_ADD64, OP_NOP, OP_WRITE, SUBOP_WRITE_LINEAR,
+    PollRegmem, WriteLinear, ATOMIC_ADD64, OP_INDIRECT, OP_NOP, OP_WRITE, SUBOP_WRITE_LINEAR,
 };
 
 use hcq_amd_sys::shared;
@@ -158,6 +158,18 @@ impl Sdma {
             }
         }
         drop(snap);
+        // The engine fetches the ring in 32-byte lines, and an indirect buffer's packet must
+        // end on one's boundary (amdgpu pads before every one with NOPs).
+        if header.op == OP_INDIRECT && next % 32 != 0 {
+            self.fault(
+                FaultClass::Hw,
+                format!(
+                    "INDIRECT packet at ring byte {pos} ends at byte {next}, not on an 8-dword \
+                     (32-byte) boundary of the ring"
+                ),
+            );
+            return next;
+        }
         if header.op != OP_NOP {
             self.execute(&words, &format!("ring byte {pos}"), false);
         }

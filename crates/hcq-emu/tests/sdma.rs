@@ -67,15 +67,30 @@ impl SdmaQueue<'_, '_> {
     }
 
     /// Copies each packet into the ring (zero-padding the end of the ring when a packet would
-    /// straddle it, like `HWCopyQueue.submit`) and rings the doorbell.
+    /// straddle it, like `HWCopyQueue.submit`, and before an `INDIRECT` so that it ends on an
+    /// 8-dword boundary, like amdgpu) and rings the doorbell.
     fn submit(&mut self, b: &SdmaBuilder) {
-        self.submit_packets(b.packets());
+        self.submit_packets(b.packets(), true);
     }
 
-    fn submit_packets<'a>(&mut self, packets: impl Iterator<Item = &'a [u32]>) {
+    fn put_zeros(&mut self, bytes: u64) {
+        let size = self.ring.size;
+        self.make_room(bytes);
+        for i in 0..bytes / 4 {
+            self.ring.write_u32((self.wptr + 4 * i) % size, 0);
+        }
+        self.wptr += bytes;
+    }
+
+    fn submit_packets<'a>(&mut self, packets: impl Iterator<Item = &'a [u32]>, align_ibs: bool) {
         let size = self.ring.size;
         for p in packets {
             let bytes = 4 * p.len() as u64;
+            let indirect = p[0] & 0xff == u32::from(sdma::OP_INDIRECT);
+            if align_ibs && indirect {
+                let pad = (32 - (self.wptr + bytes) % 32) % 32;
+                self.put_zeros(pad);
+            }
             let fill = size - self.wptr % size;
             if bytes > fill {
                 self.make_room(fill);
@@ -83,6 +98,9 @@ impl SdmaQueue<'_, '_> {
                     self.ring.write_u32(self.wptr % size + 4 * i, 0);
                 }
                 self.wptr += fill;
+            }
+            if align_ibs && indirect && bytes > fill {
+                self.put_zeros((32 - bytes % 32) % 32);
             }
             self.make_room(bytes);
             for (i, &w) in p.iter().enumerate() {
@@ -808,6 +826,24 @@ fn write_linear_stores_its_dwords_and_unmodelled_flags_are_reported() {
     assert!(wait_signal(&dev, &sig, 0, 2, &ev));
     assert_eq!([64, 68, 72].map(|o| mem.read_u32(o)), [21, 22, 23]);
     assert_eq!(reports(&k, &dev), Vec::<String>::new());
+
+    // An INDIRECT packet that does not end on an 8-dword boundary of the ring is refused
+    // (amdgpu pads before every one); the engine goes on after it.
+    let misaligned = (q.wptr + 24) % 32 == 0;
+    if misaligned {
+        q.put_zeros(4);
+    }
+    let mut b = SdmaBuilder::new();
+    b.indirect(ib.va, inner.len() as u32);
+    let mut s = SdmaBuilder::new();
+    s.signal(sig.value_addr(0), 3, sig.mailbox(&ev), ev.event_id);
+    mem.write_u32(72, 0);
+    q.submit_packets(b.packets().chain(s.packets()), false);
+    assert!(wait_signal(&dev, &sig, 0, 3, &ev), "the engine went on");
+    assert_eq!(mem.read_u32(72), 0, "the indirect buffer ran");
+    let r = reports(&k, &dev);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert!(r[0].contains("not on an 8-dword (32-byte) boundary"), "{r:?}");
 
     // A WRITE whose count dword is past what the doorbell covers is truncated.
     let mut b = SdmaBuilder::new();
