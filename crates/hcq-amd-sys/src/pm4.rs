@@ -932,17 +932,19 @@ impl Pm4Builder {
         self.words.clear();
     }
 
-    /// Requests an HDP flush and waits until it is done.
+    /// Requests an HDP flush (the host data path's write queue: CPU writes through the BAR
+    /// to VRAM) and waits until it is done: writes every client's bit to `GPU_HDP_FLUSH_REQ`
+    /// and polls `GPU_HDP_FLUSH_DONE` for them.
     pub fn hdp_flush(&mut self) -> &mut Self {
         WaitRegMem {
             mem_space: 0,
             operation: 1,
             function: CompareFunction::Equal as u8,
             engine: 0,
-            addr_lo: regs::BIF_BX_PF1_GPU_HDP_FLUSH_REQ,
-            addr_hi: regs::BIF_BX_PF1_GPU_HDP_FLUSH_DONE,
-            reference: 0,
-            mask: 0,
+            addr_lo: regs::GPU_HDP_FLUSH_REQ,
+            addr_hi: regs::GPU_HDP_FLUSH_DONE,
+            reference: regs::HDP_FLUSH_ALL_CLIENTS,
+            mask: regs::HDP_FLUSH_ALL_CLIENTS,
             poll_interval: 0x20,
         }
         .encode(&mut self.words);

@@ -39,9 +39,18 @@ pub const COMPUTE_USER_DATA_0: u16 = 0x240;
 /// Number of `COMPUTE_USER_DATA_n` registers.
 pub const COMPUTE_USER_DATA_COUNT: u16 = 16;
 
-/// Register-space dword addresses of the HDP flush request/done pair (BIF_BX_PF1).
-pub const BIF_BX_PF1_GPU_HDP_FLUSH_REQ: u32 = 0x0106;
-pub const BIF_BX_PF1_GPU_HDP_FLUSH_DONE: u32 = 0x0107;
+/// Dword address of NBIO's register segment 2 on Navi3x (gfx1100..gfx1102, NBIO 4.3), as the
+/// IP discovery table places it.
+pub const NBIO_SEGMENT_2: u32 = 0xd20;
+/// `BIF_BX_PF0_GPU_HDP_FLUSH_REQ` / `_DONE` (NBIO 4.3: offsets 0x106 / 0x107 in segment 2).
+/// The bare offsets, which tinygrad 0.9.0 wrote (fixed in 0.9.1, PR #4925), name other
+/// registers: its flush flushed nothing.
+pub const GPU_HDP_FLUSH_REQ: u32 = NBIO_SEGMENT_2 + 0x106;
+pub const GPU_HDP_FLUSH_DONE: u32 = NBIO_SEGMENT_2 + 0x107;
+/// Requester bits an HDP flush from a user queue asks for and waits on: every client's. The
+/// kernel's own rings set only their CP pipe's bit, but a user queue does not know which pipe
+/// the scheduler gave it; a request with no bit set flushes nothing.
+pub const HDP_FLUSH_ALL_CLIENTS: u32 = 0xffff_ffff;
 
 /// `COMPUTE_DISPATCH_INITIATOR` bits.
 pub mod initiator {

@@ -896,8 +896,7 @@ impl AmdGraph {
         for (d, st) in devs.iter().zip(states.iter()) {
             st.queue
                 .make_room(st.builder.words.len(), d.ring_wait(st))?;
-            st.sdma
-                .make_room_sdma(&st.sdma_builder, d.ring_wait(st))?;
+            st.sdma.make_room_sdma(&st.sdma_builder, d.ring_wait(st))?;
         }
         for (d, st) in devs.iter().zip(states.iter_mut()) {
             let st = &mut **st;

@@ -255,7 +255,10 @@ impl HwQueue {
     fn sdma_padding(&self, at: u64, packet: &[u32]) -> u64 {
         let bytes = packet.len() as u64 * 4;
         let align = |at: u64| {
-            if packet.first().is_some_and(|&h| h & 0xff == u32::from(OP_INDIRECT)) {
+            if packet
+                .first()
+                .is_some_and(|&h| h & 0xff == u32::from(OP_INDIRECT))
+            {
                 (32 - (at + bytes) % 32) % 32
             } else {
                 0

@@ -12,10 +12,12 @@
 //!   write queue; the emulated GPU reaches host memory coherently, so a full fence is the whole
 //!   flush and it completes at once: every bit ever requested reads as set in DONE. (Bits are
 //!   never cleared: two queues flushing at once must both see theirs.) DONE is read-only.
-//! - The same pair at dwords 0x106 / 0x107: the bare NBIO offsets, without the segment base,
-//!   which tinygrad 0.9.0, hcq's own driver (its reference encodings) and the C client write.
-//!   What a real gfx1100 has at those dwords is not known here; they are treated as the
-//!   HDP flush pair, which is what every client that names them means.
+//!   A request with no bit set flushes nothing.
+//! - Dwords 0x106 / 0x107: the bare NBIO offsets, without the segment base, which tinygrad
+//!   0.9.0 writes (reference and mask 0) for its HDP flush: on a real GPU that flushed nothing
+//!   (tinygrad fixed it in 0.9.1) and its wait passed at once. What a gfx1100 has there is not
+//!   known; the emulator takes writes and drops them and reads 0, which is what that client
+//!   observed on hardware, and flushes nothing (no fence).
 //! - `GRBM_GFX_INDEX` (GC uconfig 0x2200 in segment 1, base 0xA000: dword 0xC200): selects the
 //!   shader engine / array / instance later register accesses go to. The emulator has one
 //!   instance of each register it models, so the value is only held and read back.
@@ -28,7 +30,8 @@ pub(crate) const GRBM_GFX_INDEX: u32 = 0xc200;
 /// segment base).
 pub(crate) const HDP_FLUSH_REQ: u32 = 0xe26;
 pub(crate) const HDP_FLUSH_DONE: u32 = 0xe27;
-/// The same pair at its bare NBIO offsets (see the module documentation).
+/// The HDP pair's bare NBIO offsets, which are not the HDP registers (see the module
+/// documentation).
 pub(crate) const HDP_FLUSH_REQ_UNBASED: u32 = 0x106;
 pub(crate) const HDP_FLUSH_DONE_UNBASED: u32 = 0x107;
 
@@ -57,8 +60,8 @@ impl std::fmt::Display for RegisterError {
 /// The name of a modelled register.
 fn name(address: u32) -> &'static str {
     match address {
-        HDP_FLUSH_REQ | HDP_FLUSH_REQ_UNBASED => "GPU_HDP_FLUSH_REQ",
-        HDP_FLUSH_DONE | HDP_FLUSH_DONE_UNBASED => "GPU_HDP_FLUSH_DONE",
+        HDP_FLUSH_REQ => "GPU_HDP_FLUSH_REQ",
+        HDP_FLUSH_DONE => "GPU_HDP_FLUSH_DONE",
         GRBM_GFX_INDEX => "GRBM_GFX_INDEX",
         _ => "unmodelled",
     }
@@ -76,12 +79,11 @@ impl Registers {
     /// Reads the register at dword `address`.
     pub fn read(&self, address: u32) -> Result<u32, RegisterError> {
         match address {
-            HDP_FLUSH_DONE | HDP_FLUSH_DONE_UNBASED => {
-                Ok(self.hdp_flush_done.load(Ordering::SeqCst))
-            }
+            HDP_FLUSH_DONE => Ok(self.hdp_flush_done.load(Ordering::SeqCst)),
             // Reading the request register gives back the requests still pending: none, as
             // every flush completes when it is asked for.
-            HDP_FLUSH_REQ | HDP_FLUSH_REQ_UNBASED => Ok(0),
+            HDP_FLUSH_REQ => Ok(0),
+            HDP_FLUSH_REQ_UNBASED | HDP_FLUSH_DONE_UNBASED => Ok(0),
             GRBM_GFX_INDEX => Ok(self.grbm_gfx_index.load(Ordering::SeqCst)),
             _ => Err(RegisterError::Unmodelled { address }),
         }
@@ -90,13 +92,17 @@ impl Registers {
     /// Writes `value` to the register at dword `address`.
     pub fn write(&self, address: u32, value: u32) -> Result<(), RegisterError> {
         match address {
-            HDP_FLUSH_REQ | HDP_FLUSH_REQ_UNBASED => {
-                // The flush: everything written before is visible to everyone after.
-                fence(Ordering::SeqCst);
+            HDP_FLUSH_REQ => {
+                // The flush: everything written before is visible to everyone after, if any
+                // client asked for it.
+                if value != 0 {
+                    fence(Ordering::SeqCst);
+                }
                 self.hdp_flush_done.fetch_or(value, Ordering::SeqCst);
                 Ok(())
             }
-            HDP_FLUSH_DONE | HDP_FLUSH_DONE_UNBASED => Err(RegisterError::ReadOnly { address }),
+            HDP_FLUSH_DONE => Err(RegisterError::ReadOnly { address }),
+            HDP_FLUSH_REQ_UNBASED | HDP_FLUSH_DONE_UNBASED => Ok(()),
             GRBM_GFX_INDEX => {
                 self.grbm_gfx_index.store(value, Ordering::SeqCst);
                 Ok(())
@@ -115,10 +121,14 @@ mod tests {
         let r = Registers::default();
         assert_eq!(r.read(HDP_FLUSH_DONE), Ok(0));
         r.write(HDP_FLUSH_REQ, 1 << 10).expect("sdma0 requests");
-        r.write(HDP_FLUSH_REQ_UNBASED, 1).expect("cp0 requests");
+        r.write(HDP_FLUSH_REQ, 1).expect("cp0 requests");
         assert_eq!(r.read(HDP_FLUSH_DONE), Ok((1 << 10) | 1));
-        assert_eq!(r.read(HDP_FLUSH_DONE_UNBASED), Ok((1 << 10) | 1));
         assert_eq!(r.read(HDP_FLUSH_REQ), Ok(0));
+        // The bare offsets are not the HDP registers: a request there asks for nothing.
+        r.write(HDP_FLUSH_REQ_UNBASED, 1 << 3)
+            .expect("accepted and dropped");
+        assert_eq!(r.read(HDP_FLUSH_DONE_UNBASED), Ok(0));
+        assert_eq!(r.read(HDP_FLUSH_DONE), Ok((1 << 10) | 1));
         assert_eq!(
             r.write(HDP_FLUSH_DONE, 5),
             Err(RegisterError::ReadOnly {

@@ -606,16 +606,29 @@ fn hdp_flushes_on_registers_write_the_request_and_poll_done() {
         0xd20 + 0x107,
         mem.va,
     ));
-    // The reference runtime's form (bare offsets, mask 0) and a plain poll on DONE.
+    // hcq's own flush; tinygrad 0.9.0's (the bare offsets, mask 0: not the HDP registers, a
+    // wait that passes at once); and a plain poll on DONE.
     let mut b = Pm4Builder::new();
     b.hdp_flush();
     words.extend_from_slice(&b.words);
     pm4::WaitRegMem {
         mem_space: 0,
+        operation: 1,
+        function: pm4::CompareFunction::Equal as u8,
+        engine: 0,
+        addr_lo: 0x106,
+        addr_hi: 0x107,
+        reference: 0,
+        mask: 0,
+        poll_interval: 0x20,
+    }
+    .encode(&mut words);
+    pm4::WaitRegMem {
+        mem_space: 0,
         operation: 0,
         function: pm4::CompareFunction::Equal as u8,
         engine: 0,
-        addr_lo: 0x107,
+        addr_lo: 0xd20 + 0x107,
         addr_hi: 0,
         reference: 1 << 10,
         mask: 1 << 10,

@@ -843,7 +843,10 @@ fn write_linear_stores_its_dwords_and_unmodelled_flags_are_reported() {
     assert_eq!(mem.read_u32(72), 0, "the indirect buffer ran");
     let r = reports(&k, &dev);
     assert_eq!(r.len(), 1, "{r:?}");
-    assert!(r[0].contains("not on an 8-dword (32-byte) boundary"), "{r:?}");
+    assert!(
+        r[0].contains("not on an 8-dword (32-byte) boundary"),
+        "{r:?}"
+    );
 
     // A WRITE whose count dword is past what the doorbell covers is truncated.
     let mut b = SdmaBuilder::new();

@@ -438,15 +438,16 @@ static unsigned dispatch(uint32_t *w, const struct kernel *k, uint64_t kernargs,
                          uint32_t groups) {
   unsigned n = 0;
   /* The CPU wrote the code and the arguments: an HDP flush makes its writes through the PCIe
-   * BAR visible (WAIT_REG_MEM writing GPU_HDP_FLUSH_REQ and polling GPU_HDP_FLUSH_DONE, the
-   * BIF_BX_PF1 registers at dwords 0x106/0x107), then ACQUIRE_MEM drops whatever the
-   * instruction, scalar, vector, GL1 and GL2 caches hold of the whole address space. */
+   * BAR visible (WAIT_REG_MEM writing every client's bit to GPU_HDP_FLUSH_REQ and polling
+   * GPU_HDP_FLUSH_DONE for them: NBIO 4.3's registers 0x106/0x107 in its segment 2, whose base
+   * is dword 0xd20), then ACQUIRE_MEM drops whatever the instruction, scalar, vector, GL1 and
+   * GL2 caches hold of the whole address space. */
   w[n++] = pm4_header(0x3c, 6);
   w[n++] = 3 | (1 << 6); /* function "equal", operation "write, then wait", register space */
-  w[n++] = 0x106;
-  w[n++] = 0x107;
-  w[n++] = 0;
-  w[n++] = 0;
+  w[n++] = 0xd20 + 0x106;
+  w[n++] = 0xd20 + 0x107;
+  w[n++] = 0xffffffff;
+  w[n++] = 0xffffffff;
   w[n++] = 0x20;
   w[n++] = pm4_header(0x58, 7);
   w[n++] = 0;
