@@ -67,6 +67,37 @@ pub enum Release {
     },
 }
 
+/// A failed open of a device node, explained where the cause is the machine's setup: a missing
+/// node (no amdgpu driver with KFD) or one the user may not open (the `render` group).
+fn open_error(path: &str, call: &'static str, source: std::io::Error) -> Error {
+    match source.raw_os_error() {
+        Some(libc::ENOENT) | Some(libc::ENODEV) | Some(libc::ENXIO) => Error::NoDevice(format!(
+            "{path} does not exist ({source}): the amdgpu kernel driver is not loaded, or was \
+             built without KFD (CONFIG_HSA_AMD), or the machine has no AMD GPU"
+        )),
+        Some(libc::EACCES) | Some(libc::EPERM) => {
+            let group = node_group(path).unwrap_or_else(|| "render".into());
+            Error::NoDevice(format!(
+                "cannot open {path}: permission denied: the user must be in the group that owns \
+                 it, `{group}` (`sudo usermod -aG {group} $USER`, then log in again)"
+            ))
+        }
+        _ => Error::Driver { call, source },
+    }
+}
+
+/// The name of the group owning `path`, if it can be found.
+fn node_group(path: &str) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let gid = std::fs::metadata(path).ok()?.gid();
+    let groups = std::fs::read_to_string("/etc/group").ok()?;
+    groups.lines().find_map(|line| {
+        let mut f = line.split(':');
+        let (name, _, id) = (f.next()?, f.next()?, f.next()?);
+        (id.parse::<u32>().ok()? == gid).then(|| name.to_string())
+    })
+}
+
 /// An open `/dev/kfd`.
 pub struct Kfd {
     pub kernel: Arc<dyn Kernel>,
@@ -77,10 +108,8 @@ pub struct Kfd {
 
 impl Kfd {
     pub fn open(kernel: Arc<dyn Kernel>) -> Result<Self> {
-        let fd = reissue(false, || kernel.open("/dev/kfd")).map_err(|source| Error::Driver {
-            call: "open /dev/kfd",
-            source,
-        })?;
+        let fd = reissue(false, || kernel.open("/dev/kfd"))
+            .map_err(|source| open_error("/dev/kfd", "open /dev/kfd", source))?;
         Ok(Kfd {
             kernel,
             fd,
@@ -90,10 +119,8 @@ impl Kfd {
 
     /// Opens another device node (a render node) through the same kernel.
     pub fn open_node(&self, path: &str) -> Result<Fd> {
-        reissue(false, || self.kernel.open(path)).map_err(|source| Error::Driver {
-            call: "open render node",
-            source,
-        })
+        reissue(false, || self.kernel.open(path))
+            .map_err(|source| open_error(path, "open render node", source))
     }
 
     /// The seam's `mmap`, reissued when interrupted.
@@ -377,6 +404,42 @@ impl Drop for Kfd {
             unsafe { self.run_releases(&mut chain) };
         }
         self.kernel.close(self.fd);
+    }
+}
+
+#[cfg(test)]
+mod open_error_tests {
+    use super::*;
+
+    #[test]
+    fn missing_and_forbidden_nodes_say_what_to_do() {
+        let e = open_error(
+            "/dev/kfd",
+            "open /dev/kfd",
+            std::io::Error::from_raw_os_error(libc::ENOENT),
+        );
+        let text = e.to_string();
+        assert!(matches!(e, Error::NoDevice(_)), "{e:?}");
+        assert!(text.contains("/dev/kfd does not exist") && text.contains("CONFIG_HSA_AMD"));
+        // A node owned by root's group (any readable path does for the group lookup).
+        let e = open_error(
+            "/etc/passwd",
+            "open render node",
+            std::io::Error::from_raw_os_error(libc::EACCES),
+        );
+        let text = e.to_string();
+        assert!(text.contains("permission denied"), "{text}");
+        assert!(
+            text.contains("`root`") && text.contains("usermod -aG root"),
+            "{text}"
+        );
+        // Anything else is the driver's error, errno kept.
+        let e = open_error(
+            "/dev/kfd",
+            "open /dev/kfd",
+            std::io::Error::from_raw_os_error(libc::EIO),
+        );
+        assert_eq!(e.os_error(), Some(libc::EIO));
     }
 }
 

@@ -164,6 +164,20 @@ impl GpuMemory {
         let mmap_offset = if kind == MemoryKind::UserPtr { va } else { 0 };
         let args = match kfd.alloc_memory(va, size, gpu_id, flags, mmap_offset) {
             Ok(a) => a,
+            // KFD's one refusal of host-visible VRAM: the BAR does not span all of VRAM.
+            Err(Error::Driver { source, .. })
+                if kind == MemoryKind::Vram
+                    && opts.public
+                    && source.raw_os_error() == Some(libc::EINVAL) =>
+            {
+                release_va();
+                return Err(Error::Unsupported(format!(
+                    "{device_name}: KFD refused host-visible VRAM (EINVAL), as it does when the \
+                     PCI BAR does not span all of VRAM (a small-BAR board). hcq keeps buffers in \
+                     host-visible VRAM: enable Resizable BAR (\"Above 4G Decoding\" and \
+                     \"Re-Size BAR Support\" in the firmware setup)"
+                )));
+            }
             Err(Error::Driver { call, source }) => {
                 release_va();
                 return Err(oom_or(call, source));
@@ -362,6 +376,46 @@ mod tests {
         }));
         let driver = AmdDriver::new(kernel, "amd-emu", true).unwrap();
         AmdDevice::open(&driver, 0).unwrap()
+    }
+
+    #[test]
+    fn a_small_bar_board_is_named_when_kfd_refuses_host_visible_vram() {
+        use hcq_amd_sys::seam::{CallFilter, Fault, FaultInjector};
+        let injector = Arc::new(FaultInjector::new(EmuKernel::new(EmuConfig {
+            gpus: 1,
+            max_steps: 1000,
+            vram_bytes: 64 << 20,
+            ..EmuConfig::default()
+        })));
+        let kernel: Arc<dyn seam::Kernel> = injector.clone();
+        let driver = AmdDriver::new(kernel, "amd-emu", true).unwrap();
+        let dev = AmdDevice::open(&driver, 0).unwrap();
+        // What KFD answers a PUBLIC VRAM allocation when the BAR does not span all of VRAM.
+        let refuse = || {
+            injector.arm(Fault {
+                calls: CallFilter::Ioctl(Some(abi::IOC_ALLOC_MEMORY_OF_GPU)),
+                nth: 0,
+                errno: libc::EINVAL,
+            })
+        };
+        refuse();
+        let public = AllocFlags {
+            uncached: false,
+            public: true,
+        };
+        let e = dev.alloc_mem(4096, MemoryKind::Vram, public).unwrap_err();
+        let text = e.to_string();
+        assert!(matches!(e, Error::Unsupported(_)), "{e:?}");
+        assert!(
+            text.contains("Resizable BAR") && text.contains("small-BAR"),
+            "{text}"
+        );
+        // Any other refusal stays the driver's error.
+        refuse();
+        let e = dev
+            .alloc_mem(4096, MemoryKind::Gtt, AllocFlags::default())
+            .unwrap_err();
+        assert!(matches!(e, Error::Driver { .. }), "{e:?}");
     }
 
     #[test]

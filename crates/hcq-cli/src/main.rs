@@ -162,6 +162,11 @@ fn run(cli: Cli) -> Result<(), String> {
                     format_bytes(d.memory)
                 );
             }
+            // Said, not left to guess: why `amd:N` is missing (permissions, no driver, ...).
+            #[cfg(target_os = "linux")]
+            if let Some(why) = hcq::real_amd_unavailable() {
+                eprintln!("hcq: no real AMD GPU (amd:N): {why}");
+            }
             Ok(())
         }
         Command::Demo { device, n } => demo::run(device.as_deref(), n),

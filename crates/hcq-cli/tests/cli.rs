@@ -30,6 +30,14 @@ fn devices_lists_the_emulated_gpus() {
             "{line}"
         );
     }
+    // No /dev/kfd here (as on CI machines): said, with the cause, not left to guess.
+    if !std::path::Path::new("/dev/kfd").exists() {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("no real AMD GPU (amd:N): /dev/kfd does not exist"),
+            "{err}"
+        );
+    }
 }
 
 #[test]

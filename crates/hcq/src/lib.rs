@@ -56,7 +56,7 @@ pub use hcq_core::{ArgBytes, DeviceInfo, Error, Result, ARG_BYTES_MAX};
 #[cfg(target_os = "linux")]
 pub use hcq_emu::ShaderCounts;
 #[cfg(target_os = "linux")]
-pub use registry::{emulator_counters, hold_emulated_engines};
+pub use registry::{emulator_counters, hold_emulated_engines, real_amd_unavailable};
 pub use registry::{list_devices, DeviceListing};
 
 #[cfg(target_os = "linux")]

@@ -22,7 +22,12 @@ fn real_driver() -> Result<Arc<AmdDriver>> {
     DRIVER
         .get_or_init(|| {
             if !std::path::Path::new("/dev/kfd").exists() {
-                return Err("no /dev/kfd on this machine".into());
+                return Err(
+                    "/dev/kfd does not exist: the amdgpu kernel driver is not loaded, or \
+                            was built without KFD (CONFIG_HSA_AMD), or the machine has no AMD \
+                            GPU"
+                    .into(),
+                );
             }
             let kernel: Arc<dyn Kernel> = Arc::new(HostKernel);
             AmdDriver::new(kernel, REAL, false).map_err(|e| e.to_string())
@@ -173,6 +178,21 @@ pub fn list_devices() -> Vec<DeviceListing> {
         }
     }
     out
+}
+
+/// Why this machine offers no real AMD GPU (`amd:N`), or `None` when it offers one.
+#[cfg(target_os = "linux")]
+pub fn real_amd_unavailable() -> Option<String> {
+    match real_driver() {
+        Err(e) => Some(match e {
+            Error::NoDevice(why) => why,
+            e => e.to_string(),
+        }),
+        Ok(d) if d.gpus.is_empty() => {
+            Some("KFD is there, but its topology lists no GPU it can run compute on".into())
+        }
+        Ok(_) => None,
+    }
 }
 
 /// Every Metal device of this Mac, without opening them.
