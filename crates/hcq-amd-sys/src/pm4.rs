@@ -856,6 +856,8 @@ pub struct DispatchSetup {
     /// Bytes of LDS the kernel declares (the descriptor's group segment size).
     pub group_segment_size: u32,
     pub scratch_base: u64,
+    /// `COMPUTE_TMPRING_SIZE` for that scratch ([`regs::tmpring_size`]).
+    pub tmpring_size: u32,
     /// `COMPUTE_USER_DATA_0..`: the user SGPR values in descriptor order.
     pub user_data: [u32; 16],
     pub user_data_count: usize,
@@ -1088,8 +1090,7 @@ impl Pm4Builder {
                 setup.rsrc2 | (lds_granules << regs::RSRC2_LDS_SIZE_SHIFT),
             ],
         );
-        // (wave size in KiB-of-32-dwords units << 12) | number of waves: the reference value.
-        sh(w, regs::COMPUTE_TMPRING_SIZE, &[0x0020_0200]);
+        sh(w, regs::COMPUTE_TMPRING_SIZE, &[setup.tmpring_size]);
         sh(w, regs::COMPUTE_RESTART_X, &[0, 0, 0, 0]);
         sh(w, regs::COMPUTE_STATIC_THREAD_MGMT_SE0, &[u32::MAX; 2]);
         sh(w, regs::COMPUTE_STATIC_THREAD_MGMT_SE2, &[u32::MAX; 2]);
@@ -1179,6 +1180,7 @@ mod tests {
             rsrc2: 0,
             group_segment_size: 0,
             scratch_base: 0,
+            tmpring_size: 0,
             user_data: [0; 16],
             user_data_count: 2,
         };

@@ -39,6 +39,13 @@ pub const COMPUTE_USER_DATA_0: u16 = 0x240;
 /// Number of `COMPUTE_USER_DATA_n` registers.
 pub const COMPUTE_USER_DATA_COUNT: u16 = 16;
 
+/// `COMPUTE_TMPRING_SIZE` for a scratch ring of `waves_per_se` slots in each shader engine
+/// (gfx11 counts WAVES per shader engine, so the ring's memory must hold `waves_per_se × shader
+/// engines` slots) of `wave_bytes` each (WAVESIZE counts 256-byte units, 13 bits).
+pub const fn tmpring_size(waves_per_se: u32, wave_bytes: u64) -> u32 {
+    (waves_per_se & 0xfff) | ((((wave_bytes / 256) as u32) & 0x1fff) << 12)
+}
+
 /// Dword address of NBIO's register segment 2 on Navi3x (gfx1100..gfx1102, NBIO 4.3), as the
 /// IP discovery table places it.
 pub const NBIO_SEGMENT_2: u32 = 0xd20;

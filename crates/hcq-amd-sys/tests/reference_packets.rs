@@ -42,6 +42,9 @@ fn setup_of(i: &Value) -> DispatchSetup {
         rsrc2: u64_of(&i["compute_pgm_rsrc2"]) as u32,
         group_segment_size: u64_of(&i["group_segment_size"]) as u32,
         scratch_base: u64_of(&i["scratch_va"]),
+        // The reference runtime's fixed value: 512 waves of 128 KiB per shader engine, which
+        // is right for a 96-CU gfx1100 (6 engines of 16 CUs x 32 slots).
+        tmpring_size: hcq_amd_sys::regs::tmpring_size(512, 128 << 10),
         user_data,
         user_data_count: 2,
     }

@@ -466,6 +466,8 @@ pub(crate) struct DeviceState {
     kernarg_image: Vec<u8>,
     pub(crate) builder: Pm4Builder,
     pub(crate) scratch: Option<GpuMemory>,
+    /// `COMPUTE_TMPRING_SIZE` for `scratch` (0 until it exists).
+    pub(crate) tmpring_size: u32,
     pub(crate) dispatch_id: u64,
     /// Set when a wait timed out: the first timeline value the GPU had not reached. Until the
     /// timeline reaches it, waits that need it fail at once with `Timeout` instead of waiting
@@ -582,6 +584,7 @@ impl AmdDevice {
                 kernarg_image: Vec::new(),
                 builder: Pm4Builder::new(),
                 scratch: None,
+                tmpring_size: 0,
                 dispatch_id: 0,
                 stuck_at: None,
                 retired: Vec::new(),
@@ -828,8 +831,15 @@ impl AmdDevice {
         let cus = p("simd_count")? / p("simd_per_cu")?.max(1);
         let waves = p("max_waves_per_simd")? * p("simd_per_cu")?;
         let wave_bytes = (waves * MAX_PRIVATE_SEGMENT_SIZE as u64).next_multiple_of(256);
-        let size = cus * p("max_slots_scratch_cu")? * wave_bytes;
-        st.scratch = Some(self.alloc_mem(size, MemoryKind::Vram, AllocFlags::default())?);
+        let slots = cus * p("max_slots_scratch_cu")?;
+        // gfx11 counts the ring's waves per shader engine: all of them together must fit.
+        let engines = (p("array_count")? / p("simd_arrays_per_engine")?.max(1)).max(1);
+        let waves_per_se = u32::try_from(slots / engines)
+            .unwrap_or(u32::MAX)
+            .min(0xfff);
+        st.scratch =
+            Some(self.alloc_mem(slots * wave_bytes, MemoryKind::Vram, AllocFlags::default())?);
+        st.tmpring_size = hcq_amd_sys::regs::tmpring_size(waves_per_se, wave_bytes);
         Ok(())
     }
 
@@ -1204,6 +1214,7 @@ pub(crate) fn dispatch_setup(
         rsrc2: prg.descriptor.compute_pgm_rsrc2,
         group_segment_size,
         scratch_base: st.scratch.as_ref().map_or(0, |s| s.va),
+        tmpring_size: st.tmpring_size,
         user_data,
         user_data_count: hcq_amd_sys::regs::PgmRsrc2(prg.descriptor.compute_pgm_rsrc2).user_sgpr()
             as usize,

@@ -59,6 +59,7 @@ pub fn run(o: Options) -> Result<i32, String> {
         env_var("HCQ_EMU_MAX_STEPS").as_deref(),
         vram.as_deref(),
         kernel.as_deref(),
+        env_var("HCQ_EMU_CUS").as_deref(),
     )
     .map_err(|e| {
         // Named as the user gave it: the flag, or the variable it fell back to.
@@ -103,7 +104,8 @@ pub fn run(o: Options) -> Result<i32, String> {
             .to_string(),
         )
         .env("HCQ_EMU_MAX_STEPS", config.max_steps.to_string())
-        .env("HCQ_EMU_KERNEL", config.kernel.name());
+        .env("HCQ_EMU_KERNEL", config.kernel.name())
+        .env("HCQ_EMU_CUS", config.cus.to_string());
     // SAFETY: the closure runs in the child between fork and exec and only makes a system
     // call (async-signal-safe): the program starts with no signal blocked, not with the mask
     // `hcq` keeps for its signal thread.

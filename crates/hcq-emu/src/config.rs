@@ -22,7 +22,13 @@ pub struct EmuConfig {
     pub vram_bytes: u64,
     /// The kernel whose KFD rules apply.
     pub kernel: KfdRules,
+    /// Compute units of each GPU: 96 (Radeon RX 7900 XTX) or any multiple of 12 from 12 to
+    /// 96 (84: RX 7900 XT), in 6 shader engines of 2 arrays.
+    pub cus: u32,
 }
+
+/// Default compute units per GPU: a Radeon RX 7900 XTX.
+pub const DEFAULT_CUS: u32 = 96;
 
 impl Default for EmuConfig {
     fn default() -> Self {
@@ -31,6 +37,7 @@ impl Default for EmuConfig {
             max_steps: DEFAULT_MAX_STEPS,
             vram_bytes: DEFAULT_VRAM,
             kernel: KfdRules::default(),
+            cus: DEFAULT_CUS,
         }
     }
 }
@@ -98,6 +105,7 @@ impl EmuConfig {
             var("HCQ_EMU_MAX_STEPS").as_deref(),
             var("HCQ_EMU_VRAM").as_deref(),
             var("HCQ_EMU_KERNEL").as_deref(),
+            var("HCQ_EMU_CUS").as_deref(),
         )
     }
 
@@ -107,6 +115,7 @@ impl EmuConfig {
         max_steps: Option<&str>,
         vram: Option<&str>,
         kernel: Option<&str>,
+        cus: Option<&str>,
     ) -> Result<Self, ConfigError> {
         let d = Self::default();
         let gpus = match given(gpus) {
@@ -134,11 +143,20 @@ impl EmuConfig {
             Some(v) => KfdRules::from_name(v)
                 .ok_or_else(|| ConfigError::new("HCQ_EMU_KERNEL", v, KERNEL_ACCEPTED))?,
         };
+        let cus = match given(cus) {
+            None => d.cus,
+            Some(v) => v
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (12..=96).contains(n) && n % 12 == 0)
+                .ok_or_else(|| ConfigError::new("HCQ_EMU_CUS", v, CUS_ACCEPTED))?,
+        };
         Ok(EmuConfig {
             gpus,
             max_steps,
             vram_bytes,
             kernel,
+            cus,
         })
     }
 }
@@ -148,6 +166,9 @@ pub const MIN_VRAM: u64 = 4096;
 
 const KERNEL_ACCEPTED: &str = "the Linux release whose KFD rules apply: 6.12 (also later \
      releases) or 6.6";
+const CUS_ACCEPTED: &str =
+    "compute units per GPU: a multiple of 12 from 12 to 96 (96: RX 7900 XTX, \
+     84: RX 7900 XT)";
 const GPUS_ACCEPTED: &str = "a whole number of GPUs from 0 to 64";
 const MAX_STEPS_ACCEPTED: &str =
     "a positive whole number of instructions (digits, `_` allowed as a separator)";
@@ -278,7 +299,7 @@ mod tests {
             (None, None, Some("99999999999T"), "HCQ_EMU_VRAM"),
         ];
         for (gpus, steps, vram, variable) in cases {
-            let e = EmuConfig::from_vars(gpus, steps, vram, None).unwrap_err();
+            let e = EmuConfig::from_vars(gpus, steps, vram, None, None).unwrap_err();
             assert_eq!(e.variable, variable);
             let value = gpus.or(steps).or(vram).unwrap();
             assert_eq!(e.value, value);
@@ -287,7 +308,7 @@ mod tests {
             assert!(text.contains("expected"), "{text}");
         }
         for bad in ["6.1", "6", "linux-6.12", "latest"] {
-            let e = EmuConfig::from_vars(None, None, None, Some(bad)).unwrap_err();
+            let e = EmuConfig::from_vars(None, None, None, Some(bad), None).unwrap_err();
             assert_eq!((e.variable, e.value.as_str()), ("HCQ_EMU_KERNEL", bad));
             assert!(e.to_string().contains("6.12"), "{e}");
         }
@@ -295,10 +316,17 @@ mod tests {
 
     #[test]
     fn empty_values_mean_unset_and_good_values_are_taken() {
-        let c = EmuConfig::from_vars(Some(""), Some("  "), Some(""), Some(" ")).unwrap();
+        let c = EmuConfig::from_vars(Some(""), Some("  "), Some(""), Some(" "), Some("")).unwrap();
         assert_eq!(c, EmuConfig::default());
         assert_eq!(c.kernel, KfdRules::Linux6_12);
-        let c = EmuConfig::from_vars(Some("0"), Some("1_000"), Some("64M"), Some("6.6")).unwrap();
+        let c = EmuConfig::from_vars(
+            Some("0"),
+            Some("1_000"),
+            Some("64M"),
+            Some("6.6"),
+            Some("84"),
+        )
+        .unwrap();
         assert_eq!(
             c,
             EmuConfig {
@@ -306,9 +334,14 @@ mod tests {
                 max_steps: 1000,
                 vram_bytes: 64 << 20,
                 kernel: KfdRules::Linux6_6,
+                cus: 84,
             }
         );
-        let c = EmuConfig::from_vars(Some("64"), None, Some("4096"), Some("6.12")).unwrap();
+        for bad in ["0", "100", "90", "many"] {
+            let e = EmuConfig::from_vars(None, None, None, None, Some(bad)).unwrap_err();
+            assert_eq!(e.variable, "HCQ_EMU_CUS");
+        }
+        let c = EmuConfig::from_vars(Some("64"), None, Some("4096"), Some("6.12"), None).unwrap();
         assert_eq!((c.gpus, c.vram_bytes), (64, 4096));
         assert_eq!(c.kernel.kfd_version(), (1, 16));
     }

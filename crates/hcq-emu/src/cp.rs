@@ -612,6 +612,7 @@ impl Cp {
             &self.gpu.code_cache,
             &params,
             self.gpu.max_steps,
+            crate::topology::shader_engines(&self.gpu.shape),
             self.ring.queue.stop_flag(),
         );
         drop(snap);

@@ -125,6 +125,7 @@ pub(crate) fn run(
     cache: &CodeCache,
     p: &DispatchParams,
     max_steps: u64,
+    shader_engines: u32,
     cancel: Arc<AtomicBool>,
 ) -> Result<rdna3::DispatchStats, (FaultClass, String)> {
     let d = rdna3::Dispatch {
@@ -137,6 +138,7 @@ pub(crate) fn run(
         block: p.block,
         scratch_base: p.scratch_base,
         tmpring_size: p.tmpring_size,
+        shader_engines,
         wave32: p.wave32,
         max_steps,
         cancel: Some(cancel),

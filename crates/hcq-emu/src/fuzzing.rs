@@ -155,7 +155,15 @@ impl StreamRig {
         RIG.get_or_init(|| {
             let events = Arc::new(Events::default());
             let watch = Arc::new(MemWatch::default());
-            let gpu = Arc::new(Gpu::new(0, 1, 1 << 30, WAVE_STEPS, events, watch));
+            let gpu = Arc::new(Gpu::new(
+                0,
+                1,
+                1 << 30,
+                WAVE_STEPS,
+                crate::topology::gpu_shape(crate::config::DEFAULT_CUS),
+                events,
+                watch,
+            ));
             // SAFETY: a fresh anonymous mapping at an address of the kernel's choice.
             let host = unsafe {
                 libc::mmap(
@@ -394,6 +402,7 @@ pub fn run_syscalls(data: &[u8]) {
             Some(b) if b & 0x80 != 0 => crate::KfdRules::Linux6_6,
             _ => crate::KfdRules::Linux6_12,
         },
+        ..EmuConfig::default()
     });
     let gpu_ids = kernel.gpu_ids();
     let mut input = Input::new(data);
@@ -680,7 +689,9 @@ fn prepare_args(
             if fix & 4 == 0 {
                 // The node's own sizes, which random bytes never hit, so that Linux 6.12's
                 // checks of the buffers themselves are reached.
-                let areas = crate::topology::gpu_queue_areas();
+                let areas = crate::topology::gpu_queue_areas(&crate::topology::gpu_shape(
+                    crate::config::DEFAULT_CUS,
+                ));
                 a.eop_buffer_size = areas.eop_bytes.into();
                 a.ctl_stack_size = areas.ctl_stack_bytes;
                 a.ctx_save_restore_size = areas.cwsr_bytes;

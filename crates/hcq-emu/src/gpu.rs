@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Duration;
 
+use hcq_amd_sys::queue_areas::NodeShape;
 use hcq_amd_sys::seam::Fd;
 
 use crate::dispatch::CodeCache;
@@ -28,6 +29,8 @@ pub(crate) enum FaultClass {
 
 /// The state of one GPU shared by its command processors and the ioctl handlers.
 pub(crate) struct Gpu {
+    /// What its topology node says it is.
+    pub shape: NodeShape,
     pub index: usize,
     pub gpu_id: u32,
     pub render_minor: u32,
@@ -141,10 +144,12 @@ impl Gpu {
         gpu_id: u32,
         vram_bytes: u64,
         max_steps: u64,
+        shape: NodeShape,
         events: Arc<Events>,
         watch: Arc<MemWatch>,
     ) -> Self {
         Gpu {
+            shape,
             index,
             gpu_id,
             render_minor: 128 + index as u32,

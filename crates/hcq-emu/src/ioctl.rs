@@ -109,7 +109,12 @@ pub(crate) fn known_request(request: u64) -> io::Result<u64> {
 /// the size, as long as that size; a compute queue's EOP, control-stack and context-save
 /// sizes must be KFD's own figures for the node ([`crate::topology::gpu_queue_areas`]).
 /// Returns the GPU addresses of the mappings the queue then holds. Every refusal is `EINVAL`.
-fn queue_buffers(snap: &Snapshot, a: &CreateQueueArgs, sdma: bool) -> io::Result<Vec<u64>> {
+fn queue_buffers(
+    snap: &Snapshot,
+    a: &CreateQueueArgs,
+    sdma: bool,
+    areas: &hcq_amd_sys::queue_areas::QueueAreas,
+) -> io::Result<Vec<u64>> {
     const PAGE_SHIFT: u32 = 12;
     let einval = || errno(libc::EINVAL);
     // KFD compares page numbers; an expected size under one page checks only the start.
@@ -131,7 +136,6 @@ fn queue_buffers(snap: &Snapshot, a: &CreateQueueArgs, sdma: bool) -> io::Result
     if sdma {
         return Ok(held);
     }
-    let areas = crate::topology::gpu_queue_areas();
     // The EOP buffer is optional (not every GPU needs one); given, it is checked.
     if a.eop_buffer_address != 0 {
         if a.eop_buffer_size != u64::from(areas.eop_bytes) {
@@ -465,7 +469,12 @@ impl EmuKernel {
             return Err(errno(libc::EINVAL));
         }
         let buffers = if self.config.kernel.validates_queue_buffers() {
-            queue_buffers(&snap, a, sdma)?
+            queue_buffers(
+                &snap,
+                a,
+                sdma,
+                &crate::topology::gpu_queue_areas(&gpu.shape),
+            )?
         } else {
             Vec::new()
         };

@@ -19,6 +19,7 @@ pub(crate) struct GpuNode {
     pub gpu_id: u32,
     pub render_minor: u32,
     pub vram_bytes: u64,
+    pub shape: NodeShape,
 }
 
 /// The emulated topology.
@@ -215,26 +216,35 @@ impl Topology {
     }
 }
 
-/// The shape of every emulated GPU: a Radeon RX 7900 XTX (gfx1100, 96 CUs in 6 shader
-/// engines of 2 arrays). Its node's `properties` say this, and KFD's queue checks follow it.
-pub(crate) const GPU_SHAPE: NodeShape = NodeShape {
-    gfx_target_version: 110_000,
-    simd_count: 192,
-    simd_per_cu: 2,
-    num_xcc: 1,
-    array_count: 12,
-    simd_arrays_per_engine: 2,
-    lds_size_in_kb: 64,
-};
+/// The shape of an emulated GPU with `cus` compute units: a Navi 31 (gfx1100) in 6 shader
+/// engines of 2 arrays, 96 CUs as the Radeon RX 7900 XTX, 84 as the RX 7900 XT. Its node's
+/// `properties` say this, KFD's queue checks follow it, and the scratch ring spans its shader
+/// engines.
+pub(crate) fn gpu_shape(cus: u32) -> NodeShape {
+    NodeShape {
+        gfx_target_version: 110_000,
+        simd_count: 2 * cus,
+        simd_per_cu: 2,
+        num_xcc: 1,
+        array_count: 12,
+        simd_arrays_per_engine: 2,
+        lds_size_in_kb: 64,
+    }
+}
 
-/// What `CREATE_QUEUE` expects of an emulated GPU's compute queues.
-pub(crate) fn gpu_queue_areas() -> QueueAreas {
-    QueueAreas::for_node(&GPU_SHAPE).expect("gfx1100 has queue areas")
+/// Shader engines of a shape.
+pub(crate) fn shader_engines(s: &NodeShape) -> u32 {
+    s.array_count / s.simd_arrays_per_engine.max(1)
+}
+
+/// What `CREATE_QUEUE` expects of the compute queues of a GPU of shape `s`.
+pub(crate) fn gpu_queue_areas(s: &NodeShape) -> QueueAreas {
+    QueueAreas::for_node(s).expect("every configurable gfx1100 shape has queue areas")
 }
 
 /// The `properties` file of a GPU node, modelled on a Radeon RX 7900 XTX (gfx1100).
 fn gpu_properties(node: u32, g: &GpuNode) -> String {
-    let s = GPU_SHAPE;
+    let s = g.shape;
     let lines: [(&str, u64); 38] = [
         ("cpu_cores_count", 0),
         ("simd_count", s.simd_count.into()),
@@ -251,7 +261,10 @@ fn gpu_properties(node: u32, g: &GpuNode) -> String {
         ("wave_front_size", 32),
         ("array_count", s.array_count.into()),
         ("simd_arrays_per_engine", s.simd_arrays_per_engine.into()),
-        ("cu_per_simd_array", 8),
+        (
+            "cu_per_simd_array",
+            (s.simd_count / s.simd_per_cu / s.array_count).into(),
+        ),
         ("simd_per_cu", s.simd_per_cu.into()),
         ("max_slots_scratch_cu", 32),
         ("gfx_target_version", s.gfx_target_version.into()),

@@ -70,6 +70,7 @@ impl Program {
             rsrc2: kd.compute_pgm_rsrc2,
             group_segment_size: kd.group_segment_fixed_size,
             scratch_base: 0,
+            tmpring_size: 0,
             user_data,
             user_data_count: layout.count as usize,
         }

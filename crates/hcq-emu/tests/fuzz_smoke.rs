@@ -29,6 +29,7 @@ fn pm4_seed() -> Vec<u8> {
         rsrc2: 0,
         group_segment_size: 0,
         scratch_base: 0,
+        tmpring_size: 0,
         user_data: [0; 16],
         user_data_count: 0,
     };

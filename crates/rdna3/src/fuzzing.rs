@@ -173,6 +173,7 @@ pub fn run_program(data: &[u8]) {
         scratch_base: SCRATCH_BASE,
         // WAVES = 2 slots of WAVESIZE = 128 x 256 bytes: SCRATCH_BYTES.
         tmpring_size: 2 | (128 << 12),
+        shader_engines: 1,
         wave32: control & (1 << 6) == 0,
         max_steps: WAVE_STEPS,
         cancel: None,

@@ -34,6 +34,9 @@ pub struct Dispatch {
     pub scratch_base: u64,
     /// COMPUTE_TMPRING_SIZE.
     pub tmpring_size: u32,
+    /// Shader engines the scratch ring spans: on gfx11 `TMPRING_SIZE.WAVES` counts the slots
+    /// of each, so the ring holds `WAVES × shader_engines` slots (1 makes WAVES the total).
+    pub shader_engines: u32,
     /// DISPATCH_INITIATOR.CS_W32_EN: wave32 (wave64 is unsupported).
     pub wave32: bool,
     /// Instruction budget per wave; exceeding it is a fault.
@@ -162,9 +165,10 @@ pub fn run_dispatch<M: Memory>(
     let mut threads = host_cores()
         .min(usize::try_from(groups).unwrap_or(usize::MAX))
         .max(1);
+    // Each running wave owns one slot of the scratch ring (TMPRING_SIZE.WAVES slots per
+    // shader engine).
+    let ring_slots = u64::from(d.tmpring_size & 0xfff) * u64::from(d.shader_engines.max(1));
     if rsrc2.scratch_enable {
-        // Each running wave owns one slot of the scratch ring (TMPRING_SIZE.WAVES slots).
-        let ring_slots = u64::from(d.tmpring_size & 0xfff);
         if ring_slots < waves_per_group {
             return Err(dispatch_fault(FaultKind::Unsupported(format!(
                 "scratch ring of {ring_slots} waves for workgroups of {waves_per_group} waves"
@@ -205,7 +209,10 @@ pub fn run_dispatch<M: Memory>(
                     (index / (u64::from(d.grid[0]) * u64::from(d.grid[1]))) as u32,
                 ];
                 lds.fill(0);
-                let first_slot = thread_index * waves_per_group;
+                // The hardware may give a wave any slot of the ring; here the highest go first,
+                // so a ring larger than the memory behind it faults on the first dispatch that
+                // uses scratch instead of overwriting what follows only under load.
+                let first_slot = ring_slots.saturating_sub((thread_index + 1) * waves_per_group);
                 match run_workgroup(
                     mem_dyn,
                     &mut local_code,

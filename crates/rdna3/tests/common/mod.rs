@@ -296,6 +296,7 @@ pub fn make_dispatch(
         block,
         scratch_base: 0,
         tmpring_size: 0, // set by `run` when the kernel uses scratch
+        shader_engines: 1,
         wave32: kd.kernel_code_properties >> 10 & 1 != 0,
         max_steps: 100_000,
         cancel: None,
