@@ -28,7 +28,9 @@
 //! - Work on one device executes in submission order. Copies wait for the work queued before
 //!   them; launches return as soon as the work is queued.
 //! - A fault on the GPU (bad memory access, illegal instruction) surfaces as
-//!   [`Error::DeviceFault`] from the next wait on that device; the device stays usable.
+//!   [`Error::DeviceFault`] from the next wait on that device. On the emulator the device
+//!   stays usable; on a real AMD GPU, Linux stops the process's queues on that GPU after a
+//!   memory fault, for good (see the README's status).
 //! - Every wait is bounded by `HCQ_WAIT_TIMEOUT_MS` (default 30000) and ends in
 //!   [`Error::Timeout`] (on AMD: when the GPU finished nothing for that long; a long queue that
 //!   keeps advancing is waited for). The device is then stuck short of the value it waited for: until the
