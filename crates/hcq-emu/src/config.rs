@@ -25,6 +25,9 @@ pub struct EmuConfig {
     /// Compute units of each GPU: 96 (Radeon RX 7900 XTX) or any multiple of 12 from 12 to
     /// 96 (84: RX 7900 XT), in 6 shader engines of 2 arrays.
     pub cus: u32,
+    /// A board whose PCI BAR does not span all of VRAM (no Resizable BAR): KFD then refuses
+    /// host-visible (`PUBLIC`) VRAM allocations with `EINVAL`.
+    pub small_bar: bool,
 }
 
 /// Default compute units per GPU: a Radeon RX 7900 XTX.
@@ -38,6 +41,7 @@ impl Default for EmuConfig {
             vram_bytes: DEFAULT_VRAM,
             kernel: KfdRules::default(),
             cus: DEFAULT_CUS,
+            small_bar: false,
         }
     }
 }
@@ -96,17 +100,30 @@ fn given(value: Option<&str>) -> Option<&str> {
 }
 
 impl EmuConfig {
-    /// Reads `HCQ_EMU_GPUS`, `HCQ_EMU_MAX_STEPS`, `HCQ_EMU_VRAM` and `HCQ_EMU_KERNEL`; a
-    /// missing or empty variable leaves its default, a malformed one is an error naming it.
+    /// Reads `HCQ_EMU_GPUS`, `HCQ_EMU_MAX_STEPS`, `HCQ_EMU_VRAM`, `HCQ_EMU_KERNEL`,
+    /// `HCQ_EMU_CUS` and `HCQ_EMU_SMALL_BAR`; a missing or empty variable leaves its default, a
+    /// malformed one is an error naming it.
     pub fn from_env() -> Result<Self, ConfigError> {
         let var = |name: &str| std::env::var(name).ok();
-        Self::from_vars(
+        let config = Self::from_vars(
             var("HCQ_EMU_GPUS").as_deref(),
             var("HCQ_EMU_MAX_STEPS").as_deref(),
             var("HCQ_EMU_VRAM").as_deref(),
             var("HCQ_EMU_KERNEL").as_deref(),
             var("HCQ_EMU_CUS").as_deref(),
-        )
+        )?;
+        config.with_small_bar(var("HCQ_EMU_SMALL_BAR").as_deref())
+    }
+
+    /// `self` with `HCQ_EMU_SMALL_BAR`'s value (`1`: a board whose BAR does not span VRAM,
+    /// `0` or unset: Resizable BAR on).
+    pub fn with_small_bar(self, value: Option<&str>) -> Result<Self, ConfigError> {
+        let small_bar = match given(value) {
+            None | Some("0") => false,
+            Some("1") => true,
+            Some(v) => return Err(ConfigError::new("HCQ_EMU_SMALL_BAR", v, SMALL_BAR_ACCEPTED)),
+        };
+        Ok(EmuConfig { small_bar, ..self })
     }
 
     /// Builds a configuration from the variables' values (`None` or empty: unset).
@@ -157,6 +174,7 @@ impl EmuConfig {
             vram_bytes,
             kernel,
             cus,
+            small_bar: false,
         })
     }
 }
@@ -166,6 +184,7 @@ pub const MIN_VRAM: u64 = 4096;
 
 const KERNEL_ACCEPTED: &str = "the Linux release whose KFD rules apply: 6.12 (also later \
      releases) or 6.6";
+const SMALL_BAR_ACCEPTED: &str = "1 (the BAR does not span VRAM) or 0";
 const CUS_ACCEPTED: &str =
     "compute units per GPU: a multiple of 12 from 12 to 96 (96: RX 7900 XTX, \
      84: RX 7900 XT)";
@@ -335,8 +354,14 @@ mod tests {
                 vram_bytes: 64 << 20,
                 kernel: KfdRules::Linux6_6,
                 cus: 84,
+                small_bar: false,
             }
         );
+        let d = EmuConfig::default();
+        assert!(d.with_small_bar(Some("1")).unwrap().small_bar);
+        assert!(!d.with_small_bar(Some(" ")).unwrap().small_bar);
+        let e = d.with_small_bar(Some("yes")).unwrap_err();
+        assert_eq!(e.variable, "HCQ_EMU_SMALL_BAR");
         for bad in ["0", "100", "90", "many"] {
             let e = EmuConfig::from_vars(None, None, None, None, Some(bad)).unwrap_err();
             assert_eq!(e.variable, "HCQ_EMU_CUS");

@@ -252,6 +252,10 @@ impl EmuKernel {
             ALLOC_MEM_FLAGS_USERPTR => BoKind::Userptr,
             _ => return Err(errno(libc::EINVAL)),
         };
+        // A board whose BAR does not span VRAM has no host-visible VRAM to give.
+        if self.config.small_bar && kind == BoKind::Vram && a.flags & ALLOC_MEM_FLAGS_PUBLIC != 0 {
+            return Err(errno(libc::EINVAL));
+        }
         let size = page_round(a.size)
             .filter(|&s| s > 0)
             .ok_or_else(|| errno(libc::EINVAL))?;
