@@ -6,7 +6,7 @@ use crate::kfd::{Kfd, Release};
 use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
 use crate::topology::GpuNode;
 use hcq_amd_sys::kfd as abi;
-use hcq_amd_sys::sdma::{SdmaBuilder, OP_INDIRECT};
+use hcq_amd_sys::sdma::{Header, SdmaBuilder, OP_INDIRECT};
 use hcq_amd_sys::seam::{self, Fd};
 use hcq_amd_sys::shared;
 use hcq_core::{Error, Result};
@@ -257,7 +257,7 @@ impl HwQueue {
         let align = |at: u64| {
             if packet
                 .first()
-                .is_some_and(|&h| h & 0xff == u32::from(OP_INDIRECT))
+                .is_some_and(|&h| Header::parse(h).op == OP_INDIRECT)
             {
                 (32 - (at + bytes) % 32) % 32
             } else {
