@@ -46,6 +46,11 @@ pub const fn tmpring_size(waves_per_se: u32, wave_bytes: u64) -> u32 {
     (waves_per_se & 0xfff) | ((((wave_bytes / 256) as u32) & 0x1fff) << 12)
 }
 
+/// The most scratch `COMPUTE_TMPRING_SIZE.WAVESIZE` can give one wave (8191 units of 256 bytes).
+pub const TMPRING_MAX_WAVE_BYTES: u64 = 0x1fff * 256;
+/// The most waves `COMPUTE_TMPRING_SIZE.WAVES` can name per shader engine.
+pub const TMPRING_MAX_WAVES_PER_SE: u32 = 0xfff;
+
 /// Dword address of NBIO's register segment 2 on Navi3x (gfx1100..gfx1102, NBIO 4.3), as the
 /// IP discovery table places it.
 pub const NBIO_SEGMENT_2: u32 = 0xd20;

@@ -13,6 +13,7 @@ use crate::topology::{self, GpuNode};
 use crate::GPU_TIMESTAMP_HZ;
 use hcq_amd_sys::kd::{self, KernelDescriptor};
 use hcq_amd_sys::pm4::{DispatchSetup, Pm4Builder};
+use hcq_amd_sys::regs;
 use hcq_amd_sys::sdma::SdmaBuilder;
 use hcq_amd_sys::seam::{Fd, Kernel};
 use hcq_amd_sys::signal::{AmdSignal, SIGNAL_SIZE};
@@ -23,8 +24,14 @@ use std::time::Duration;
 const SIGNAL_COUNT: usize = 16384;
 const EVENT_PAGE_BYTES: u64 = 0x8000;
 const KERNARGS_BYTES: u64 = 0x100_0000;
-/// Per-wave scratch the runtime provides (as the reference runtime).
-const MAX_PRIVATE_SEGMENT_SIZE: u32 = 4096;
+/// Lanes of a wave: the driver loads wave32 kernels only.
+const WAVE_LANES: u64 = 32;
+/// The scratch ring never takes more than this fraction of VRAM; past it, fewer waves get a
+/// slot at once (the hardware holds the others back until a slot frees).
+const SCRATCH_VRAM_FRACTION: u64 = 8;
+/// Waves per shader engine the scratch ring keeps at least: a 1024-work-item workgroup, which
+/// runs within one shader engine.
+const SCRATCH_MIN_WAVES_PER_SE: u32 = 32;
 /// The timeline swaps to its shadow signal past this value, because `WAIT_REG_MEM` compares
 /// only the low 32 bits.
 const TIMELINE_LIMIT: u64 = 1 << 31;
@@ -465,7 +472,12 @@ pub(crate) struct DeviceState {
     /// Host buffer the next launch's arguments are built in (kept to reuse its allocation).
     kernarg_image: Vec<u8>,
     pub(crate) builder: Pm4Builder,
-    pub(crate) scratch: Option<GpuMemory>,
+    /// The scratch ring dispatches use; replaced by a larger one when a program needs more.
+    /// Graphs hold the ring they were built with, and queued work holds a replaced ring
+    /// through `retired`, so neither ever runs on freed memory.
+    pub(crate) scratch: Option<Arc<GpuMemory>>,
+    /// Bytes each wave's slot of `scratch` holds (0 until it exists).
+    scratch_wave_bytes: u64,
     /// `COMPUTE_TMPRING_SIZE` for `scratch` (0 until it exists).
     pub(crate) tmpring_size: u32,
     pub(crate) dispatch_id: u64,
@@ -584,6 +596,7 @@ impl AmdDevice {
                 kernarg_image: Vec::new(),
                 builder: Pm4Builder::new(),
                 scratch: None,
+                scratch_wave_bytes: 0,
                 tmpring_size: 0,
                 dispatch_id: 0,
                 stuck_at: None,
@@ -770,11 +783,14 @@ impl AmdDevice {
             })?;
         let descriptor = KernelDescriptor::parse(kd_bytes).expect("64 bytes were sliced");
         let entry = validate_descriptor(name, &descriptor, kd_offset, &co)?;
-        if descriptor.private_segment_fixed_size > MAX_PRIVATE_SEGMENT_SIZE {
+        let wave_scratch = scratch_wave_bytes(descriptor.private_segment_fixed_size);
+        if wave_scratch > regs::TMPRING_MAX_WAVE_BYTES {
             return Err(Error::InvalidCodeObject(format!(
                 "kernel {name}: private_segment_fixed_size asks for {} bytes of scratch per \
-                 work-item; {} provides at most {MAX_PRIVATE_SEGMENT_SIZE}",
-                descriptor.private_segment_fixed_size, self.name
+                 work-item; gfx11 gives a wave32 at most {} bytes, {} per work-item",
+                descriptor.private_segment_fixed_size,
+                regs::TMPRING_MAX_WAVE_BYTES,
+                regs::TMPRING_MAX_WAVE_BYTES / WAVE_LANES
             )));
         }
         let meta = co.kernels.iter().find(|k| k.name == name);
@@ -805,8 +821,8 @@ impl AmdDevice {
             "the larger of kernarg_size and .kernarg_segment_size",
         )?;
         image.write(0, &bytes)?;
-        if descriptor.private_segment_fixed_size > 0 {
-            self.ensure_scratch()?;
+        if wave_scratch > 0 {
+            self.ensure_scratch(wave_scratch)?;
         }
         Ok(AmdProgram {
             name: name.to_string(),
@@ -822,24 +838,44 @@ impl AmdDevice {
         })
     }
 
-    fn ensure_scratch(&self) -> Result<()> {
+    /// Makes the scratch ring give each wave at least `wave_bytes`, replacing it with a larger
+    /// one when it is smaller. A ring that would take more than 1/8 of VRAM at full occupancy
+    /// gets fewer slots per shader engine (`WAVES`), halved again while VRAM refuses it, down
+    /// to one largest workgroup per engine. The replaced ring stays allocated until the work
+    /// already queued has finished, and for as long as a graph built with it lives.
+    fn ensure_scratch(&self, wave_bytes: u64) -> Result<()> {
         let mut st = lock(&self.state);
-        if st.scratch.is_some() {
+        if st.scratch_wave_bytes >= wave_bytes {
             return Ok(());
         }
         let p = |n| self.node.prop(n);
         let cus = p("simd_count")? / p("simd_per_cu")?.max(1);
-        let waves = p("max_waves_per_simd")? * p("simd_per_cu")?;
-        let wave_bytes = (waves * MAX_PRIVATE_SEGMENT_SIZE as u64).next_multiple_of(256);
         let slots = cus * p("max_slots_scratch_cu")?;
         // gfx11 counts the ring's waves per shader engine: all of them together must fit.
         let engines = (p("array_count")? / p("simd_arrays_per_engine")?.max(1)).max(1);
-        let waves_per_se = u32::try_from(slots / engines)
+        let full = u32::try_from(slots / engines)
             .unwrap_or(u32::MAX)
-            .min(0xfff);
-        st.scratch =
-            Some(self.alloc_mem(slots * wave_bytes, MemoryKind::Vram, AllocFlags::default())?);
-        st.tmpring_size = hcq_amd_sys::regs::tmpring_size(waves_per_se, wave_bytes);
+            .min(regs::TMPRING_MAX_WAVES_PER_SE);
+        let budget = p("local_mem_size")? / SCRATCH_VRAM_FRACTION;
+        let within_budget = u32::try_from(budget / (wave_bytes * engines)).unwrap_or(u32::MAX);
+        let mut waves_per_se = full
+            .min(within_budget)
+            .max(SCRATCH_MIN_WAVES_PER_SE.min(full));
+        let ring = loop {
+            let bytes = u64::from(waves_per_se) * engines * wave_bytes;
+            match self.alloc_mem(bytes, MemoryKind::Vram, AllocFlags::default()) {
+                Ok(ring) => break ring,
+                Err(Error::OutOfMemory { .. }) if waves_per_se > SCRATCH_MIN_WAVES_PER_SE => {
+                    waves_per_se = (waves_per_se / 2).max(SCRATCH_MIN_WAVES_PER_SE);
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        if let Some(old) = st.scratch.replace(Arc::new(ring)) {
+            st.retired.push(old);
+        }
+        st.scratch_wave_bytes = wave_bytes;
+        st.tmpring_size = regs::tmpring_size(waves_per_se, wave_bytes);
         Ok(())
     }
 
@@ -1172,14 +1208,20 @@ pub fn validate_dims(global: [u32; 3], local: [u32; 3]) -> Result<()> {
 pub(crate) fn lds_bytes(prg: &AmdProgram, dynamic: u32) -> Result<u32> {
     let fixed = prg.descriptor.group_segment_fixed_size;
     match fixed.checked_add(dynamic) {
-        Some(total) if total <= hcq_amd_sys::regs::LDS_MAX_BYTES => Ok(total),
+        Some(total) if total <= regs::LDS_MAX_BYTES => Ok(total),
         _ => Err(Error::InvalidArgument(format!(
             "kernel {} declares {fixed} bytes of LDS; {dynamic} more make more than the {} \
              bytes a workgroup can have",
             prg.name,
-            hcq_amd_sys::regs::LDS_MAX_BYTES
+            regs::LDS_MAX_BYTES
         ))),
     }
+}
+
+/// Scratch one wave of a kernel with `per_lane` bytes of private memory per work-item needs,
+/// in `COMPUTE_TMPRING_SIZE.WAVESIZE`'s 256-byte units.
+fn scratch_wave_bytes(per_lane: u32) -> u64 {
+    (u64::from(per_lane) * WAVE_LANES).next_multiple_of(256)
 }
 
 /// The registers and user SGPRs of one dispatch of `prg` with its arguments at
@@ -1216,8 +1258,7 @@ pub(crate) fn dispatch_setup(
         scratch_base: st.scratch.as_ref().map_or(0, |s| s.va),
         tmpring_size: st.tmpring_size,
         user_data,
-        user_data_count: hcq_amd_sys::regs::PgmRsrc2(prg.descriptor.compute_pgm_rsrc2).user_sgpr()
-            as usize,
+        user_data_count: regs::PgmRsrc2(prg.descriptor.compute_pgm_rsrc2).user_sgpr() as usize,
     }
 }
 

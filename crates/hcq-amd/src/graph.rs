@@ -67,7 +67,7 @@ use hcq_amd_sys::pm4::{DispatchPatch, IndirectBuffer, Pm4Builder, IB_MAX_DWORDS}
 use hcq_amd_sys::sdma::{split, Packet, SdmaBuilder};
 use hcq_amd_sys::shared;
 use hcq_core::{Arg, Error, Result};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A kernel argument of a graph launch.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -192,6 +192,9 @@ const UNCACHED_GTT: AllocFlags = AllocFlags {
 struct ComputeStream {
     /// Owns the argument segments the patch lists point into.
     _kernargs: GpuMemory,
+    /// The scratch ring the dispatches were built against, kept while the graph lives even
+    /// if the device has since moved to a larger one.
+    _scratch: Option<Arc<GpuMemory>>,
     stream: GpuMemory,
     dwords: usize,
     /// Dwords of the first segment (what the ring's `INDIRECT_BUFFER` names).
@@ -1042,6 +1045,7 @@ fn build_compute(
     }
     // Pass 2: the command stream, with the AQL packets written into the image.
     let mut st = lock(&dev.state);
+    let scratch = st.scratch.clone();
     let mut b = Pm4Builder::new();
     let mut chains: Vec<usize> = Vec::new();
     let mut segment_start = 0usize;
@@ -1125,6 +1129,7 @@ fn build_compute(
     stream.write(0, bytemuck_words(&words))?;
     Ok(Some(ComputeStream {
         _kernargs: kernargs,
+        _scratch: scratch,
         stream,
         dwords,
         first_segment_dwords,

@@ -219,12 +219,20 @@ fn segment_sizes_beyond_the_hardware_are_refused() {
     invalid(&b, "add_i32", &["add_i32", "65537 bytes of LDS", "65536"]);
     let b = demo_descriptor(|d| d[0..4].copy_from_slice(&65536u32.to_le_bytes()));
     device().load_program(&b, "add_i32").unwrap();
-    let b = demo_descriptor(|d| d[4..8].copy_from_slice(&4097u32.to_le_bytes()));
+    // Scratch: COMPUTE_TMPRING_SIZE.WAVESIZE gives a wave at most 8191 x 256 bytes, 65528
+    // per work-item of a wave32; up to that the device grows its scratch ring.
+    let b = demo_descriptor(|d| d[4..8].copy_from_slice(&65529u32.to_le_bytes()));
     invalid(
         &b,
         "add_i32",
-        &["add_i32", "4097 bytes of scratch", "at most 4096"],
+        &[
+            "add_i32",
+            "65529 bytes of scratch",
+            "at most 2096896 bytes, 65528 per work-item",
+        ],
     );
+    let b = demo_descriptor(|d| d[4..8].copy_from_slice(&65528u32.to_le_bytes()));
+    device().load_program(&b, "add_i32").unwrap();
     let b = demo_descriptor(|d| d[4..8].copy_from_slice(&u32::MAX.to_le_bytes()));
     invalid(&b, "add_i32", &["4294967295 bytes of scratch"]);
     let b = demo_descriptor(|d| d[8..12].copy_from_slice(&u32::MAX.to_le_bytes()));

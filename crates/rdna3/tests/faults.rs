@@ -211,3 +211,61 @@ fn random_programs_never_panic() {
     // The sweep must get past decoding often enough to exercise execution.
     assert!(outcomes[2] + outcomes[3] + outcomes[0] > 50, "{outcomes:?}");
 }
+
+/// One wave of 32 lanes with a scratch ring of one 512-byte slot: 16 bytes per lane.
+fn scratch_dispatch(code: &Buffer, ring: &Buffer) -> Dispatch {
+    Dispatch {
+        code_entry: code.addr(),
+        grid: [1, 1, 1],
+        block: [32, 1, 1],
+        rsrc2: 1, // SCRATCH_EN
+        scratch_base: ring.addr(),
+        tmpring_size: 1 | (2 << 12), // WAVES 1, WAVESIZE 2 x 256 bytes
+        shader_engines: 1,
+        wave32: true,
+        max_steps: 1000,
+        ..Dispatch::default()
+    }
+}
+
+#[test]
+fn scratch_accesses_stay_within_the_lanes_slice_of_the_ring() {
+    // scratch_store_b32 off, v0, off offset:12: the last dword of each lane's 16 bytes.
+    let code = program(&[0xdc69000c, 0x007c0000, S_ENDPGM]);
+    let ring = Buffer::zeroed(512);
+    let mem = HostMemory::new(&[&code, &ring]);
+    run_dispatch(&mem, &CodeCache::new(), &scratch_dispatch(&code, &ring)).unwrap();
+    let words = ring.u32s();
+    for lane in 0..32u32 {
+        for k in 0..4 {
+            let want = if k == 3 { lane } else { 0 };
+            assert_eq!(words[lane as usize * 4 + k], want, "lane {lane} dword {k}");
+        }
+    }
+    // Past the slice: at offset 16, and an 8-byte store at offset 12 that would reach into
+    // the next lane's bytes.
+    for (words, what) in [
+        ([0xdc690010, 0x007c0000], "scratch_store_b32 offset:16"),
+        ([0xdc6d000c, 0x007c0000], "scratch_store_b64 offset:12"),
+    ] {
+        let code = program(&[words[0], words[1], S_ENDPGM]);
+        let ring = Buffer::zeroed(512);
+        let mem = HostMemory::new(&[&code, &ring]);
+        let fault =
+            run_dispatch(&mem, &CodeCache::new(), &scratch_dispatch(&code, &ring)).unwrap_err();
+        assert!(
+            matches!(fault.kind, FaultKind::VmFault { write: true, .. }),
+            "{what}: {fault}"
+        );
+        assert!(ring.u32s().iter().all(|&w| w == 0), "{what} wrote the ring");
+    }
+    // A 16-byte load from offset 4 reads past the slice too.
+    let code = program(&[0xdc5d0004, 0x047c0000, S_ENDPGM]);
+    let ring = Buffer::zeroed(512);
+    let mem = HostMemory::new(&[&code, &ring]);
+    let fault = run_dispatch(&mem, &CodeCache::new(), &scratch_dispatch(&code, &ring)).unwrap_err();
+    assert!(
+        matches!(fault.kind, FaultKind::VmFault { write: false, .. }),
+        "scratch_load_b128 offset:4: {fault}"
+    );
+}

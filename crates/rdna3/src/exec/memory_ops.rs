@@ -262,7 +262,7 @@ impl Wave {
                     if (PRIVATE_APERTURE_BASE..PRIVATE_APERTURE_BASE + APERTURE_SIZE)
                         .contains(&addr)
                     {
-                        return self.private_target(addr - PRIVATE_APERTURE_BASE, lane);
+                        return self.private_target(i, addr - PRIVATE_APERTURE_BASE, lane);
                     }
                 }
                 Ok(Target::Global(addr))
@@ -273,19 +273,28 @@ impl Wave {
                     let range = self.vgpr_range(i.addr, 1)?;
                     private = private.wrapping_add(u64::from(self.vgpr[range.start][lane]));
                 }
-                self.private_target(private.wrapping_add(offset) & 0xffff_ffff, lane)
+                self.private_target(i, private.wrapping_add(offset) & 0xffff_ffff, lane)
             }
         }
     }
 
     /// Maps a lane's private (scratch) offset to memory: each lane owns a contiguous slice
-    /// of the wave's scratch area.
-    fn private_target(&self, offset: u64, lane: usize) -> Result<Target, FaultKind> {
+    /// of the wave's scratch area, and an access reaching past it (into the next lane's slice
+    /// or past the slot `COMPUTE_TMPRING_SIZE` gives the wave) faults.
+    fn private_target(&self, i: &Flat, offset: u64, lane: usize) -> Result<Target, FaultKind> {
         let per_lane = self.private.bytes_per_lane;
-        if per_lane == 0 || offset >= per_lane {
+        let access = i.access.or_else(|| integer_min_max_atomic(i.op.mnemonic()));
+        let width = match access {
+            Some(MemAccess::Load { bytes, .. } | MemAccess::Store { bytes, .. }) => {
+                u64::from(bytes)
+            }
+            Some(MemAccess::Atomic { wide: true, .. }) => 8,
+            _ => 4,
+        };
+        if offset.saturating_add(width) > per_lane {
             return Err(FaultKind::VmFault {
                 addr: PRIVATE_APERTURE_BASE + offset,
-                write: false,
+                write: !matches!(access, Some(MemAccess::Load { .. })),
             });
         }
         Ok(Target::Global(
