@@ -485,6 +485,10 @@ pub(crate) struct DeviceState {
     /// timeline reaches it, waits that need it fail at once with `Timeout` instead of waiting
     /// a full timeout again.
     stuck_at: Option<u64>,
+    /// Set when the kernel reported a fault that stops the device's queues for good (a VM
+    /// fault): what it was. From then on nothing is submitted and waits for work the GPU has
+    /// not finished fail at once with `DeviceLost`.
+    lost: Option<String>,
     /// Memory dropped while queued work may still use it (a program's code, host pages
     /// registered for an in-place copy whose wait failed), freed once that work has finished
     /// (or, with the queues, declared first, destroyed, when the device goes).
@@ -600,6 +604,7 @@ impl AmdDevice {
                 tmpring_size: 0,
                 dispatch_id: 0,
                 stuck_at: None,
+                lost: None,
                 retired: Vec::new(),
             }),
             kernargs,
@@ -916,6 +921,7 @@ impl AmdDevice {
         }
         validate_dims(global, local)?;
         let mut st = lock(&self.state);
+        self.check_usable(&st)?;
         // Before the kernel arguments are placed: both of these may synchronise.
         self.wrap_timeline_if_due(&mut st)?;
         let stamps = self.trace_begin(&mut st, &prg.name)?;
@@ -1013,6 +1019,9 @@ impl AmdDevice {
     /// again; one for an earlier value works; once the timeline moves past it, the device
     /// works as before.
     fn wait_timeline(&self, st: &mut DeviceState, target: u64) -> Result<()> {
+        if st.lost.is_some() && st.timeline.value() < target {
+            return Err(self.lost_error(st));
+        }
         if let Some(stuck) = st.stuck_at {
             if st.timeline.value() >= stuck {
                 st.stuck_at = None;
@@ -1022,7 +1031,7 @@ impl AmdDevice {
                 self.exceptions.poll(&self.driver.kfd, &mut seen)?;
                 let mine = self.driver.take_exceptions(seen, self.node.gpu_id);
                 if !mine.is_empty() {
-                    return Err(self.fault_error(&mine));
+                    return Err(self.fault_error(st, &mine));
                 }
                 return Err(Error::Timeout {
                     what: format!(
@@ -1045,7 +1054,7 @@ impl AmdDevice {
         );
         let mine = self.driver.take_exceptions(seen, self.node.gpu_id);
         if !mine.is_empty() {
-            return Err(self.fault_error(&mine));
+            return Err(self.fault_error(st, &mine));
         }
         if let Err(Error::Timeout { .. }) = &r {
             let reached = st.timeline.value();
@@ -1108,7 +1117,10 @@ impl AmdDevice {
         Ok(())
     }
 
-    fn fault_error(&self, exceptions: &[GpuException]) -> Error {
+    /// The error for `exceptions` the kernel reported on this GPU, with the emulator's
+    /// account of them when it gives one. A fault that stopped the queues marks the device
+    /// lost.
+    fn fault_error(&self, st: &mut DeviceState, exceptions: &[GpuException]) -> Error {
         let mut messages = Vec::new();
         while let Some(m) = self.driver.kfd.kernel.take_fault_report(self.node.gpu_id) {
             messages.push(m);
@@ -1122,9 +1134,38 @@ impl AmdDevice {
                 })
                 .collect();
         }
+        let mut message = messages.join("; ");
+        if exceptions.iter().any(|e| e.stops_queues) {
+            st.lost = Some(message.clone());
+            message.push_str(
+                "; the kernel driver has stopped this process's queues on the GPU for good \
+                 (KFD evicts them after a memory fault), so no further work runs on it",
+            );
+        }
         Error::DeviceFault {
             device: self.name.clone(),
-            message: messages.join("; "),
+            message,
+        }
+    }
+
+    fn lost_error(&self, st: &DeviceState) -> Error {
+        Error::DeviceLost {
+            device: self.name.clone(),
+            message: format!(
+                "the kernel driver stopped its queues after a fault ({}); KFD never restarts a \
+                 process's queues on a GPU after a memory fault, so only a new process can use \
+                 it again",
+                st.lost.as_deref().unwrap_or("unknown")
+            ),
+        }
+    }
+
+    /// Fails with `DeviceLost` once a fault has stopped the queues: work submitted then would
+    /// never run.
+    pub(crate) fn check_usable(&self, st: &DeviceState) -> Result<()> {
+        match st.lost {
+            Some(_) => Err(self.lost_error(st)),
+            None => Ok(()),
         }
     }
 

@@ -809,6 +809,7 @@ impl AmdGraph {
 
     /// One stream on one device: wait for the timeline, call the stream, signal the timeline.
     fn submit_single(&self, dev: &AmdDevice, st: &mut DeviceState) -> Result<()> {
+        dev.check_usable(st)?;
         let stamps = dev.trace_begin(st, TRACE_NAME)?;
         let value = st.timeline_value;
         let room_wait = dev.ring_wait(st);
@@ -846,6 +847,9 @@ impl AmdGraph {
         sync_va: u64,
         kickoff: u32,
     ) -> Result<()> {
+        for (d, st) in devs.iter().zip(states.iter()) {
+            d.check_usable(st)?;
+        }
         let stamps = devs[0].trace_begin(&mut states[0], TRACE_NAME)?;
         let prior: Vec<(u64, u64)> = states
             .iter()

@@ -81,6 +81,9 @@ pub struct GpuException {
     pub gpu_id: u32,
     /// Faulting address for VM faults.
     pub va: Option<u64>,
+    /// The kernel stopped the process's queues on that GPU for good: KFD evicts them at a
+    /// VM fault (`kfd_dqm_evict_pasid`), and after a GPU reset that lost memory.
+    pub stops_queues: bool,
 }
 
 /// The process's exception events: KFD signals them on VM faults and hardware exceptions.
@@ -148,6 +151,7 @@ impl ExceptionEvents {
                     out.push(GpuException {
                         gpu_id: d.gpu_id,
                         va: Some(d.va),
+                        stops_queues: true,
                     });
                 }
             } else if s.event_id == self.hw_event {
@@ -157,6 +161,7 @@ impl ExceptionEvents {
                     out.push(GpuException {
                         gpu_id: d.gpu_id,
                         va: None,
+                        stops_queues: d.memory_lost != 0,
                     });
                 }
             }

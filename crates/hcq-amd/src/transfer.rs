@@ -52,6 +52,7 @@ impl AmdDevice {
         size: u64,
         what: &str,
     ) -> Result<u64> {
+        self.check_usable(st)?;
         self.wrap_timeline_if_due(st)?;
         let stamps = self.trace_begin(st, what)?;
         let value = st.timeline_value;
@@ -297,6 +298,8 @@ impl AmdDevice {
             (lock(&self.state), d)
         };
         let (s, d) = (&mut *s, &mut *d);
+        self.check_usable(s)?;
+        dst_device.check_usable(d)?;
         self.wrap_timeline_if_due(s)?;
         dst_device.wrap_timeline_if_due(d)?;
         // The source's engine does the copy, so the span goes on the source's copy track.

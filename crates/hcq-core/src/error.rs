@@ -22,6 +22,12 @@ pub enum Error {
     #[error("device fault on {device}: {message}")]
     DeviceFault { device: String, message: String },
 
+    /// The device can run no more work in this process: an earlier fault stopped its queues
+    /// for good (after a GPU memory fault, KFD evicts every queue the process has on that GPU
+    /// and never restores them). `message` names that fault. Memory can still be freed.
+    #[error("{device} can run no more work: {message}")]
+    DeviceLost { device: String, message: String },
+
     /// Compiling kernel source failed; `log` is the compiler's output.
     #[error("compile error: {message}\n{log}")]
     Compile { message: String, log: String },

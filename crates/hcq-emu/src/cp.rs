@@ -137,7 +137,7 @@ impl Cp {
         let mut pos = start;
         let mut chains = 0u64;
         while pos < end {
-            if self.ring.queue.stopped() {
+            if self.ring.halted() {
                 return;
             }
             // One view of memory for fetching the packet; dropped before it executes.

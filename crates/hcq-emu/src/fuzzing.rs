@@ -250,6 +250,9 @@ pub fn run_stream(data: &[u8]) {
 
     let gpu = &rig.gpu;
     gpu.code_cache.invalidate();
+    // Each input stands for a process of its own: a VM fault in the last one evicted only
+    // that one's queues.
+    gpu.hold.readmit();
     let ring_dwords = (len as u64 / 4).min(STREAM_RING_BYTES / 4);
     let shared = QueueShared::new(&gpu.hold, rig.doorbell.clone());
     let desc = RingDesc {

@@ -61,6 +61,11 @@ pub(crate) struct Gpu {
 #[derive(Debug, Default)]
 pub struct EngineHold {
     held: AtomicBool,
+    /// Set by a VM fault: KFD evicts every queue the process has on the GPU
+    /// (`kfd_dqm_evict_pasid`) and nothing ever restores them, so no engine takes another
+    /// packet, from the queues that exist or from queues created later, for the life of the
+    /// process (the emulated kernel's).
+    evicted: AtomicBool,
     lock: Mutex<()>,
     cv: Condvar,
     /// The GPU's queues, to wake those whose doorbell rang while held.
@@ -87,6 +92,24 @@ impl EngineHold {
         self.held.load(Ordering::SeqCst)
     }
 
+    /// Stops every engine of the GPU for good (see `evicted`).
+    pub fn evict(&self) {
+        let _g = lock(&self.lock);
+        self.evicted.store(true, Ordering::SeqCst);
+        self.cv.notify_all();
+    }
+
+    /// Whether a VM fault has evicted the process's queues.
+    pub fn is_evicted(&self) -> bool {
+        self.evicted.load(Ordering::SeqCst)
+    }
+
+    /// Forgets an eviction: for harnesses that run many independent inputs on one GPU, each
+    /// standing for a process of its own.
+    pub(crate) fn readmit(&self) {
+        self.evicted.store(false, Ordering::SeqCst);
+    }
+
     pub(crate) fn register(&self, queue: &Arc<QueueShared>) {
         let mut queues = lock(&self.queues);
         // Destroyed queues leave only a dead reference: drop those here, or every queue ever
@@ -100,13 +123,15 @@ impl EngineHold {
         lock(&self.queues).len()
     }
 
-    /// Blocks while the engines are held, or until `stopped` says the queue is gone.
+    /// Blocks while the engines are held or evicted, or until `stopped` says the queue is
+    /// gone.
     pub fn wait(&self, stopped: impl Fn() -> bool) {
-        if !self.held.load(Ordering::SeqCst) {
+        let blocked = || self.held.load(Ordering::SeqCst) || self.evicted.load(Ordering::SeqCst);
+        if !blocked() {
             return;
         }
         let mut g = lock(&self.lock);
-        while self.held.load(Ordering::SeqCst) && !stopped() {
+        while blocked() && !stopped() {
             g = wait_timeout(&self.cv, g, Duration::from_millis(10));
         }
     }
@@ -183,7 +208,11 @@ impl Gpu {
             r.push_back(report);
         }
         match class {
-            FaultClass::Vm { va } => self.events.memory_exception(self.gpu_id, va),
+            FaultClass::Vm { va } => {
+                // As KFD's interrupt handler: evict the process's queues, then signal.
+                self.hold.evict();
+                self.events.memory_exception(self.gpu_id, va)
+            }
             FaultClass::Hw => self.events.hw_exception(self.gpu_id),
         }
     }

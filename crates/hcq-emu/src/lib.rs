@@ -63,8 +63,14 @@
 //!   ordered against compute queues only through memory (signals).
 //! - **Faults are data**: an unknown or truncated packet, a VM fault or an interpreter fault is
 //!   recorded as a human-readable report ([`Kernel::take_fault_report`]) and raises the
-//!   process's memory-exception (VM faults, with the address) or hardware-exception events;
-//!   the queue then goes on with the next packet.
+//!   process's memory-exception (VM faults, with the address) or hardware-exception events.
+//!   A VM fault then does what KFD's interrupt handler does (`kfd_dqm_evict_pasid`): every
+//!   queue of the process on that GPU, compute and SDMA, is evicted and never restored, so no
+//!   engine of the GPU takes another packet from them or from queues created later, for the
+//!   life of the [`EmuKernel`] (one process; reopening `/dev/kfd` gives the same one).
+//!   Dispatches already running on other queues finish. After the faults a real GPU does not
+//!   report this way (an unknown packet, an instruction the interpreter lacks, an LDS access
+//!   out of range, a wave past `max_steps`) the queue goes on with the next packet.
 //!
 //! # Memory model
 //!
@@ -351,6 +357,12 @@ impl EmuKernel {
         for g in &self.gpus {
             *lock(&g.echo_reports) = prefix.map(str::to_string);
         }
+    }
+
+    /// Whether a VM fault has evicted the process's queues on GPU `gpu_id` (KFD never
+    /// restores them: no engine of that GPU takes another packet while this kernel lives).
+    pub fn queues_evicted(&self, gpu_id: u32) -> bool {
+        self.gpu_by_id(gpu_id).is_some_and(|g| g.hold.is_evicted())
     }
 
     /// The configuration this kernel was built with.

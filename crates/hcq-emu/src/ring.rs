@@ -93,7 +93,7 @@ impl Ring {
     ) -> Result<(), E> {
         let mut sleep = POLL_MIN;
         loop {
-            if self.queue.stopped() {
+            if self.halted() {
                 return Ok(());
             }
             let seen = self.gpu.watch.seq();
@@ -103,6 +103,12 @@ impl Ring {
             self.gpu.watch.wait(seen, sleep);
             sleep = (sleep * 2).min(POLL_MAX);
         }
+    }
+
+    /// Whether the engine must take no further packet: the queue was destroyed, or a VM fault
+    /// evicted the process's queues on this GPU.
+    pub fn halted(&self) -> bool {
+        self.queue.stopped() || self.gpu.hold.is_evicted()
     }
 
     /// Reports a fault of this queue.

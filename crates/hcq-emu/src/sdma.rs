@@ -55,19 +55,19 @@ impl Sdma {
     /// The thread body: runs until the queue is destroyed.
     pub fn run(mut self) {
         self.ring.publish_rptr();
+        // A stopped or evicted queue ends `consume` early; `next_work` then waits for the queue
+        // to be destroyed.
         while let Some((rptr, wptr)) = self.ring.next_work() {
-            if !self.consume(rptr, wptr) {
-                return;
-            }
+            self.consume(rptr, wptr);
         }
     }
 
     /// Executes the ring's packets from byte position `rptr` up to `wptr`; false when the
-    /// queue was stopped first.
+    /// queue was stopped (or evicted) first.
     pub(crate) fn consume(&mut self, rptr: u64, wptr: u64) -> bool {
         let mut pos = rptr;
         while pos < wptr {
-            if self.ring.queue.stopped() {
+            if self.ring.halted() {
                 return false;
             }
             pos = self.step(pos, wptr);
@@ -260,7 +260,7 @@ impl Sdma {
         drop(snap);
         let mut k = 0usize;
         while k < words.len() {
-            if self.ring.queue.stopped() {
+            if self.ring.halted() {
                 return;
             }
             let where_ = format!("IB {:#x} dword {k} ({at})", ib.address);

@@ -99,7 +99,7 @@ fn wait_signal(dev: &Dev, sig: &Signals, value: u64, ev: &CreateEventArgs) {
 }
 
 #[test]
-fn kernels_run_and_a_faulting_kernel_does_not_stop_the_queue() {
+fn kernels_run_and_a_vm_fault_evicts_the_process_queues_for_good() {
     let k = EmuKernel::new(EmuConfig {
         max_steps: 100_000,
         ..small_config()
@@ -172,7 +172,9 @@ fn kernels_run_and_a_faulting_kernel_does_not_stop_the_queue() {
         }
     }
 
-    // A store to an unmapped address: memory exception with the address, report, queue goes on.
+    // A store to an unmapped address: memory exception with the address and a report; KFD
+    // evicts the process's queues on the GPU, so nothing after it runs, on this queue or on
+    // one created later.
     let bad = 0x7_0000_0000u64;
     write_bytes(&kernargs, 0x200, &args(&[bad, 5]));
     let mut b = Pm4Builder::new();
@@ -182,7 +184,6 @@ fn kernels_run_and_a_faulting_kernel_does_not_stop_the_queue() {
         [1, 1, 1],
     );
     b.signal(sig.value_addr(0), 3, sig.mailbox(&ev), ev.event_id);
-    // The next dispatch after the faulting one runs normally.
     write_bytes(&kernargs, 0x300, &args(&[output.va + 4, 77]));
     b.exec(
         &prog.setup("poke", kernargs.va + 0x300),
@@ -190,21 +191,39 @@ fn kernels_run_and_a_faulting_kernel_does_not_stop_the_queue() {
         [1, 1, 1],
     );
     b.signal(sig.value_addr(0), 4, sig.mailbox(&ev), ev.event_id);
+    let before = output.read_u32(4);
     q.submit(&b.words);
     let (result, data) = dev.wait_event(mem_ev.event_id, 10_000);
     assert_eq!(result, WAIT_RESULT_COMPLETE);
     // SAFETY: a memory-exception event fills in this member of the union.
     let m = unsafe { data.data.memory_exception_data };
     assert_eq!((m.va, m.gpu_id), (bad, dev.gpu_id));
-    wait_signal(&dev, &sig, 4, &ev);
     let report = k.take_fault_report(dev.gpu_id).expect("a report");
     assert!(
         report.contains("dispatch fault") && report.contains(&format!("{bad:#x}")),
         "{report}"
     );
-    assert_eq!(output.read_u32(4), 77);
-    // The faulting dispatch is not counted as completed.
-    assert_eq!(k.shader_stats(0).expect("GPU 0").dispatches, 3);
+    let mut q2 = dev.create_queue(0x1000);
+    let mut b = Pm4Builder::new();
+    b.signal(sig.value_addr(1), 9, 0, 0);
+    q2.submit(&b.words);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(sig.value(0), 2, "the faulted queue went on");
+    assert_eq!(sig.value(1), 0, "a queue created after the fault ran");
+    assert_eq!(output.read_u32(4), before);
+    assert_eq!(k.shader_stats(0).expect("GPU 0").dispatches, 2);
+    q2.destroy();
+    q.destroy();
+    // Another process (another emulated kernel) has its own queues.
+    let other = EmuKernel::new(small_config());
+    let dev = Dev::open(&other, 0);
+    let sig = Signals::new(&dev);
+    let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
+    let mut q = dev.create_queue(0x1000);
+    let mut b = Pm4Builder::new();
+    b.signal(sig.value_addr(0), 1, sig.mailbox(&ev), ev.event_id);
+    q.submit(&b.words);
+    wait_signal(&dev, &sig, 1, &ev);
     q.destroy();
 }
 

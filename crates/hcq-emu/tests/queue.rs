@@ -203,18 +203,27 @@ fn a_cp_access_to_unmapped_memory_raises_a_memory_exception() {
         (m.va, m.gpu_id, m.failure.not_present),
         (bad & !0xfff, dev.gpu_id, 1)
     );
-    assert!(wait_signal(&dev, &sig, 0, 9, &ev));
+    // KFD evicts the process's queues: the signal after the fault never comes.
+    assert_eq!(reached_or_evicted(&k, &dev, &sig, 0, 9, &ev), Some(true));
+    assert_eq!(sig.value(0), 0);
     assert_eq!(hidden.read_u32(0x40), 0);
     let report = k.take_fault_report(dev.gpu_id).unwrap();
     assert!(report.contains(&format!("{bad:#x}")), "{report}");
+    q.destroy();
 
-    // WAIT_REG_MEM on unmapped memory faults instead of waiting forever.
+    // WAIT_REG_MEM on unmapped memory faults instead of waiting forever (another process).
+    let k = EmuKernel::new(small_config());
+    let dev = Dev::open(&k, 0);
+    let sig = Signals::new(&dev);
+    let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
+    let mem = dev.create_event(EVENT_MEMORY, None);
+    let mut q = dev.create_queue(0x1000);
     let mut b = Pm4Builder::new();
     b.wait(0x10_0000, 1);
     b.signal(sig.value_addr(0), 10, sig.mailbox(&ev), ev.event_id);
     q.submit(&b.words);
     assert_eq!(dev.wait_event(mem.event_id, 5000).0, WAIT_RESULT_COMPLETE);
-    assert!(wait_signal(&dev, &sig, 0, 10, &ev));
+    assert_eq!(reached_or_evicted(&k, &dev, &sig, 0, 10, &ev), Some(true));
     assert!(k
         .take_fault_report(dev.gpu_id)
         .unwrap()
@@ -423,7 +432,15 @@ fn two_gpus_have_separate_page_tables_and_queues() {
     assert_eq!(result, WAIT_RESULT_COMPLETE);
     // SAFETY: a memory-exception event fills in this member of the union.
     assert_eq!(unsafe { data.data.memory_exception_data }.gpu_id, d1.gpu_id);
-    assert!(wait_signal(&d0, &sig, 0, 6, &ev));
+    // GPU 1's queues are evicted; GPU 0's are not.
+    assert_eq!(reached_or_evicted(&k, &d1, &sig, 0, 6, &ev), Some(true));
+    assert!(!k.queues_evicted(d0.gpu_id));
+    let mut q0 = d0.create_queue(0x1000);
+    let mut b = Pm4Builder::new();
+    b.signal(sig.value_addr(0), 7, sig.mailbox(&ev), ev.event_id);
+    q0.submit(&b.words);
+    assert!(wait_signal(&d0, &sig, 0, 7, &ev));
+    q0.destroy();
     assert!(k.take_fault_report(d1.gpu_id).is_some());
     assert_eq!(k.take_fault_report(d0.gpu_id), None);
     assert_eq!(k.take_fault_report(12345), None);
@@ -431,12 +448,7 @@ fn two_gpus_have_separate_page_tables_and_queues() {
 }
 
 #[test]
-fn random_packets_never_stop_the_queue() {
-    let k = EmuKernel::new(small_config());
-    let dev = Dev::open(&k, 0);
-    let sig = Signals::new(&dev);
-    let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
-    let mut q = dev.create_queue(0x10000);
+fn random_packets_never_hang_the_queue() {
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     let mut rand = move || {
         state ^= state << 13;
@@ -455,7 +467,14 @@ fn random_packets_never_stop_the_queue() {
         pm4::OP_INDIRECT_BUFFER,
         0x99,
     ];
+    // Each round is a process of its own: a VM fault ends the queues of the round it happens in.
+    let mut evictions = 0;
     for round in 1..=40u64 {
+        let k = EmuKernel::new(small_config());
+        let dev = Dev::open(&k, 0);
+        let sig = Signals::new(&dev);
+        let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
+        let mut q = dev.create_queue(0x10000);
         let mut words = Vec::new();
         for _ in 0..8 {
             let r = rand();
@@ -470,10 +489,17 @@ fn random_packets_never_stop_the_queue() {
         b.signal(sig.value_addr(0), round, sig.mailbox(&ev), ev.event_id);
         words.extend_from_slice(&b.words);
         q.submit(&words);
-        assert!(wait_signal(&dev, &sig, 0, round, &ev), "round {round}");
+        match reached_or_evicted(&k, &dev, &sig, 0, round, &ev) {
+            Some(evicted) => evictions += usize::from(evicted),
+            None => panic!("round {round}: neither finished nor evicted"),
+        }
+        while k.take_fault_report(dev.gpu_id).is_some() {}
+        q.destroy();
     }
-    while k.take_fault_report(dev.gpu_id).is_some() {}
-    q.destroy();
+    assert!(
+        evictions < 40,
+        "every round faulted: the packets test nothing else"
+    );
 }
 
 /// A foreign client rings a doorbell with a plain store, never through `write_doorbell`: the

@@ -371,8 +371,13 @@ fn timestamps_are_monotonic_and_on_the_gpu_clock() {
     q.destroy();
 }
 
-#[test]
-fn a_copy_touching_unmapped_memory_is_a_memory_exception_and_the_engine_goes_on() {
+/// Submits one faulting command and a signal on a fresh SDMA queue of a fresh emulated kernel
+/// (a process of its own); checks the memory exception names `fault_va` on the GPU, that KFD's
+/// eviction keeps the signal after it from ever being written, and returns the fault report.
+fn sdma_memory_fault(
+    build: impl Fn(&mut SdmaBuilder, &Buf),
+    fault_va: impl Fn(&Buf) -> u64,
+) -> String {
     let k = EmuKernel::new(small_config());
     let dev = Dev::open(&k, 0);
     let sig = Signals::new(&dev);
@@ -380,49 +385,49 @@ fn a_copy_touching_unmapped_memory_is_a_memory_exception_and_the_engine_goes_on(
     let mem = dev.create_event(EVENT_MEMORY, None);
     let mut q = create_sdma(&dev, 0x1000);
     let buf = dev.alloc(0x2000, ALLOC_MEM_FLAGS_VRAM);
-    let unmapped = 0x1000u64;
-
-    // From an unmapped address.
     let mut b = SdmaBuilder::new();
-    b.copy(buf.va, unmapped, 64);
+    build(&mut b, &buf);
     b.signal(sig.value_addr(0), 1, sig.mailbox(&ev), ev.event_id);
     q.submit(&b);
     let (result, data) = dev.wait_event(mem.event_id, 5000);
     assert_eq!(result, WAIT_RESULT_COMPLETE);
     // SAFETY: a memory-exception event fills in this member of the union.
     let m = unsafe { data.data.memory_exception_data };
-    assert_eq!((m.va, m.gpu_id), (unmapped, dev.gpu_id));
-    assert!(wait_signal(&dev, &sig, 0, 1, &ev), "the engine went on");
+    assert_eq!((m.va, m.gpu_id), (fault_va(&buf), dev.gpu_id));
+    assert_eq!(reached_or_evicted(&k, &dev, &sig, 0, 1, &ev), Some(true));
+    assert_eq!(sig.value(0), 0, "the engine went on after the fault");
     let report = k.take_fault_report(dev.gpu_id).unwrap();
+    q.destroy();
+    report
+}
+
+#[test]
+fn a_copy_touching_unmapped_memory_is_a_memory_exception_that_evicts_the_queues() {
+    // From an unmapped address.
+    let report = sdma_memory_fault(
+        |b, buf| {
+            b.copy(buf.va, 0x1000, 64);
+        },
+        |_| 0x1000,
+    );
     assert!(
         report.contains("0x1000") && report.contains("COPY_LINEAR"),
         "{report}"
     );
-
     // Running past the end of a buffer: the fault names the first byte past it.
-    let mut b = SdmaBuilder::new();
-    b.copy(buf.va + 0x1800, buf.va, 0x1000);
-    b.signal(sig.value_addr(0), 2, sig.mailbox(&ev), ev.event_id);
-    q.submit(&b);
-    let (result, data) = dev.wait_event(mem.event_id, 5000);
-    assert_eq!(result, WAIT_RESULT_COMPLETE);
-    // SAFETY: as above.
-    let m = unsafe { data.data.memory_exception_data };
-    assert_eq!(m.va, buf.va + 0x2000);
-    assert!(wait_signal(&dev, &sig, 0, 2, &ev));
-
+    sdma_memory_fault(
+        |b, buf| {
+            b.copy(buf.va + 0x1800, buf.va, 0x1000);
+        },
+        |buf| buf.va + 0x2000,
+    );
     // A FENCE to unmapped memory.
-    let mut b = SdmaBuilder::new();
-    b.signal(0x2000, 9, 0, 0);
-    b.signal(sig.value_addr(0), 3, sig.mailbox(&ev), ev.event_id);
-    q.submit(&b);
-    let (result, data) = dev.wait_event(mem.event_id, 5000);
-    assert_eq!(result, WAIT_RESULT_COMPLETE);
-    // SAFETY: as above.
-    assert_eq!(unsafe { data.data.memory_exception_data }.va, 0x2000);
-    assert!(wait_signal(&dev, &sig, 0, 3, &ev));
-    while k.take_fault_report(dev.gpu_id).is_some() {}
-    q.destroy();
+    sdma_memory_fault(
+        |b, _| {
+            b.signal(0x2000, 9, 0, 0);
+        },
+        |_| 0x2000,
+    );
 }
 
 #[test]
@@ -511,12 +516,7 @@ fn unknown_and_truncated_packets_are_hw_exceptions_and_the_engine_goes_on() {
 }
 
 #[test]
-fn random_packets_never_stop_the_engine() {
-    let k = EmuKernel::new(small_config());
-    let dev = Dev::open(&k, 0);
-    let sig = Signals::new(&dev);
-    let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
-    let mut q = create_sdma(&dev, 0x4000);
+fn random_packets_never_hang_the_engine() {
     let mut state = 0x2545_f491_4f6c_dd1du64;
     let mut rand = move || {
         state ^= state << 13;
@@ -525,7 +525,14 @@ fn random_packets_never_stop_the_engine() {
         state
     };
     let ops = [0u8, 1, 5, 6, 8, 10, 11, 13, 17, 0x42];
+    // Each round is a process of its own: a VM fault ends the queues of the round it happens in.
+    let mut evictions = 0;
     for round in 1..=40u64 {
+        let k = EmuKernel::new(small_config());
+        let dev = Dev::open(&k, 0);
+        let sig = Signals::new(&dev);
+        let ev = dev.create_event(EVENT_SIGNAL, Some(&sig.events));
+        let mut q = create_sdma(&dev, 0x4000);
         let mut b = SdmaBuilder::new();
         for _ in 0..8 {
             let r = rand();
@@ -545,10 +552,17 @@ fn random_packets_never_stop_the_engine() {
         }
         b.signal(sig.value_addr(0), round, sig.mailbox(&ev), ev.event_id);
         q.submit(&b);
-        assert!(wait_signal(&dev, &sig, 0, round, &ev), "round {round}");
+        match reached_or_evicted(&k, &dev, &sig, 0, round, &ev) {
+            Some(evicted) => evictions += usize::from(evicted),
+            None => panic!("round {round}: neither finished nor evicted"),
+        }
+        while k.take_fault_report(dev.gpu_id).is_some() {}
+        q.destroy();
     }
-    while k.take_fault_report(dev.gpu_id).is_some() {}
-    q.destroy();
+    assert!(
+        evictions < 40,
+        "every round faulted: the packets test nothing else"
+    );
 }
 
 #[test]
@@ -579,8 +593,24 @@ fn a_copy_between_two_gpus_maps_the_destination_on_the_source_gpu() {
     // SAFETY: a memory-exception event fills in this member of the union.
     let m = unsafe { data0.data.memory_exception_data };
     assert_eq!((m.va, m.gpu_id), (dst.va, d0.gpu_id));
-    assert!(wait_signal(&d0, &sig, 0, 1, &ev));
+    // KFD evicts the process's queues on GPU 0 for good; the rest of this test is another
+    // process, which maps first.
+    assert_eq!(reached_or_evicted(&k, &d0, &sig, 0, 1, &ev), Some(true));
     while k.take_fault_report(d0.gpu_id).is_some() {}
+    q.destroy();
+    let _ = (src, dst, sig, d0, d1);
+    let k = EmuKernel::new(hcq_emu::EmuConfig {
+        gpus: 2,
+        ..small_config()
+    });
+    let d0 = Dev::open(&k, 0);
+    let d1 = Dev::open(&k, 1);
+    let sig = Signals::new(&d0);
+    let ev = d0.create_event(EVENT_SIGNAL, Some(&sig.events));
+    let mut q = create_sdma(&d0, 0x1000);
+    let src = d0.alloc(n, ALLOC_MEM_FLAGS_VRAM);
+    let dst = d1.alloc(n, ALLOC_MEM_FLAGS_VRAM);
+    write(&src, &data);
 
     // Mapped on both GPUs (as a device-to-device transfer does), the copy goes through.
     let ids = [d1.gpu_id, d0.gpu_id];

@@ -28,9 +28,13 @@
 //! - Work on one device executes in submission order. Copies wait for the work queued before
 //!   them; launches return as soon as the work is queued.
 //! - A fault on the GPU (bad memory access, illegal instruction) surfaces as
-//!   [`Error::DeviceFault`] from the next wait on that device. On the emulator the device
-//!   stays usable; on a real AMD GPU, Linux stops the process's queues on that GPU after a
-//!   memory fault, for good (see the README's status).
+//!   [`Error::DeviceFault`] from the next wait on that device. A GPU memory fault ends the
+//!   device for the rest of the process, as Linux does: KFD stops every queue the process has
+//!   on that GPU and never restarts them, so every later launch, copy, replay or wait for
+//!   unfinished work fails at once with [`Error::DeviceLost`] (the emulated GPU does the
+//!   same). Faults the emulator reports that a real GPU would not (an instruction it does not
+//!   model, an LDS access out of range, a wave over `HCQ_EMU_MAX_STEPS`) end only the
+//!   dispatch: the device goes on.
 //! - Every wait is bounded by `HCQ_WAIT_TIMEOUT_MS` (default 30000) and ends in
 //!   [`Error::Timeout`] (on AMD: when the GPU finished nothing for that long; a long queue that
 //!   keeps advancing is waited for). The device is then stuck short of the value it waited for: until the

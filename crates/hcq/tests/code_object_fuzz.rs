@@ -4,14 +4,21 @@
 //! Every case must load to `Ok` or a typed error, and every object that loads must launch to
 //! `Ok` or a typed error: no panic, no hang, no huge allocation because a size field says so.
 //!
-//! Its own process: it sets the wait timeout and the emulator's instruction budget before the
-//! device opens, and it watches every host allocation through its own global allocator.
+//! A case whose kernel makes a GPU memory fault ends the device for its process, as on Linux;
+//! the next case gets a new emulated GPU (a new emulated kernel: a new process).
+//!
+//! Its own process: it sets the wait timeout before the devices open, and it watches every host
+//! allocation through its own global allocator.
 
 use hcq::{Arg, Buffer, Device, Error};
+use hcq_amd::{AmdDevice, AmdDriver};
+use hcq_amd_sys::seam::Kernel;
+use hcq_emu::{EmuConfig, EmuKernel};
 use rmpv::Value;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const DEMO: &[u8] = include_bytes!("../../../kernels/prebuilt/demo.gfx1100.hsaco");
@@ -645,13 +652,45 @@ struct Target<'a> {
     object: Vec<u8>,
     kernel: &'a str,
     seed: u64,
-    run: &'a dyn Fn(&hcq::Program) -> hcq::Result<Vec<i32>>,
+    run: &'a dyn Fn(&Rig, &hcq::Program) -> hcq::Result<Vec<i32>>,
     expected: Vec<i32>,
+}
+
+/// A device of its own emulated kernel and the buffers the launches use.
+struct Rig {
+    dev: Device,
+    bufs: Vec<Buffer>,
+}
+
+impl Rig {
+    fn new() -> Rig {
+        let kernel: Arc<dyn Kernel> = Arc::new(EmuKernel::new(EmuConfig {
+            gpus: 1,
+            max_steps: 20_000,
+            vram_bytes: 1 << 30,
+            ..EmuConfig::default()
+        }));
+        let driver = AmdDriver::new(kernel, "amd-emu", true).unwrap();
+        let dev = Device::from_amd(AmdDevice::open(&driver, 0).unwrap());
+        let bufs = (0..3).map(|_| dev.alloc(64 * 4).unwrap()).collect();
+        Rig { dev, bufs }
+    }
+}
+
+/// Whether `e` ended the device (a GPU memory fault: KFD stops the process's queues).
+fn ends_the_device(e: &Error) -> bool {
+    match e {
+        Error::DeviceLost { .. } => true,
+        Error::DeviceFault { message, .. } => message.contains("stopped this process's queues"),
+        _ => false,
+    }
 }
 
 /// How a case ended.
 #[derive(Default, Debug)]
 struct Tally {
+    /// Cases after which the device was replaced.
+    devices_lost: usize,
     loaded: usize,
     load_errors: std::collections::BTreeMap<String, usize>,
     launch_ok: usize,
@@ -667,15 +706,14 @@ fn kind(e: &Error) -> String {
 fn malformed_code_objects_give_typed_errors() {
     // Set before the device opens (this process has only this test).
     std::env::set_var("HCQ_WAIT_TIMEOUT_MS", "3000");
-    std::env::set_var("HCQ_EMU_MAX_STEPS", "20000");
     let started = Instant::now();
-    let dev = Device::open("amd-emu:0").unwrap();
-    let relocated = dev.compile(RELOCATED_SRC).unwrap();
+    let mut rig = Rig::new();
+    let relocated = rig.dev.compile(RELOCATED_SRC).unwrap();
 
     let a: Vec<i32> = (0..64).collect();
     let b: Vec<i32> = (0..64).map(|x| 1000 * x).collect();
-    let bufs: Vec<Buffer> = (0..3).map(|_| dev.alloc(64 * 4).unwrap()).collect();
-    let add_i32 = |p: &hcq::Program| -> hcq::Result<Vec<i32>> {
+    let add_i32 = |rig: &Rig, p: &hcq::Program| -> hcq::Result<Vec<i32>> {
+        let bufs = &rig.bufs;
         bufs[0].write(&[0i32; 64])?;
         bufs[1].write(&a)?;
         bufs[2].write(&b)?;
@@ -691,7 +729,8 @@ fn malformed_code_objects_give_typed_errors() {
         )?;
         bufs[0].read()
     };
-    let pick = |p: &hcq::Program| -> hcq::Result<Vec<i32>> {
+    let pick = |rig: &Rig, p: &hcq::Program| -> hcq::Result<Vec<i32>> {
+        let bufs = &rig.bufs;
         bufs[0].write(&[0i32; 64])?;
         p.launch_timed(&[Arg::Buffer(&bufs[0]), Arg::I32(1)], [1, 1, 1], [1, 1, 1])?;
         Ok(bufs[0].read::<i32>()?[..1].to_vec())
@@ -722,15 +761,15 @@ fn malformed_code_objects_give_typed_errors() {
     for t in &targets {
         let cases = cases(&t.object, t.kernel, t.seed);
         let mut tally = Tally::default();
-        let pristine = dev.program(&t.object, t.kernel).unwrap();
-        assert_eq!((t.run)(&pristine).unwrap(), t.expected, "{}", t.name);
+        let mut pristine = rig.dev.program(&t.object, t.kernel).unwrap();
+        assert_eq!((t.run)(&rig, &pristine).unwrap(), t.expected, "{}", t.name);
         for (i, case) in cases.iter().enumerate() {
             total += 1;
             LARGEST_ALLOCATION.store(0, Ordering::Relaxed);
             let case_start = Instant::now();
             let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                match dev.program(&case.bytes, t.kernel) {
-                    Ok(p) => Ok(Some((t.run)(&p))),
+                match rig.dev.program(&case.bytes, t.kernel) {
+                    Ok(p) => Ok(Some((t.run)(&rig, &p))),
                     Err(e) => Err(e),
                 }
             }));
@@ -759,6 +798,11 @@ fn malformed_code_objects_give_typed_errors() {
                                 failures.push(format!("{where_}: launch gave {e:?}"));
                             }
                             *tally.launch_errors.entry(kind(&e)).or_default() += 1;
+                            if ends_the_device(&e) {
+                                tally.devices_lost += 1;
+                                rig = Rig::new();
+                                pristine = rig.dev.program(&t.object, t.kernel).unwrap();
+                            }
                         }
                         None => {}
                     }
@@ -774,7 +818,7 @@ fn malformed_code_objects_give_typed_errors() {
             // The device still runs the pristine kernel correctly.
             if i % 256 == 255 {
                 assert_eq!(
-                    (t.run)(&pristine).unwrap(),
+                    (t.run)(&rig, &pristine).unwrap(),
                     t.expected,
                     "{} after case {i}",
                     t.name
@@ -782,7 +826,7 @@ fn malformed_code_objects_give_typed_errors() {
             }
         }
         eprintln!("{}: {} cases, {tally:?}", t.name, cases.len());
-        assert_eq!((t.run)(&pristine).unwrap(), t.expected, "{}", t.name);
+        assert_eq!((t.run)(&rig, &pristine).unwrap(), t.expected, "{}", t.name);
     }
     eprintln!("{total} cases in {:?}", started.elapsed());
     assert!(

@@ -1,5 +1,7 @@
 //! Every class of kernel failure ends its dispatch with a device error that names what happened
-//! (the instruction, its PC, the workgroup), and the device runs the next dispatch correctly.
+//! (the instruction, its PC, the workgroup). After the emulator-only classes the device runs
+//! the next dispatch correctly; a GPU memory fault ends the device for the process, as KFD's
+//! queue eviction does, and every later submission says so at once.
 //! Its own process: it sets the emulator's instruction budget before the emulator starts.
 
 use hcq::{Arg, Device, Error};
@@ -49,7 +51,7 @@ fn fault_message(e: Error) -> String {
 }
 
 #[test]
-fn every_failure_class_is_reported_and_the_device_recovers() {
+fn every_failure_class_is_reported_and_only_a_memory_fault_ends_the_device() {
     // Set before the emulator starts (this process has only this test).
     std::env::set_var("HCQ_EMU_MAX_STEPS", "200000");
     let dev = Device::open("amd-emu:0").unwrap();
@@ -77,8 +79,13 @@ fn every_failure_class_is_reported_and_the_device_recovers() {
             vec![Arg::Buffer(&buf), Arg::I32(4000)],
             &["LDS access out of range", "pc", "store"],
         ),
-        ("vm_fault", vec![Arg::U64(0x7_0000)], &["0x70000", "pc"]),
         ("endless", vec![Arg::Buffer(&buf)], &["200000", "pc"]),
+        // Last: the device does not outlive it.
+        (
+            "vm_fault",
+            vec![Arg::U64(0x7_0000)],
+            &["0x70000", "pc", "stopped this process's queues"],
+        ),
     ];
     for (round, (kernel, args, needles)) in cases.into_iter().enumerate() {
         let prg = dev.program(&lib, kernel).unwrap();
@@ -91,6 +98,24 @@ fn every_failure_class_is_reported_and_the_device_recovers() {
             );
         }
         assert!(message.contains("workgroup"), "{kernel}: {message}");
-        next_dispatch_works(&dev, &lib, round as i32 + 1);
+        if kernel != "vm_fault" {
+            next_dispatch_works(&dev, &lib, round as i32 + 1);
+        }
     }
+    // After the memory fault: memory still works, work is refused at once, naming the fault.
+    let lost = |e: Error| match e {
+        Error::DeviceLost { message, .. } => {
+            assert!(message.contains("0x70000"), "{message}");
+        }
+        other => panic!("expected DeviceLost, got {other}"),
+    };
+    let fill = dev.program(&lib, "fill").unwrap();
+    let out = dev.alloc(64 * 4).unwrap();
+    lost(
+        fill.launch(&[Arg::Buffer(&out), Arg::I32(9)], [1, 1, 1], [64, 1, 1])
+            .unwrap_err(),
+    );
+    lost(out.write(&[1i32; 64]).unwrap_err());
+    lost(dev.synchronize().unwrap_err());
+    drop(out);
 }

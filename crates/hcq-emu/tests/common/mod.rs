@@ -470,6 +470,29 @@ impl Signals {
 }
 
 /// Waits until signal `i` reaches `value`, sleeping in `WAIT_EVENTS` like `_wait_signal`.
+/// Waits until slot `i` reaches `value` (`Some(false)`) or a VM fault evicts the queues of
+/// `dev`'s GPU (`Some(true)`); `None` after 10 s of neither.
+pub fn reached_or_evicted(
+    k: &EmuKernel,
+    dev: &Dev,
+    sig: &Signals,
+    i: u64,
+    value: u64,
+    event: &CreateEventArgs,
+) -> Option<bool> {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(10) {
+        if sig.value(i) >= value {
+            return Some(false);
+        }
+        if k.queues_evicted(dev.gpu_id) {
+            return Some(true);
+        }
+        dev.wait_event(event.event_id, 10);
+    }
+    None
+}
+
 pub fn wait_signal(dev: &Dev, sig: &Signals, i: u64, value: u64, event: &CreateEventArgs) -> bool {
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(10) {
