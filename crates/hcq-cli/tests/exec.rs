@@ -179,6 +179,7 @@ fn a_c_program_drives_the_emulated_gpu_through_the_kernel_driver() {
              dispatch scale_add 1000 elements ok\n\
              fault va in the unmapped page reported by the memory event: gpu ok, not_present 1 \
              read_only 0 no_execute 0 imprecise 0\n\
+             after the fault: faulted queue stopped, new queue stopped\n\
              done\n",
             target = property(&props, "gfx_target_version"),
             render = property(&props, "drm_render_minor"),

@@ -697,7 +697,19 @@ int main(int argc, char **argv) {
     if (h->gpu_id != 0)
       printf("fault also reported by the hardware exception event: reset_type %u cause %u\n",
              h->reset_type, h->reset_cause);
-    /* KFD evicts the process's queues at a VM fault: the faulted queue is only destroyed. */
+    /* KFD evicts every queue the process has on the GPU at a VM fault and never restores
+     * them: the faulted queue's signal never comes, and a queue created afterwards is created
+     * but never runs. They can only be destroyed. */
+    struct queue late = create_queue(0);
+    n = release_mem(words, signals.va + 256 + 8, 1, 0, 0, 0);
+    submit(&late, words, n);
+    struct timespec pause = {.tv_sec = 0, .tv_nsec = 300 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    volatile uint32_t *after_fault = (volatile uint32_t *)((char *)signals.cpu + 192 + 8);
+    volatile uint32_t *late_signal = (volatile uint32_t *)((char *)signals.cpu + 256 + 8);
+    printf("after the fault: faulted queue %s, new queue %s\n",
+           *after_fault == 0 ? "stopped" : "went on", *late_signal == 0 ? "stopped" : "ran");
+    destroy_queue(&late);
     destroy_queue(&doomed);
 
     struct kfd_ioctl_destroy_event_args dm = {.event_id = memory_ev.event_id};
