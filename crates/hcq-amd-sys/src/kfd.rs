@@ -49,6 +49,10 @@ pub const QUEUE_TYPE_SDMA: u32 = 1;
 pub const QUEUE_TYPE_COMPUTE_AQL: u32 = 2;
 pub const MAX_QUEUE_PERCENTAGE: u32 = 100;
 pub const MAX_QUEUE_PRIORITY: u32 = 15;
+/// The priority a normal ROCm queue gets. KFD maps 0..=15 onto the command processor's pipe
+/// and queue priorities; a compute queue above normal competes harder with every other
+/// process's queues, the desktop's included (tinygrad moved from 15 to this in PR #13658).
+pub const NORMAL_QUEUE_PRIORITY: u32 = 7;
 
 pub const EVENT_SIGNAL: u32 = 0;
 pub const EVENT_HW_EXCEPTION: u32 = 3;

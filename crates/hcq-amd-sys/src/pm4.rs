@@ -1038,20 +1038,29 @@ impl Pm4Builder {
         event_id: u32,
     ) -> SignalPatch {
         let start = self.words.len();
-        let release = |address: u64, data: u64, int_ctx: u32| ReleaseMem {
+        let release = |address: u64, data: u64, int_sel: u8, int_ctx: u32| ReleaseMem {
             event_type: EVENT_CACHE_FLUSH_AND_INV_TS,
             event_index: EVENT_INDEX_END_OF_PIPE,
             gcr: SIGNAL_GCR,
             data_sel: data_sel::DATA_32,
-            int_sel: int_sel::SEND_INT_ON_CONFIRM,
+            int_sel,
             dst_sel: 0,
             address,
             data,
             int_ctx,
         };
-        release(signal_value_addr, value, 0).encode(&mut self.words);
+        // Only the mailbox write interrupts, naming its event. An interrupt with context 0
+        // after the value write (as tinygrad sent until its PR #17004) names no event, so KFD
+        // scans every signal event of the process for each signal.
+        release(signal_value_addr, value, int_sel::NONE, 0).encode(&mut self.words);
         if event_mailbox_ptr != 0 {
-            release(event_mailbox_ptr, event_id as u64, event_id).encode(&mut self.words);
+            release(
+                event_mailbox_ptr,
+                event_id as u64,
+                int_sel::SEND_INT_ON_CONFIRM,
+                event_id,
+            )
+            .encode(&mut self.words);
         }
         SignalPatch { data_at: start + 5 }
     }
@@ -1091,7 +1100,7 @@ impl Pm4Builder {
             ],
         );
         sh(w, regs::COMPUTE_TMPRING_SIZE, &[setup.tmpring_size]);
-        sh(w, regs::COMPUTE_RESTART_X, &[0, 0, 0, 0]);
+        sh(w, regs::COMPUTE_RESTART_X, &[0, 0, 0]);
         sh(w, regs::COMPUTE_STATIC_THREAD_MGMT_SE0, &[u32::MAX; 2]);
         sh(w, regs::COMPUTE_STATIC_THREAD_MGMT_SE2, &[u32::MAX; 2]);
         sh(w, regs::COMPUTE_STATIC_THREAD_MGMT_SE4, &[u32::MAX; 4]);

@@ -33,6 +33,9 @@ pub const COMPUTE_STATIC_THREAD_MGMT_SE3: u16 = 0x21a;
 pub const COMPUTE_RESTART_X: u16 = 0x21b;
 pub const COMPUTE_RESTART_Y: u16 = 0x21c;
 pub const COMPUTE_RESTART_Z: u16 = 0x21d;
+/// Follows the three restart registers: a four-value write from `COMPUTE_RESTART_X` (as
+/// tinygrad's until its PR #9314) turns thread tracing off.
+pub const COMPUTE_THREAD_TRACE_ENABLE: u16 = 0x21e;
 pub const COMPUTE_PGM_RSRC3: u16 = 0x228;
 pub const COMPUTE_STATIC_THREAD_MGMT_SE4: u16 = 0x22b;
 pub const COMPUTE_USER_DATA_0: u16 = 0x240;

@@ -50,13 +50,22 @@ fn setup_of(i: &Value) -> DispatchSetup {
     }
 }
 
-/// The reference runtime's HDP flush names the bare NBIO offsets (dwords 0x106 / 0x107) and
-/// asks for no client's flush (reference and mask 0): on a real GPU it flushes nothing, a bug
-/// tinygrad fixed in 0.9.1 (PR #4925). Our builder writes the registers with NBIO's segment
-/// base and every client's bit; this is the one place its words differ from the reference,
-/// and only in those four fields of that one packet.
-fn hdp_flush_erratum(reference: &[u32]) -> Vec<u32> {
+/// The reference runtime's words with the two real-GPU bugs tinygrad fixed after 0.9.0
+/// corrected; these are the only places where our builder's words differ from the reference,
+/// and only in these fields:
+/// - its HDP flush names the bare NBIO offsets (dwords 0x106 / 0x107) and asks for no client's
+///   flush (reference and mask 0): on a real GPU it flushes nothing (fixed in 0.9.1, PR
+///   #4925). Ours writes the registers with NBIO's segment base and every client's bit.
+/// - the `RELEASE_MEM` that writes a signal's value also raises an end-of-pipe interrupt with
+///   context 0, which names no event, so KFD scans all of the process's signal events once
+///   per signal (fixed in PR #17004). Ours interrupts only with the mailbox write that names
+///   the event.
+/// - it clears `COMPUTE_RESTART_X/Y/Z` with a four-value `SET_SH_REG`, whose fourth value lands
+///   in `COMPUTE_THREAD_TRACE_ENABLE` (fixed in PR #9314). Ours writes three.
+fn errata(reference: &[u32]) -> Vec<u32> {
     const WAIT_REG_MEM: u8 = 0x3c;
+    const RELEASE_MEM: u8 = 0x49;
+    const SET_SH_REG: u8 = 0x76;
     let mut w = reference.to_vec();
     let mut at = 0;
     while at < w.len() {
@@ -67,6 +76,15 @@ fn hdp_flush_erratum(reference: &[u32]) -> Vec<u32> {
             w[hi] = 0xd20 + 0x107;
             w[at + 4] = 0xffff_ffff;
             w[at + 5] = 0xffff_ffff;
+        }
+        if h.opcode == SET_SH_REG && h.len() == 6 && w[at + 1] == 0x21b {
+            w[at] = hcq_amd_sys::pm4::header(SET_SH_REG, 3);
+            w.remove(at + 5);
+            continue;
+        }
+        // RELEASE_MEM: INT_SEL in bits 26:24 of dword 2, the interrupt context in dword 7.
+        if h.opcode == RELEASE_MEM && at + 7 < w.len() && w[at + 7] == 0 {
+            w[at + 2] &= !(7 << 24);
         }
         at += h.len();
     }
@@ -135,11 +153,7 @@ fn pm4_builder_matches_every_reference_case() {
         let Some(got) = build(name, inputs, &previous_exec) else {
             continue;
         };
-        assert_eq!(
-            got,
-            hdp_flush_erratum(&words(&case["dwords"])),
-            "case {name}"
-        );
+        assert_eq!(got, errata(&words(&case["dwords"])), "case {name}");
         if name.starts_with("pm4_exec_g") {
             previous_exec = Some(inputs.clone());
         }

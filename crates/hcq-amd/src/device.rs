@@ -1191,6 +1191,13 @@ impl AmdDevice {
     pub fn ring_capacity_dwords(&self) -> u64 {
         lock(&self.state).queue.capacity_dwords()
     }
+
+    /// Bytes written so far to the compute ring and to the copy ring, padding included (they
+    /// go round their rings: see [`crate::queue::COMPUTE_RING_BYTES`]).
+    pub fn ring_bytes_written(&self) -> (u64, u64) {
+        let st = lock(&self.state);
+        (st.queue.bytes_written(), st.sdma.bytes_written())
+    }
 }
 
 impl Drop for AmdDevice {

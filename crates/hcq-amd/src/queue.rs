@@ -81,7 +81,7 @@ impl HwQueue {
             ring_size: ring_bytes as u32,
             gpu_id,
             queue_percentage: abi::MAX_QUEUE_PERCENTAGE,
-            queue_priority: abi::MAX_QUEUE_PRIORITY,
+            queue_priority: abi::NORMAL_QUEUE_PRIORITY,
             ..Default::default()
         };
         let (mut eop, mut ctx_save) = (None, None);
@@ -162,9 +162,19 @@ impl HwQueue {
         }
     }
 
-    /// Bytes the engine has consumed.
+    /// Bytes the engine has consumed. The engine may report its read pointer as a running
+    /// count or as an offset within the ring (which one real GPUs write for user queues is not
+    /// documented); both agree with the write position modulo the ring size, and the ring is
+    /// never filled to its size, so what is still unread is that difference.
     fn consumed(&self) -> u64 {
-        self.pointer(8).load(Ordering::Acquire) * self.unit()
+        let reported = self.pointer(8).load(Ordering::Acquire) * self.unit();
+        let unread = self.written.wrapping_sub(reported) % self.ring_bytes;
+        self.written - unread
+    }
+
+    /// Bytes written to the ring since it was created.
+    pub fn bytes_written(&self) -> u64 {
+        self.written
     }
 
     /// Capacity of the ring in dwords.
@@ -173,10 +183,12 @@ impl HwQueue {
     }
 
     /// Waits (up to `timeout`, from `start`) until `bytes` more fit without overwriting
-    /// anything the engine has not read.
+    /// anything the engine has not read, and without filling the ring to exactly its size: a
+    /// read pointer reported as an offset within the ring could not tell a full ring from an
+    /// empty one (amdgpu never fills its rings completely either).
     fn reserve(&self, bytes: u64, start: Instant, timeout: Duration) -> Result<()> {
         let mut spins = 0u32;
-        while self.written + bytes - self.consumed() > self.ring_bytes {
+        while self.written + bytes - self.consumed() >= self.ring_bytes {
             if start.elapsed() > timeout {
                 let engine = match self.kind {
                     QueueKind::Compute => "compute",
@@ -230,9 +242,11 @@ impl HwQueue {
     }
 
     fn too_long(&self, dwords: usize) -> Result<()> {
-        if dwords as u64 * 4 > self.ring_bytes {
+        // A ring never holds its whole size (see `reserve`).
+        if dwords as u64 * 4 >= self.ring_bytes {
             return Err(Error::InvalidArgument(format!(
-                "command stream of {dwords} dwords exceeds the {}-dword ring",
+                "command stream of {dwords} dwords does not fit the {}-dword ring (it holds \
+                 one dword less than its size)",
                 self.ring_bytes / 4
             )));
         }
@@ -290,9 +304,10 @@ impl HwQueue {
         }
         self.too_long(builder.words.len())?;
         let bytes = self.sdma_footprint(builder);
-        if bytes > self.ring_bytes {
+        if bytes >= self.ring_bytes {
             return Err(Error::InvalidArgument(format!(
-                "copy command stream of {bytes} bytes with its padding exceeds the {}-byte ring",
+                "copy command stream of {bytes} bytes with its padding does not fit the \
+                 {}-byte ring (it holds less than its size)",
                 self.ring_bytes
             )));
         }
@@ -433,6 +448,43 @@ mod tests {
         // One packet still fits.
         q.submit_sdma(&one, timeout).unwrap();
         assert_eq!(q.written, written + packet * 4);
+        drop(q);
+        emu.hold_engines(0, false);
+    }
+
+    #[test]
+    fn a_ring_is_never_filled_to_exactly_its_size() {
+        let emu = Arc::new(EmuKernel::new(EmuConfig {
+            gpus: 1,
+            max_steps: 1000,
+            vram_bytes: 1 << 28,
+            ..EmuConfig::default()
+        }));
+        let kernel: Arc<dyn seam::Kernel> = emu.clone();
+        let driver = AmdDriver::new(kernel, "amd-emu", true).unwrap();
+        let node = driver.gpus[0].clone();
+        let fd = driver.render_node(&node).unwrap();
+        let mut q = HwQueue::create(&driver.kfd, fd, &node, "t", QueueKind::Compute).unwrap();
+        // Held engines consume nothing.
+        assert!(emu.hold_engines(0, true));
+        let timeout = Duration::from_millis(50);
+        let ring = q.capacity_dwords() as usize;
+        // NOP packets: a header and `len - 1` dwords of body.
+        let nops = |len: usize| {
+            let mut w = vec![hcq_amd_sys::pm4::header(
+                hcq_amd_sys::pm4::OP_NOP,
+                len as u32 - 2,
+            )];
+            w.resize(len, 0);
+            w
+        };
+        let e = q.submit(&nops(ring), timeout).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        q.submit(&nops(ring - 2), timeout).unwrap();
+        // One more dword would fill the ring to its size; it waits for room instead.
+        let e = q.submit(&nops(2), timeout).unwrap_err();
+        assert!(matches!(e, Error::Timeout { .. }), "{e}");
+        assert_eq!(q.written, (ring as u64 - 2) * 4);
         drop(q);
         emu.hold_engines(0, false);
     }

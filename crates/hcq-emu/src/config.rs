@@ -28,6 +28,11 @@ pub struct EmuConfig {
     /// A board whose PCI BAR does not span all of VRAM (no Resizable BAR): KFD then refuses
     /// host-visible (`PUBLIC`) VRAM allocations with `EINVAL`.
     pub small_bar: bool,
+    /// The engines report their read pointers as an offset within the ring, as a PM4 queue's
+    /// `CP_HQD_PQ_RPTR` register holds it, instead of as a running count of units (what
+    /// tinygrad's SDMA code expects). Which one a real GPU writes for a user queue is not
+    /// documented, so drivers are tested against both.
+    pub wrapped_read_pointers: bool,
 }
 
 /// Default compute units per GPU: a Radeon RX 7900 XTX.
@@ -42,6 +47,7 @@ impl Default for EmuConfig {
             kernel: KfdRules::default(),
             cus: DEFAULT_CUS,
             small_bar: false,
+            wrapped_read_pointers: false,
         }
     }
 }
@@ -101,8 +107,8 @@ fn given(value: Option<&str>) -> Option<&str> {
 
 impl EmuConfig {
     /// Reads `HCQ_EMU_GPUS`, `HCQ_EMU_MAX_STEPS`, `HCQ_EMU_VRAM`, `HCQ_EMU_KERNEL`,
-    /// `HCQ_EMU_CUS` and `HCQ_EMU_SMALL_BAR`; a missing or empty variable leaves its default, a
-    /// malformed one is an error naming it.
+    /// `HCQ_EMU_CUS`, `HCQ_EMU_SMALL_BAR` and `HCQ_EMU_WRAPPED_RPTR`; a missing or empty
+    /// variable leaves its default, a malformed one is an error naming it.
     pub fn from_env() -> Result<Self, ConfigError> {
         let var = |name: &str| std::env::var(name).ok();
         let config = Self::from_vars(
@@ -112,7 +118,29 @@ impl EmuConfig {
             var("HCQ_EMU_KERNEL").as_deref(),
             var("HCQ_EMU_CUS").as_deref(),
         )?;
-        config.with_small_bar(var("HCQ_EMU_SMALL_BAR").as_deref())
+        config
+            .with_small_bar(var("HCQ_EMU_SMALL_BAR").as_deref())?
+            .with_wrapped_read_pointers(var("HCQ_EMU_WRAPPED_RPTR").as_deref())
+    }
+
+    /// `self` with `HCQ_EMU_WRAPPED_RPTR`'s value (`1`: read pointers reported as offsets
+    /// within the ring, `0` or unset: as running counts).
+    pub fn with_wrapped_read_pointers(self, value: Option<&str>) -> Result<Self, ConfigError> {
+        let wrapped_read_pointers = match given(value) {
+            None | Some("0") => false,
+            Some("1") => true,
+            Some(v) => {
+                return Err(ConfigError::new(
+                    "HCQ_EMU_WRAPPED_RPTR",
+                    v,
+                    WRAPPED_RPTR_ACCEPTED,
+                ))
+            }
+        };
+        Ok(EmuConfig {
+            wrapped_read_pointers,
+            ..self
+        })
     }
 
     /// `self` with `HCQ_EMU_SMALL_BAR`'s value (`1`: a board whose BAR does not span VRAM,
@@ -175,6 +203,7 @@ impl EmuConfig {
             kernel,
             cus,
             small_bar: false,
+            wrapped_read_pointers: false,
         })
     }
 }
@@ -185,6 +214,8 @@ pub const MIN_VRAM: u64 = 4096;
 const KERNEL_ACCEPTED: &str = "the Linux release whose KFD rules apply: 6.12 (also later \
      releases) or 6.6";
 const SMALL_BAR_ACCEPTED: &str = "1 (the BAR does not span VRAM) or 0";
+const WRAPPED_RPTR_ACCEPTED: &str =
+    "1 (read pointers are offsets within the ring) or 0 (running counts)";
 const CUS_ACCEPTED: &str =
     "compute units per GPU: a multiple of 12 from 12 to 96 (96: RX 7900 XTX, \
      84: RX 7900 XT)";
@@ -355,6 +386,7 @@ mod tests {
                 kernel: KfdRules::Linux6_6,
                 cus: 84,
                 small_bar: false,
+                wrapped_read_pointers: false,
             }
         );
         let d = EmuConfig::default();
@@ -362,6 +394,18 @@ mod tests {
         assert!(!d.with_small_bar(Some(" ")).unwrap().small_bar);
         let e = d.with_small_bar(Some("yes")).unwrap_err();
         assert_eq!(e.variable, "HCQ_EMU_SMALL_BAR");
+        assert!(
+            d.with_wrapped_read_pointers(Some("1"))
+                .unwrap()
+                .wrapped_read_pointers
+        );
+        assert!(
+            !d.with_wrapped_read_pointers(None)
+                .unwrap()
+                .wrapped_read_pointers
+        );
+        let e = d.with_wrapped_read_pointers(Some("2")).unwrap_err();
+        assert_eq!(e.variable, "HCQ_EMU_WRAPPED_RPTR");
         for bad in ["0", "100", "90", "many"] {
             let e = EmuConfig::from_vars(None, None, None, None, Some(bad)).unwrap_err();
             assert_eq!(e.variable, "HCQ_EMU_CUS");

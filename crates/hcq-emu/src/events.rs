@@ -83,6 +83,9 @@ struct State {
 pub(crate) struct Events {
     state: Mutex<State>,
     cv: Condvar,
+    /// End-of-pipe interrupts whose context named no signal event: each made the kernel scan
+    /// every signal event's mailbox slot.
+    event_scans: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Events {
@@ -94,6 +97,11 @@ impl std::fmt::Debug for Events {
 }
 
 impl Events {
+    /// End-of-pipe interrupts so far whose context named no signal event.
+    pub fn event_scans(&self) -> u64 {
+        self.event_scans.load(Ordering::Relaxed)
+    }
+
     /// `CREATE_EVENT`. `page` is the BO named by a non-zero `event_page_offset`.
     pub fn create(
         &self,
@@ -201,6 +209,7 @@ impl Events {
                 woke = true;
             }
             _ => {
+                self.event_scans.fetch_add(1, Ordering::Relaxed);
                 if let Some(page) = &st.page {
                     for (&id, ev) in st.events.iter_mut() {
                         if ev.kind != EVENT_SIGNAL {

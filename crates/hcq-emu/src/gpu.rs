@@ -45,6 +45,8 @@ pub(crate) struct Gpu {
     pub events: Arc<Events>,
     pub watch: Arc<MemWatch>,
     pub max_steps: u64,
+    /// Read pointers are reported modulo the ring size ([`crate::EmuConfig`]).
+    pub wrapped_read_pointers: bool,
     /// What the shader engines have executed, for benchmarks.
     pub stats: ShaderStats,
     /// Benchmarks hold the engines to time the host's side of a submission alone.
@@ -187,6 +189,7 @@ impl Gpu {
             events,
             watch,
             max_steps,
+            wrapped_read_pointers: false,
             stats: ShaderStats::default(),
             hold: Arc::default(),
             reports: Mutex::new(VecDeque::new()),

@@ -523,6 +523,8 @@ impl EmuKernel {
                 shared,
                 thread: Some(thread),
                 buffers,
+                priority: a.queue_priority,
+                sdma,
             },
         );
         a.queue_id = queue_id;

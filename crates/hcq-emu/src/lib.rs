@@ -134,6 +134,7 @@
 //! | `HCQ_EMU_GPUS` | number of gfx1100 GPUs (0..=64) | 1 |
 //! | `HCQ_EMU_MAX_STEPS` | instruction budget of each wave of a dispatch | 100 000 000 |
 //! | `HCQ_EMU_VRAM` | VRAM bytes per GPU; suffixes `K`, `M`, `G`, `T` (binary); capped by the host | 16G |
+//! | `HCQ_EMU_WRAPPED_RPTR` | `1`: the engines report their read pointers as offsets within the ring (as a PM4 queue's `CP_HQD_PQ_RPTR` holds it), not as running counts | 0 |
 //! | `HCQ_EMU_SMALL_BAR` | `1`: a board without Resizable BAR, whose host-visible (`PUBLIC`) VRAM allocations KFD refuses with `EINVAL` | 0 |
 //! | `HCQ_EMU_CUS` | compute units per GPU, a multiple of 12 up to 96 (84: an RX 7900 XT) | 96 |
 //! | `HCQ_EMU_KERNEL` | the Linux release whose KFD rules apply, `6.12` or `6.6` ([`KfdRules`]) | 6.12 |
@@ -294,7 +295,7 @@ impl EmuKernel {
         let gpus: Vec<Arc<Gpu>> = (0..config.gpus)
             .map(|i| {
                 let id = Topology::gpu_id_for(i);
-                Arc::new(Gpu::new(
+                let mut gpu = Gpu::new(
                     i as usize,
                     id,
                     vram_bytes,
@@ -302,7 +303,9 @@ impl EmuKernel {
                     topology::gpu_shape(config.cus),
                     Arc::clone(&events),
                     Arc::clone(&watch),
-                ))
+                );
+                gpu.wrapped_read_pointers = config.wrapped_read_pointers;
+                Arc::new(gpu)
             })
             .collect();
         let topology = Topology {
@@ -357,6 +360,28 @@ impl EmuKernel {
         for g in &self.gpus {
             *lock(&g.echo_reports) = prefix.map(str::to_string);
         }
+    }
+
+    /// The live queues of GPU `gpu_id` as (is an SDMA queue, `queue_priority`), in creation
+    /// order.
+    pub fn queue_priorities(&self, gpu_id: u32) -> Vec<(bool, u32)> {
+        let Some(gpu) = self.gpu_by_id(gpu_id) else {
+            return Vec::new();
+        };
+        lock(&self.queues)
+            .queues
+            .values()
+            .filter(|q| q.gpu == gpu.index)
+            .map(|q| (q.sdma, q.priority))
+            .collect()
+    }
+
+    /// End-of-pipe interrupts (from `RELEASE_MEM` or SDMA `TRAP`) whose context named none of
+    /// the process's signal events, so that KFD scanned the mailbox slot of every one of them
+    /// (`kfd_signal_event_interrupt`'s slow path). A driver whose signals cause these makes
+    /// the kernel do that work for every signal.
+    pub fn event_scans(&self) -> u64 {
+        self.events.event_scans()
     }
 
     /// Whether a VM fault has evicted the process's queues on GPU `gpu_id` (KFD never

@@ -254,6 +254,9 @@ pub(crate) struct Queue {
     /// GPU addresses of the BOs the queue holds (Linux 6.12 rules): its ring, pointers, EOP
     /// buffer and context save area, which may not be unmapped while it lives.
     pub buffers: Vec<u64>,
+    /// `queue_priority` as created (0..=15), and whether it is an SDMA queue.
+    pub priority: u32,
+    pub sdma: bool,
 }
 
 /// Every live queue, by queue id.

@@ -171,9 +171,12 @@ impl Ring {
     /// Stores the read pointer where the driver reads it (before the first doorbell too, so
     /// the driver sees the ring empty).
     pub fn publish_rptr(&mut self) {
-        let published = self
-            .gpu
-            .publish_read_pointer(self.desc.rptr_addr, self.rptr);
+        let reported = if self.gpu.wrapped_read_pointers {
+            self.rptr % self.capacity()
+        } else {
+            self.rptr
+        };
+        let published = self.gpu.publish_read_pointer(self.desc.rptr_addr, reported);
         if !published && !std::mem::replace(&mut self.rptr_fault_reported, true) {
             let va = self.desc.rptr_addr;
             self.fault(
