@@ -55,6 +55,9 @@ pub struct KernelMeta {
     pub kernarg_segment_align: u32,
     /// Most work-items per workgroup the kernel was compiled for, when the metadata says.
     pub max_flat_workgroup_size: Option<u32>,
+    /// VGPRs and SGPRs the kernel uses (`.vgpr_count`, `.sgpr_count`), when the metadata says.
+    pub vgpr_count: Option<u32>,
+    pub sgpr_count: Option<u32>,
 }
 
 /// A copy of a code object aligned for the ELF reader, which reads headers in place and needs
@@ -282,6 +285,29 @@ impl<'a> CodeObject<'a> {
             )));
         }
         Ok(at)
+    }
+
+    /// The function symbols (kernels and the functions they call) as (name, address, size),
+    /// by address.
+    pub fn functions(&self) -> Vec<(String, u64, u64)> {
+        let mut seen = std::collections::HashSet::new();
+        let mut out: Vec<(String, u64, u64)> = self
+            .elf
+            .symbols()
+            .chain(self.elf.dynamic_symbols())
+            .filter(|s| s.kind() == object::SymbolKind::Text && !s.is_undefined())
+            .filter_map(|s| Some((s.name().ok()?.to_string(), s.address(), s.size())))
+            .filter(|(n, at, _)| seen.insert((n.clone(), *at)))
+            .collect();
+        out.sort_by_key(|&(_, at, _)| at);
+        out
+    }
+
+    /// The `.text` section: its address and bytes.
+    pub fn text(&self) -> Option<(u64, &'a [u8])> {
+        use object::ObjectSection;
+        let s = self.elf.section_by_name(".text")?;
+        Some((s.address(), s.data().ok()?))
     }
 
     /// Whether `at..at + len` of the image holds file bytes of an executable segment.
@@ -557,6 +583,8 @@ fn parse_msgpack(mut desc: &[u8]) -> Result<Vec<KernelMeta>> {
             kernarg_segment_size: kernarg_segment_size.unwrap_or(0),
             kernarg_segment_align,
             max_flat_workgroup_size,
+            vgpr_count: meta_u32(k, ".vgpr_count", &what)?,
+            sgpr_count: meta_u32(k, ".sgpr_count", &what)?,
             name,
             args,
         });

@@ -4,6 +4,8 @@ mod bench;
 mod bench_copy;
 mod demo;
 #[cfg(target_os = "linux")]
+mod disasm;
+#[cfg(target_os = "linux")]
 mod exec;
 mod prebuilt;
 mod run;
@@ -59,6 +61,18 @@ enum Command {
         lds: u32,
         #[arg(long)]
         device: Option<String>,
+    },
+    /// Disassemble a code object, or HIP source (compiled through the cache): each kernel's
+    /// instructions in llvm-objdump's syntax, after its resources and occupancy.
+    #[cfg(target_os = "linux")]
+    Disasm {
+        file: std::path::PathBuf,
+        /// Only this kernel (or other function).
+        #[arg(long)]
+        kernel: Option<String>,
+        /// Target architecture, for HIP source.
+        #[arg(long, default_value = "gfx1100")]
+        arch: String,
     },
     /// Compile HIP source to a code object (through the compile cache).
     Compile {
@@ -170,6 +184,8 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Command::Demo { device, n } => demo::run(device.as_deref(), n),
+        #[cfg(target_os = "linux")]
+        Command::Disasm { file, kernel, arch } => disasm::run(&file, kernel.as_deref(), &arch),
         Command::Compile { file, output, arch } => {
             let lib = hcq::compile_hip_file(&file, &arch).map_err(|e| e.to_string())?;
             std::fs::write(&output, lib).map_err(|e| format!("writing {}: {e}", output.display()))
