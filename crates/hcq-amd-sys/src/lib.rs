@@ -18,6 +18,7 @@
 pub mod drm;
 pub mod kd;
 pub mod kfd;
+pub mod occupancy;
 pub mod pm4;
 pub mod queue_areas;
 pub mod regs;

@@ -839,6 +839,7 @@ impl AmdDevice {
             kernarg_size,
             kernarg_align: kernarg_align.max(16),
             max_workgroup_size,
+            info: crate::program::program_info(&self.node.arch, &descriptor, meta),
             device_gpu_id: self.node.gpu_id,
         })
     }

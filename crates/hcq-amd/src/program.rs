@@ -3,7 +3,7 @@
 
 use crate::memory::GpuMemory;
 use hcq_amd_sys::kd::{self, KernelDescriptor, UserSgprLayout};
-use hcq_core::{Arg, Error, Result};
+use hcq_core::{Arg, Error, ProgramInfo, Result};
 use object::elf;
 use object::read::elf::{ElfFile64, FileHeader, ProgramHeader, Rela, SectionHeader};
 use object::{Endianness, Object, ObjectSymbol};
@@ -652,7 +652,37 @@ pub struct AmdProgram {
     pub kernarg_align: u32,
     /// Most work-items per workgroup the kernel was compiled for, when its metadata says.
     pub max_workgroup_size: Option<u32>,
+    /// Its resources and occupancy on the device it was loaded on.
+    pub info: ProgramInfo,
     pub(crate) device_gpu_id: u32,
+}
+
+/// What kernel `d` (with metadata `meta`) asks of a device of architecture `arch`, and the
+/// occupancy that allows.
+pub fn program_info(arch: &str, d: &KernelDescriptor, meta: Option<&KernelMeta>) -> ProgramInfo {
+    use hcq_amd_sys::occupancy::{self, Limit};
+    let allocated_vgprs = d.wave32_vgprs();
+    let vgprs = meta.and_then(|m| m.vgpr_count).unwrap_or(allocated_vgprs);
+    let max_workgroup_size = meta.and_then(|m| m.max_flat_workgroup_size).unwrap_or(1024);
+    let (waves_per_simd, limit) =
+        occupancy::waves_per_simd(arch, vgprs, d.group_segment_fixed_size, max_workgroup_size);
+    ProgramInfo {
+        vgprs,
+        allocated_vgprs,
+        sgprs: meta.and_then(|m| m.sgpr_count),
+        static_lds: d.group_segment_fixed_size,
+        max_dynamic_lds: hcq_amd_sys::regs::LDS_MAX_BYTES
+            .saturating_sub(d.group_segment_fixed_size),
+        scratch_per_lane: d.private_segment_fixed_size,
+        max_workgroup_size,
+        wave_size: occupancy::WAVE_LANES,
+        waves_per_simd,
+        occupancy_limit: match limit {
+            Limit::WaveSlots => "wave slots",
+            Limit::Registers => "registers",
+            Limit::Lds => "LDS",
+        },
+    }
 }
 
 /// `EF_AMDGPU_MACH` (the low byte of `e_flags`) per target, as clang-19 writes it for each

@@ -5,19 +5,12 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use hcq_amd::program::{AlignedCodeObject, CodeObject, KernelMeta};
+use hcq_amd::program::{program_info, AlignedCodeObject, CodeObject, KernelMeta};
 use hcq_amd_sys::kd::{self, KernelDescriptor};
 use rdna3::decode::{decode, Inst};
 
-/// VGPRs of a SIMD's register file per wave32 lane on gfx1100 and gfx1101 (1536; gfx1102 and
-/// gfx1103 have 1024), and the granule a wave32 allocates them in (24 on the 1536 parts).
-const GFX1100_WAVE32_VGPRS: u32 = 1536;
-const GFX1100_WAVE32_VGPR_GRANULE: u32 = 24;
-/// Waves one SIMD holds at most on gfx11.
-const MAX_WAVES_PER_SIMD: u32 = 16;
-/// LDS of a workgroup processor (two CUs, four SIMDs) in WGP mode.
-const LDS_PER_WGP: u32 = 128 << 10;
-const SIMDS_PER_WGP: u32 = 4;
+/// The architecture occupancy is given for.
+const ARCH: &str = "gfx1100";
 
 pub fn run(file: &Path, kernel: Option<&str>, arch: &str) -> Result<(), String> {
     let bytes = std::fs::read(file).map_err(|e| format!("reading {}: {e}", file.display()))?;
@@ -132,47 +125,30 @@ fn header(co: &CodeObject<'_>, image: &[u8], name: &str) -> String {
         return String::new();
     };
     let meta: Option<&KernelMeta> = co.kernels.iter().find(|k| k.name == name);
-    let vgprs = d.wave32_vgprs();
-    let count = |v: Option<u32>| v.map_or("?".to_string(), |n| n.to_string());
-    let max_group = meta.and_then(|m| m.max_flat_workgroup_size).unwrap_or(1024);
-    let (waves, limit) = occupancy(vgprs, d.group_segment_fixed_size, max_group);
+    let info = program_info(ARCH, &d, meta);
+    let sgprs = info.sgprs.map_or("?".to_string(), |n| n.to_string());
     let mut h = String::new();
-    let _ = writeln!(h, "; kernel {name}: wave32");
+    let _ = writeln!(h, "; kernel {name}: wave{}", info.wave_size);
     let _ = writeln!(
         h,
-        ";   VGPRs {} ({vgprs} allocated), SGPRs {}",
-        count(meta.and_then(|m| m.vgpr_count)),
-        count(meta.and_then(|m| m.sgpr_count)),
+        ";   VGPRs {} ({} allocated), SGPRs {sgprs}",
+        info.vgprs, info.allocated_vgprs
     );
     let _ = writeln!(
         h,
         ";   LDS {} bytes per workgroup (static), scratch {} bytes per work-item, \
          kernel arguments {} bytes",
-        d.group_segment_fixed_size, d.private_segment_fixed_size, d.kernarg_size
+        info.static_lds, info.scratch_per_lane, d.kernarg_size
     );
-    let _ = writeln!(h, ";   workgroup at most {max_group} work-items");
     let _ = writeln!(
         h,
-        ";   occupancy {waves} waves per SIMD (gfx1100, limited by {limit})"
+        ";   workgroup at most {} work-items",
+        info.max_workgroup_size
+    );
+    let _ = writeln!(
+        h,
+        ";   occupancy {} waves per SIMD ({ARCH}, limited by {})",
+        info.waves_per_simd, info.occupancy_limit
     );
     h
-}
-
-/// Waves per SIMD a gfx1100 can keep of this kernel, and what limits it: the register file,
-/// the LDS (each workgroup processor shares 128 KiB among the workgroups on it), or the
-/// SIMD's 16 wave slots.
-fn occupancy(vgprs: u32, lds: u32, max_group: u32) -> (u32, &'static str) {
-    let alloc = vgprs.max(1).next_multiple_of(GFX1100_WAVE32_VGPR_GRANULE);
-    let by_vgprs = GFX1100_WAVE32_VGPRS / alloc;
-    let by_lds = LDS_PER_WGP.checked_div(lds).map_or(u32::MAX, |groups| {
-        groups * max_group.div_ceil(32) / SIMDS_PER_WGP
-    });
-    let mut best = (MAX_WAVES_PER_SIMD, "wave slots");
-    if by_vgprs < best.0 {
-        best = (by_vgprs, "VGPRs");
-    }
-    if by_lds < best.0 {
-        best = (by_lds, "LDS");
-    }
-    best
 }

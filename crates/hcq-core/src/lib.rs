@@ -157,6 +157,32 @@ impl<B> Arg<B> {
     }
 }
 
+/// What a loaded kernel asks of the device, from its code object, and the occupancy that
+/// allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgramInfo {
+    /// VGPRs the kernel uses (its metadata's count, else what its descriptor allocates).
+    pub vgprs: u32,
+    /// VGPRs its descriptor allocates per wave (a multiple of the allocation granule).
+    pub allocated_vgprs: u32,
+    /// SGPRs it uses, when its metadata says.
+    pub sgprs: Option<u32>,
+    /// Bytes of LDS per workgroup it declares.
+    pub static_lds: u32,
+    /// Most bytes of dynamic LDS (HIP's `extern __shared__`) a launch may add.
+    pub max_dynamic_lds: u32,
+    /// Bytes of private (scratch) memory per work-item.
+    pub scratch_per_lane: u32,
+    /// Most work-items per workgroup.
+    pub max_workgroup_size: u32,
+    /// Lanes per wave.
+    pub wave_size: u32,
+    /// Waves of this kernel one SIMD keeps at once, with no dynamic LDS.
+    pub waves_per_simd: u32,
+    /// What bounds `waves_per_simd`: `"wave slots"`, `"registers"` or `"LDS"`.
+    pub occupancy_limit: &'static str,
+}
+
 /// Properties of an opened device, for listings and for choosing a compiler target.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceInfo {

@@ -58,7 +58,7 @@ pub use graph::{
     Var, VarSpec,
 };
 
-pub use hcq_core::{ArgBytes, DeviceInfo, Error, Result, ARG_BYTES_MAX};
+pub use hcq_core::{ArgBytes, DeviceInfo, Error, ProgramInfo, Result, ARG_BYTES_MAX};
 #[cfg(target_os = "linux")]
 pub use hcq_emu::ShaderCounts;
 #[cfg(target_os = "linux")]
@@ -537,6 +537,20 @@ impl Program {
 
     pub fn device(&self) -> &Device {
         &self.shared.device
+    }
+
+    /// The kernel's registers, LDS, scratch, largest workgroup and wave size, from its code
+    /// object, and the waves per SIMD they allow on the device it was loaded on (as LLVM
+    /// computes occupancy). AMD only: a Metal program says `Unsupported`.
+    pub fn info(&self) -> Result<ProgramInfo> {
+        match &self.shared.inner {
+            #[cfg(target_os = "linux")]
+            ProgramInner::Amd(p) => Ok(p.info.clone()),
+            #[cfg(target_os = "macos")]
+            ProgramInner::Metal(_) => Err(Error::Unsupported(
+                "program resources and occupancy are reported for AMD kernels only".into(),
+            )),
+        }
     }
 
     /// The arguments a caller passes, in order, as the code object's metadata declares them
