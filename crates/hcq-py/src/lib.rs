@@ -1,0 +1,23 @@
+//! The `hcq._hcq` Python extension module: hcq's Rust API as Python classes. The package
+//! `hcq` (under `python/`) re-exports it next to its exception classes.
+//!
+//! Every class is `frozen` (immutable after construction) around an hcq handle that is
+//! `Send + Sync`, so Python threads share them without locks of ours; calls that wait
+//! (compiles, copies, timed launches, synchronisation) release the GIL.
+
+mod buffer;
+mod device;
+mod errors;
+mod program;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _hcq(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(device::devices, module)?)?;
+    module.add_class::<device::PyDevice>()?;
+    module.add_class::<device::PyDeviceInfo>()?;
+    module.add_class::<buffer::PyBuffer>()?;
+    module.add_class::<program::PyProgram>()?;
+    Ok(())
+}

@@ -1,0 +1,344 @@
+//! `hcq.Program`: a loaded kernel, called like a function.
+
+use crate::buffer::PyBuffer;
+use crate::device::PyDevice;
+use crate::errors::{invalid_argument, IntoPyResult};
+use hcq::{Arg, ArgBytes, ArgInfo, ArgKind, LaunchOptions};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyTuple};
+
+/// A kernel loaded on a device (`dev.program(code_object, name)`). Call it to launch it:
+/// `prg(out, x, np.float32(a), n, grid=(blocks, 1, 1), block=(64, 1, 1))`.
+#[pyclass(frozen, module = "hcq", name = "Program")]
+pub struct PyProgram {
+    program: hcq::Program,
+    /// The code object's argument metadata, read once: every call checks against it.
+    arguments: Option<Vec<ArgInfo>>,
+}
+
+impl PyProgram {
+    pub fn new(program: hcq::Program) -> Self {
+        let arguments = program.arguments();
+        PyProgram { program, arguments }
+    }
+
+    /// "argument 2 (n) of saxpy", for messages.
+    fn describe(&self, index: usize) -> String {
+        let name = self
+            .arguments
+            .as_ref()
+            .and_then(|infos| infos.get(index))
+            .and_then(|info| info.name.as_deref());
+        match name {
+            Some(name) => format!("argument {index} ({name}) of {}", self.program.name()),
+            None => format!("argument {index} of {}", self.program.name()),
+        }
+    }
+}
+
+#[pymethods]
+impl PyProgram {
+    /// The kernel's name.
+    #[getter]
+    fn name(&self) -> String {
+        self.program.name().to_string()
+    }
+
+    /// The device the kernel is loaded on.
+    #[getter]
+    fn device(&self) -> PyDevice {
+        PyDevice {
+            device: self.program.device().clone(),
+        }
+    }
+
+    /// The arguments a caller passes, as the code object's metadata declares them: a list of
+    /// `(name, kind, nbytes)` with kind `"buffer"`, `"value"` or the metadata's own word for a
+    /// kind hcq cannot pass; `name` is None when the metadata keeps no name. None when the
+    /// kernel has no argument metadata (then Python ints and floats cannot be sized: pass
+    /// numpy scalars).
+    #[getter]
+    fn arguments(&self) -> Option<Vec<(Option<String>, String, u32)>> {
+        self.arguments.as_ref().map(|infos| {
+            infos
+                .iter()
+                .map(|info| match &info.kind {
+                    ArgKind::Buffer => (info.name.clone(), "buffer".to_string(), 8),
+                    ArgKind::Value { bytes } => (info.name.clone(), "value".to_string(), *bytes),
+                    ArgKind::Other(kind) => (info.name.clone(), kind.clone(), 0),
+                })
+                .collect()
+        })
+    }
+
+    /// Launches the kernel over `grid` workgroups of `block` work-items each (an int or a
+    /// tuple of up to three), with `lds` bytes of dynamic LDS (HIP's `extern __shared__`).
+    /// Arguments, in the kernel's order: `hcq.Buffer`s, numpy scalars (their dtype gives the
+    /// size), Python ints, floats and bools (sized from the kernel's metadata), and `bytes`
+    /// for structs. Returns at once with None; with `timed=True` it waits for the kernel and
+    /// returns its GPU time in seconds.
+    #[pyo3(signature = (*args, grid, block = None, lds = 0, timed = false))]
+    fn __call__(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        grid: &Bound<'_, PyAny>,
+        block: Option<&Bound<'_, PyAny>>,
+        lds: u32,
+        timed: bool,
+    ) -> PyResult<Option<f64>> {
+        let grid = dims(grid, "grid")?;
+        let block = match block {
+            Some(block) => dims(block, "block")?,
+            None => [1, 1, 1],
+        };
+        if let Some(infos) = &self.arguments {
+            if infos.len() != args.len() {
+                let names: Vec<&str> = infos
+                    .iter()
+                    .map(|i| i.name.as_deref().unwrap_or("?"))
+                    .collect();
+                return Err(invalid_argument(format!(
+                    "{} takes {} arguments ({}), {} given",
+                    self.program.name(),
+                    infos.len(),
+                    names.join(", "),
+                    args.len()
+                )));
+            }
+        }
+        // Held here so that the buffers the arguments borrow live through the launch.
+        let objects: Vec<Bound<'_, PyAny>> = args.iter().collect();
+        let mut launch_args = Vec::with_capacity(objects.len());
+        for (index, obj) in objects.iter().enumerate() {
+            let expected = self
+                .arguments
+                .as_ref()
+                .and_then(|infos| infos.get(index))
+                .map(|info| &info.kind);
+            launch_args.push(self.convert(index, obj, expected)?);
+        }
+        let options = LaunchOptions {
+            dynamic_lds_bytes: lds,
+            timed,
+        };
+        // Released even when not timed: a launch waits when the command ring is full.
+        let time = py
+            .detach(|| {
+                self.program
+                    .launch_with(&launch_args, grid, block, &options)
+            })
+            .or_raise()?;
+        Ok(time.map(|t| t.as_secs_f64()))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "hcq.Program('{}', device='{}')",
+            self.program.name(),
+            self.program.device().name()
+        )
+    }
+}
+
+impl PyProgram {
+    /// One Python argument as a kernel argument, checked against what the kernel declares
+    /// (`expected`, None without metadata).
+    fn convert<'a>(
+        &self,
+        index: usize,
+        obj: &'a Bound<'_, PyAny>,
+        expected: Option<&ArgKind>,
+    ) -> PyResult<Arg<'a>> {
+        if let Ok(buffer) = obj.cast::<PyBuffer>() {
+            if let Some(ArgKind::Value { bytes }) = expected {
+                return Err(invalid_argument(format!(
+                    "{} takes a {bytes}-byte value, got an hcq.Buffer",
+                    self.describe(index)
+                )));
+            }
+            return Ok(Arg::Buffer(&buffer.get().buffer));
+        }
+        let arg = self.convert_value(index, obj, expected)?;
+        match expected {
+            Some(ArgKind::Buffer) => Err(invalid_argument(format!(
+                "{} takes an hcq.Buffer, got {}",
+                self.describe(index),
+                type_name(obj)
+            ))),
+            Some(ArgKind::Value { bytes }) if arg.size() != *bytes as usize => {
+                Err(invalid_argument(format!(
+                    "{} takes {bytes} bytes, got {} ({}, {} bytes)",
+                    self.describe(index),
+                    type_name(obj),
+                    arg.type_name(),
+                    arg.size()
+                )))
+            }
+            _ => Ok(arg),
+        }
+    }
+
+    /// A by-value argument: a numpy scalar, bool, int, float or bytes.
+    fn convert_value(
+        &self,
+        index: usize,
+        obj: &Bound<'_, PyAny>,
+        expected: Option<&ArgKind>,
+    ) -> PyResult<Arg<'static>> {
+        // Sizes a Python int or float takes from the metadata; a buffer parameter is
+        // reported by `convert`, so any size serves here.
+        let declared = || match expected {
+            Some(ArgKind::Value { bytes }) => Ok(*bytes),
+            Some(ArgKind::Buffer) => Ok(8),
+            Some(ArgKind::Other(kind)) => Err(invalid_argument(format!(
+                "{} is of kind {kind}, which hcq cannot pass",
+                self.describe(index)
+            ))),
+            None => Err(invalid_argument(format!(
+                "{}: the kernel has no argument metadata to size a Python {} by; pass a numpy \
+                 scalar (numpy.int32(...), numpy.float32(...)) or bytes",
+                self.describe(index),
+                type_name(obj)
+            ))),
+        };
+        if obj.is_instance_of::<PyBool>() {
+            return Ok(Arg::Bool(obj.extract::<bool>()?));
+        }
+        if obj.is_instance_of::<PyInt>() {
+            let bytes = declared()?;
+            return int_arg(obj, bytes).ok_or_else(|| {
+                invalid_argument(format!(
+                    "{}: the int {} does not fit the parameter's {bytes} bytes",
+                    self.describe(index),
+                    obj.repr().map(|r| r.to_string()).unwrap_or_default()
+                ))
+            });
+        }
+        if obj.is_instance_of::<PyFloat>() {
+            let value: f64 = obj.extract()?;
+            return match declared()? {
+                4 => Ok(Arg::F32(value as f32)),
+                8 => Ok(Arg::F64(value)),
+                bytes => Err(invalid_argument(format!(
+                    "{}: a {bytes}-byte parameter cannot take a Python float (only 4- and \
+                     8-byte ones do); pass a numpy scalar such as numpy.float16(...)",
+                    self.describe(index)
+                ))),
+            };
+        }
+        if obj.is_instance_of::<PyBytes>() || obj.is_instance_of::<PyByteArray>() {
+            let bytes: Vec<u8> = if let Ok(b) = obj.cast::<PyBytes>() {
+                b.as_bytes().to_vec()
+            } else {
+                obj.cast::<PyByteArray>()?.to_vec()
+            };
+            return Ok(Arg::Bytes(ArgBytes::new(&bytes).or_raise()?));
+        }
+        if obj.hasattr("dtype")? {
+            return self.numpy_scalar(index, obj);
+        }
+        Err(PyTypeError::new_err(format!(
+            "{}: an hcq.Buffer, numpy scalar, int, float, bool or bytes is needed, not {}",
+            self.describe(index),
+            type_name(obj)
+        )))
+    }
+
+    /// A numpy scalar (`numpy.int32(5)`): its dtype gives the type and size.
+    fn numpy_scalar(&self, index: usize, obj: &Bound<'_, PyAny>) -> PyResult<Arg<'static>> {
+        let numpy = obj.py().import("numpy")?;
+        if !obj.is_instance(&numpy.getattr("generic")?)? {
+            return Err(PyTypeError::new_err(format!(
+                "{}: a numpy array is not a kernel argument (write it into an hcq.Buffer and \
+                 pass that); a numpy scalar is, e.g. numpy.int32(n)",
+                self.describe(index)
+            )));
+        }
+        let dtype = obj.getattr("dtype")?;
+        let kind: String = dtype.getattr("kind")?.extract()?;
+        let bytes_obj = obj.call_method0("tobytes")?;
+        let bytes = bytes_obj.cast::<PyBytes>()?.as_bytes();
+        Ok(scalar_from_bytes(&kind, bytes).unwrap_or(Arg::Bytes(ArgBytes::new(bytes).or_raise()?)))
+    }
+}
+
+/// A numpy scalar's typed argument from its dtype kind and little-endian bytes; None for
+/// other kinds and sizes (passed as plain bytes).
+fn scalar_from_bytes(kind: &str, bytes: &[u8]) -> Option<Arg<'static>> {
+    Some(match (kind, bytes.len()) {
+        ("i", 1) => Arg::I8(i8::from_le_bytes(bytes.try_into().ok()?)),
+        ("i", 2) => Arg::I16(i16::from_le_bytes(bytes.try_into().ok()?)),
+        ("i", 4) => Arg::I32(i32::from_le_bytes(bytes.try_into().ok()?)),
+        ("i", 8) => Arg::I64(i64::from_le_bytes(bytes.try_into().ok()?)),
+        ("u", 1) => Arg::U8(bytes[0]),
+        ("u", 2) => Arg::U16(u16::from_le_bytes(bytes.try_into().ok()?)),
+        ("u", 4) => Arg::U32(u32::from_le_bytes(bytes.try_into().ok()?)),
+        ("u", 8) => Arg::U64(u64::from_le_bytes(bytes.try_into().ok()?)),
+        ("f", 2) => Arg::F16(u16::from_le_bytes(bytes.try_into().ok()?)),
+        ("f", 4) => Arg::F32(f32::from_le_bytes(bytes.try_into().ok()?)),
+        ("f", 8) => Arg::F64(f64::from_le_bytes(bytes.try_into().ok()?)),
+        ("b", 1) => Arg::Bool(bytes[0] != 0),
+        _ => return None,
+    })
+}
+
+/// A Python int as an integer of `bytes` bytes: signed when negative, else signed when it
+/// fits (so the kernel reads the same number either way), else unsigned. None when it does
+/// not fit, or for a size no integer has.
+fn int_arg(obj: &Bound<'_, PyAny>, bytes: u32) -> Option<Arg<'static>> {
+    if let Ok(v) = obj.extract::<i64>() {
+        return match bytes {
+            1 => i8::try_from(v)
+                .map(Arg::I8)
+                .or_else(|_| u8::try_from(v).map(Arg::U8))
+                .ok(),
+            2 => i16::try_from(v)
+                .map(Arg::I16)
+                .or_else(|_| u16::try_from(v).map(Arg::U16))
+                .ok(),
+            4 => i32::try_from(v)
+                .map(Arg::I32)
+                .or_else(|_| u32::try_from(v).map(Arg::U32))
+                .ok(),
+            8 => Some(Arg::I64(v)),
+            _ => None,
+        };
+    }
+    // Only a u64 above i64::MAX is left that fits any integer parameter.
+    match (bytes, obj.extract::<u64>()) {
+        (8, Ok(v)) => Some(Arg::U64(v)),
+        _ => None,
+    }
+}
+
+/// A grid or block size: an int, or a sequence of one to three ints (missing ones are 1).
+fn dims(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<[u32; 3]> {
+    if let Ok(n) = obj.extract::<u32>() {
+        return Ok([n, 1, 1]);
+    }
+    let values: Vec<u32> = obj.extract().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{what} must be an int or a tuple of one to three ints from 0 to 2**32-1, not {}",
+            obj.repr().map(|r| r.to_string()).unwrap_or_default()
+        ))
+    })?;
+    if values.is_empty() || values.len() > 3 {
+        return Err(invalid_argument(format!(
+            "{what} has {} dimensions (one to three)",
+            values.len()
+        )));
+    }
+    let mut out = [1; 3];
+    out[..values.len()].copy_from_slice(&values);
+    Ok(out)
+}
+
+/// The Python type name of `obj`, for messages.
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into())
+}
