@@ -8,6 +8,7 @@
 mod buffer;
 mod device;
 mod errors;
+mod graph;
 mod program;
 
 use pyo3::prelude::*;
@@ -19,5 +20,9 @@ fn _hcq(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<device::PyDeviceInfo>()?;
     module.add_class::<buffer::PyBuffer>()?;
     module.add_class::<program::PyProgram>()?;
+    module.add_class::<graph::PyGraphBuilder>()?;
+    module.add_class::<graph::PyGraph>()?;
+    module.add_class::<graph::PyDim>()?;
+    module.add_class::<graph::PyInput>()?;
     Ok(())
 }

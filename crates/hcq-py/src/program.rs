@@ -93,31 +93,12 @@ impl PyProgram {
             Some(block) => dims(block, "block")?,
             None => [1, 1, 1],
         };
-        if let Some(infos) = &self.arguments {
-            if infos.len() != args.len() {
-                let names: Vec<&str> = infos
-                    .iter()
-                    .map(|i| i.name.as_deref().unwrap_or("?"))
-                    .collect();
-                return Err(invalid_argument(format!(
-                    "{} takes {} arguments ({}), {} given",
-                    self.program.name(),
-                    infos.len(),
-                    names.join(", "),
-                    args.len()
-                )));
-            }
-        }
+        self.check_count(args.len())?;
         // Held here so that the buffers the arguments borrow live through the launch.
         let objects: Vec<Bound<'_, PyAny>> = args.iter().collect();
         let mut launch_args = Vec::with_capacity(objects.len());
         for (index, obj) in objects.iter().enumerate() {
-            let expected = self
-                .arguments
-                .as_ref()
-                .and_then(|infos| infos.get(index))
-                .map(|info| &info.kind);
-            launch_args.push(self.convert(index, obj, expected)?);
+            launch_args.push(self.convert(index, obj)?);
         }
         let options = LaunchOptions {
             dynamic_lds_bytes: lds,
@@ -143,24 +124,69 @@ impl PyProgram {
 }
 
 impl PyProgram {
-    /// One Python argument as a kernel argument, checked against what the kernel declares
-    /// (`expected`, None without metadata).
-    fn convert<'a>(
-        &self,
-        index: usize,
-        obj: &'a Bound<'_, PyAny>,
-        expected: Option<&ArgKind>,
-    ) -> PyResult<Arg<'a>> {
-        if let Ok(buffer) = obj.cast::<PyBuffer>() {
-            if let Some(ArgKind::Value { bytes }) = expected {
-                return Err(invalid_argument(format!(
-                    "{} takes a {bytes}-byte value, got an hcq.Buffer",
-                    self.describe(index)
-                )));
+    pub(crate) fn program(&self) -> &hcq::Program {
+        &self.program
+    }
+
+    /// What the kernel declares for argument `index` (None without metadata).
+    pub(crate) fn expected(&self, index: usize) -> Option<&ArgKind> {
+        self.arguments
+            .as_ref()
+            .and_then(|infos| infos.get(index))
+            .map(|info| &info.kind)
+    }
+
+    /// An `InvalidArgumentError` unless `given` is the number of arguments the metadata
+    /// declares (anything goes without metadata).
+    pub(crate) fn check_count(&self, given: usize) -> PyResult<()> {
+        match &self.arguments {
+            Some(infos) if infos.len() != given => {
+                let names: Vec<&str> = infos
+                    .iter()
+                    .map(|i| i.name.as_deref().unwrap_or("?"))
+                    .collect();
+                Err(invalid_argument(format!(
+                    "{} takes {} arguments ({}), {} given",
+                    self.program.name(),
+                    infos.len(),
+                    names.join(", "),
+                    given
+                )))
             }
+            _ => Ok(()),
+        }
+    }
+
+    /// An `InvalidArgumentError` if argument `index` must be a value but a buffer (or graph
+    /// input) is given.
+    pub(crate) fn check_buffer_allowed(&self, index: usize) -> PyResult<()> {
+        match self.expected(index) {
+            Some(ArgKind::Value { bytes }) => Err(invalid_argument(format!(
+                "{} takes a {bytes}-byte value, got an hcq.Buffer",
+                self.describe(index)
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// One Python argument as a kernel argument, checked against what the kernel declares.
+    fn convert<'a>(&self, index: usize, obj: &'a Bound<'_, PyAny>) -> PyResult<Arg<'a>> {
+        if let Ok(buffer) = obj.cast::<PyBuffer>() {
+            self.check_buffer_allowed(index)?;
             return Ok(Arg::Buffer(&buffer.get().buffer));
         }
-        let arg = self.convert_value(index, obj, expected)?;
+        self.convert_value(index, obj)
+    }
+
+    /// A by-value argument (a numpy scalar, bool, int, float or bytes), checked against what
+    /// the kernel declares.
+    pub(crate) fn convert_value(
+        &self,
+        index: usize,
+        obj: &Bound<'_, PyAny>,
+    ) -> PyResult<Arg<'static>> {
+        let expected = self.expected(index);
+        let arg = self.convert_unchecked(index, obj, expected)?;
         match expected {
             Some(ArgKind::Buffer) => Err(invalid_argument(format!(
                 "{} takes an hcq.Buffer, got {}",
@@ -181,7 +207,7 @@ impl PyProgram {
     }
 
     /// A by-value argument: a numpy scalar, bool, int, float or bytes.
-    fn convert_value(
+    fn convert_unchecked(
         &self,
         index: usize,
         obj: &Bound<'_, PyAny>,
@@ -314,7 +340,7 @@ fn int_arg(obj: &Bound<'_, PyAny>, bytes: u32) -> Option<Arg<'static>> {
 }
 
 /// A grid or block size: an int, or a sequence of one to three ints (missing ones are 1).
-fn dims(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<[u32; 3]> {
+pub(crate) fn dims(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<[u32; 3]> {
     if let Ok(n) = obj.extract::<u32>() {
         return Ok([n, 1, 1]);
     }

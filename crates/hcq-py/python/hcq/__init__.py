@@ -25,7 +25,7 @@ from ._errors import (
     TimeoutError,
     UnsupportedError,
 )
-from ._hcq import Buffer, Device, DeviceInfo, Program, devices
+from ._hcq import Buffer, Device, DeviceInfo, Dim, Graph, GraphBuilder, Input, Program, devices
 
 __version__ = "0.1.0"
 
@@ -36,8 +36,12 @@ __all__ = [
     "DeviceFaultError",
     "DeviceInfo",
     "DeviceLostError",
+    "Dim",
     "DriverError",
     "Error",
+    "Graph",
+    "GraphBuilder",
+    "Input",
     "InvalidArgumentError",
     "InvalidCodeObjectError",
     "IoError",

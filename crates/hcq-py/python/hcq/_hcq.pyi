@@ -119,3 +119,63 @@ class Program:
         """Launches over ``grid`` workgroups of ``block`` work-items with ``lds`` bytes of
         dynamic LDS. Returns None at once, or with ``timed=True`` waits and returns the GPU
         time in seconds."""
+
+_DimLike = Union[int, "Dim"]
+_GraphDims = Union[_DimLike, Sequence[_DimLike]]
+
+class Dim:
+    """A graph launch dimension: a variable (``GraphBuilder.var``) or integer arithmetic of
+    variables and ints. A variable itself can be a kernel argument (an ``int32``)."""
+
+    def __add__(self, other: _DimLike) -> Dim: ...
+    def __radd__(self, other: int) -> Dim: ...
+    def __mul__(self, other: _DimLike) -> Dim: ...
+    def __rmul__(self, other: int) -> Dim: ...
+    def __floordiv__(self, other: _DimLike) -> Dim: ...
+    def __rfloordiv__(self, other: int) -> Dim: ...
+    def ceil_div(self, other: _DimLike) -> Dim:
+        """Rounded-up division."""
+    def eval(self, vars: Sequence[int]) -> int:
+        """The value with one int per variable of the builder."""
+
+class Input:
+    """A graph input: a buffer bound at each replay."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def nbytes(self) -> int: ...
+
+class GraphBuilder:
+    """Records launches and copies into a ``Graph`` replayed with one submission."""
+
+    def __init__(self) -> None: ...
+    def var(self, name: str, min: int, max: int) -> Dim:
+        """An integer variable with inclusive bounds, given at each replay."""
+    def input(self, example: Buffer) -> Input:
+        """An input shaped like ``example`` (size and device); built with it bound."""
+    def launch(
+        self,
+        program: Program,
+        *args: Union[_KernelArg, Input, Dim],
+        grid: _GraphDims,
+        block: Optional[_GraphDims] = None,
+        lds: int = 0,
+    ) -> None:
+        """Records a launch; arguments as for calling the program, plus inputs and variables."""
+    def copy(self, src: Union[Buffer, Input], dst: Union[Buffer, Input], nbytes: int) -> None:
+        """Records a GPU copy of the first ``nbytes`` of ``src`` into ``dst``."""
+    def __len__(self) -> int: ...
+    def build(self) -> Graph: ...
+
+class Graph:
+    """A built graph."""
+
+    def replay(self, inputs: Sequence[Buffer] = ..., vars: Sequence[int] = ...) -> None:
+        """Replays with one buffer per input and one int per variable; returns once queued."""
+    @property
+    def device(self) -> Device: ...
+    @property
+    def vars(self) -> List[Tuple[str, int, int]]: ...
+    @property
+    def launch_count(self) -> int: ...
