@@ -9,6 +9,7 @@ use hcq::{DimExpr, DimExprs, GraphArg, GraphBuf, LaunchOptions};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PySequence, PyTuple};
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Tells builders apart: hcq's variables and inputs are indices, which another builder's
@@ -231,7 +232,9 @@ impl PyGraphBuilder {
     /// Builds the command stream once; the graph replays it.
     fn build(&self, py: Python<'_>) -> PyResult<PyGraph> {
         let graph = py.detach(|| self.builder.build()).or_raise()?;
-        Ok(PyGraph { graph })
+        Ok(PyGraph {
+            graph: ManuallyDrop::new(graph),
+        })
     }
 }
 
@@ -321,7 +324,17 @@ impl PyGraphBuilder {
 /// A built graph (`GraphBuilder.build()`); replay it with `replay(inputs, vars)`.
 #[pyclass(frozen, module = "hcq", name = "Graph")]
 pub struct PyGraph {
-    graph: hcq::Graph,
+    /// Dropped in `Drop` with the GIL released (dropping a graph waits for its replays).
+    graph: ManuallyDrop<hcq::Graph>,
+}
+
+impl Drop for PyGraph {
+    fn drop(&mut self) {
+        // SAFETY: `drop` runs once and nothing reads `self.graph` after it: this is its only
+        // drop.
+        let graph = unsafe { ManuallyDrop::take(&mut self.graph) };
+        crate::drop_without_gil(graph);
+    }
 }
 
 #[pymethods]

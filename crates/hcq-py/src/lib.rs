@@ -13,6 +13,13 @@ mod program;
 
 use pyo3::prelude::*;
 
+/// Drops `value` with the GIL released, for hcq handles whose drop waits for the device.
+fn drop_without_gil<T: Send>(value: T) {
+    // Deallocation always runs with the GIL held; attaching again only reads the thread's
+    // state.
+    Python::attach(|py| py.detach(move || drop(value)));
+}
+
 #[pymodule]
 fn _hcq(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(device::devices, module)?)?;

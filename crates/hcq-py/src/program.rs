@@ -7,12 +7,14 @@ use hcq::{Arg, ArgBytes, ArgInfo, ArgKind, LaunchOptions};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyTuple};
+use std::mem::ManuallyDrop;
 
 /// A kernel loaded on a device (`dev.program(code_object, name)`). Call it to launch it:
 /// `prg(out, x, np.float32(a), n, grid=(blocks, 1, 1), block=(64, 1, 1))`.
 #[pyclass(frozen, module = "hcq", name = "Program")]
 pub struct PyProgram {
-    program: hcq::Program,
+    /// Dropped in `Drop` with the GIL released (the last drop waits for the device).
+    program: ManuallyDrop<hcq::Program>,
     /// The code object's argument metadata, read once: every call checks against it.
     arguments: Option<Vec<ArgInfo>>,
 }
@@ -20,7 +22,10 @@ pub struct PyProgram {
 impl PyProgram {
     pub fn new(program: hcq::Program) -> Self {
         let arguments = program.arguments();
-        PyProgram { program, arguments }
+        PyProgram {
+            program: ManuallyDrop::new(program),
+            arguments,
+        }
     }
 
     /// "argument 2 (n) of saxpy", for messages.
@@ -120,6 +125,17 @@ impl PyProgram {
             self.program.name(),
             self.program.device().name()
         )
+    }
+}
+
+impl Drop for PyProgram {
+    fn drop(&mut self) {
+        // SAFETY: `drop` runs once and nothing reads `self.program` after it: this is its
+        // only drop.
+        let program = unsafe { ManuallyDrop::take(&mut self.program) };
+        // The last handle to a program waits for the launches that may still run its code;
+        // other Python threads go on meanwhile.
+        crate::drop_without_gil(program);
     }
 }
 

@@ -76,3 +76,29 @@ def test_objects_are_shared_across_threads(dev):
         t.join()
     assert results == [True] * 4
     np.testing.assert_array_equal(buf.numpy(np.uint8), np.repeat(np.arange(4, dtype=np.uint8), 1024))
+
+
+def test_dropping_a_program_waits_without_the_gil(dev, code_object):
+    # The last reference to a program waits for the launches that may still run its code.
+    busy = dev.program(code_object, "busy")
+    out = dev.alloc(64 * 4)
+    ticks = 0
+    stop = threading.Event()
+
+    def count():
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            time.sleep(0)
+
+    counter = threading.Thread(target=count)
+    counter.start()
+    try:
+        busy(out, 200_000, grid=1, block=64)
+        started = ticks
+        del busy
+        progressed = ticks - started
+    finally:
+        stop.set()
+        counter.join()
+    assert progressed > 10, f"the other thread ran {progressed} times during the drop"
