@@ -6,7 +6,8 @@ use crate::errors::{invalid_argument, IntoPyResult};
 use hcq::{Arg, ArgBytes, ArgInfo, ArgKind, LaunchOptions};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyTuple};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyTuple, PyType};
 use std::mem::ManuallyDrop;
 
 /// A kernel loaded on a device (`dev.program(code_object, name)`). Call it to launch it:
@@ -258,7 +259,11 @@ impl PyProgram {
                 ))
             });
         }
-        if obj.is_instance_of::<PyFloat>() {
+        if let Some(arg) = known_numpy_scalar(obj) {
+            return Ok(arg);
+        }
+        // Exactly float: numpy.float64 derives from float but has its own size.
+        if obj.is_exact_instance_of::<PyFloat>() {
             let value: f64 = obj.extract()?;
             return match declared()? {
                 4 => Ok(Arg::F32(value as f32)),
@@ -290,8 +295,12 @@ impl PyProgram {
 
     /// A numpy scalar (`numpy.int32(5)`): its dtype gives the type and size.
     fn numpy_scalar(&self, index: usize, obj: &Bound<'_, PyAny>) -> PyResult<Arg<'static>> {
-        let numpy = obj.py().import("numpy")?;
-        if !obj.is_instance(&numpy.getattr("generic")?)? {
+        let py = obj.py();
+        let generic = NUMPY_TYPES
+            .get_or_try_init(py, || NumpyTypes::look_up(py))?
+            .generic
+            .bind(py);
+        if !obj.is_instance(generic)? {
             return Err(PyTypeError::new_err(format!(
                 "{}: a numpy array is not a kernel argument (write it into an hcq.Buffer and \
                  pass that); a numpy scalar is, e.g. numpy.int32(n)",
@@ -304,6 +313,81 @@ impl PyProgram {
         let bytes = bytes_obj.cast::<PyBytes>()?.as_bytes();
         Ok(scalar_from_bytes(&kind, bytes).unwrap_or(Arg::Bytes(ArgBytes::new(bytes).or_raise()?)))
     }
+}
+
+/// The numpy types a launch recognises without asking numpy, looked up once (when the first
+/// numpy scalar is passed): asking each scalar for its dtype costs more than the launch.
+struct NumpyTypes {
+    generic: Py<PyAny>,
+    scalars: Vec<(Py<PyType>, ScalarType)>,
+}
+
+#[derive(Clone, Copy)]
+enum ScalarType {
+    I8,
+    I16,
+    I32,
+    I64,
+    U8,
+    U16,
+    U32,
+    U64,
+    F32,
+    F64,
+    Bool,
+}
+
+static NUMPY_TYPES: PyOnceLock<NumpyTypes> = PyOnceLock::new();
+
+impl NumpyTypes {
+    fn look_up(py: Python<'_>) -> PyResult<NumpyTypes> {
+        let numpy = py.import("numpy")?;
+        let names = [
+            ("int8", ScalarType::I8),
+            ("int16", ScalarType::I16),
+            ("int32", ScalarType::I32),
+            ("int64", ScalarType::I64),
+            ("uint8", ScalarType::U8),
+            ("uint16", ScalarType::U16),
+            ("uint32", ScalarType::U32),
+            ("uint64", ScalarType::U64),
+            ("float32", ScalarType::F32),
+            ("float64", ScalarType::F64),
+            ("bool_", ScalarType::Bool),
+        ];
+        let mut scalars = Vec::with_capacity(names.len());
+        for (name, scalar) in names {
+            let class = numpy.getattr(name)?.cast_into::<PyType>()?;
+            scalars.push((class.unbind(), scalar));
+        }
+        Ok(NumpyTypes {
+            generic: numpy.getattr("generic")?.unbind(),
+            scalars,
+        })
+    }
+}
+
+/// `obj` as an argument when it is a numpy scalar of a type in `NUMPY_TYPES` (once numpy
+/// scalars have been seen); None otherwise, for the general path.
+fn known_numpy_scalar(obj: &Bound<'_, PyAny>) -> Option<Arg<'static>> {
+    let py = obj.py();
+    let types = NUMPY_TYPES.get(py)?;
+    let class = obj.get_type();
+    let (_, scalar) = types.scalars.iter().find(|(t, _)| class.is(t))?;
+    // numpy ints convert through `__index__`, floats through `__float__`, exactly.
+    Some(match scalar {
+        ScalarType::I8 => Arg::I8(obj.extract().ok()?),
+        ScalarType::I16 => Arg::I16(obj.extract().ok()?),
+        ScalarType::I32 => Arg::I32(obj.extract().ok()?),
+        ScalarType::I64 => Arg::I64(obj.extract().ok()?),
+        ScalarType::U8 => Arg::U8(obj.extract().ok()?),
+        ScalarType::U16 => Arg::U16(obj.extract().ok()?),
+        ScalarType::U32 => Arg::U32(obj.extract().ok()?),
+        ScalarType::U64 => Arg::U64(obj.extract().ok()?),
+        ScalarType::F32 => Arg::F32(obj.extract::<f64>().ok()? as f32),
+        ScalarType::F64 => Arg::F64(obj.extract().ok()?),
+        ScalarType::Bool => Arg::Bool(obj.is_truthy().ok()?),
+    })
 }
 
 /// A numpy scalar's typed argument from its dtype kind and little-endian bytes; None for
@@ -357,15 +441,24 @@ fn int_arg(obj: &Bound<'_, PyAny>, bytes: u32) -> Option<Arg<'static>> {
 
 /// A grid or block size: an int, or a sequence of one to three ints (missing ones are 1).
 pub(crate) fn dims(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<[u32; 3]> {
-    if let Ok(n) = obj.extract::<u32>() {
-        return Ok([n, 1, 1]);
-    }
-    let values: Vec<u32> = obj.extract().map_err(|_| {
+    let wrong = || {
         PyTypeError::new_err(format!(
             "{what} must be an int or a tuple of one to three ints from 0 to 2**32-1, not {}",
             obj.repr().map(|r| r.to_string()).unwrap_or_default()
         ))
-    })?;
+    };
+    // Ints and tuples first, without a failed conversion (building its exception costs more
+    // than the launch).
+    if obj.is_instance_of::<PyInt>() {
+        return Ok([obj.extract::<u32>().map_err(|_| wrong())?, 1, 1]);
+    }
+    let values: Vec<u32> = match obj.cast::<PyTuple>() {
+        Ok(tuple) => tuple
+            .iter()
+            .map(|item| item.extract::<u32>().map_err(|_| wrong()))
+            .collect::<PyResult<_>>()?,
+        Err(_) => obj.extract().map_err(|_| wrong())?,
+    };
     if values.is_empty() || values.len() > 3 {
         return Err(invalid_argument(format!(
             "{what} has {} dimensions (one to three)",

@@ -127,6 +127,8 @@ def test_argument_count(kernel, dev):
     "bad, message",
     [
         (np.int64(5), "takes 4 bytes, got int64"),
+        (np.float64(5), "takes 4 bytes, got float64"),
+        (np.float16(5), "takes 4 bytes, got float16"),
         (1 << 40, "does not fit the parameter's 4 bytes"),
         (-(1 << 31) - 1, "does not fit"),
         (b"\x01\x02", "takes 4 bytes, got bytes"),
