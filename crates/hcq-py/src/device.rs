@@ -95,6 +95,24 @@ impl PyDevice {
         py.detach(|| self.device.free_cached()).or_raise()
     }
 
+    /// For benchmarks (`hcq.bench`): holds (True) or releases an emulated device's engines.
+    /// While held, submissions queue up in the ring unexecuted, so the host's side of a launch
+    /// is timed without the emulator taking the cores; waiting on a held device times out.
+    /// `UnsupportedError` on a real device.
+    fn _hold_engines(&self, held: bool) -> PyResult<()> {
+        hcq::hold_emulated_engines(&self.device, held).or_raise()
+    }
+
+    /// For benchmarks: (dwords the last submission wrote to the command ring, the ring's
+    /// capacity in dwords).
+    #[getter]
+    fn _ring_dwords(&self) -> (u64, u64) {
+        (
+            self.device.last_submission_dwords(),
+            self.device.ring_capacity_dwords(),
+        )
+    }
+
     fn __repr__(&self) -> String {
         format!("hcq.Device('{}')", self.device.name())
     }
