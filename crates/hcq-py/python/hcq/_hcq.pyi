@@ -54,6 +54,11 @@ class Device:
         """Frees memory dropped buffers left in the allocator's cache; returns the bytes."""
     def __eq__(self, other: object) -> bool: ...
     def __hash__(self) -> int: ...
+    def _hold_engines(self, held: bool) -> None:
+        """For benchmarks: holds or releases an emulated device's engines."""
+    @property
+    def _ring_dwords(self) -> Tuple[int, int]:
+        """For benchmarks: (dwords of the last submission, ring capacity in dwords)."""
 
 class Buffer:
     """Device memory, or a view of part of it sharing the memory. Keeps its device open."""
