@@ -40,3 +40,4 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 echo "== cargo test"
 cargo test --workspace 2>&1
+bash crates/hcq-py/run-tests.sh

@@ -1,0 +1,54 @@
+"""hcq from Python: a GPU compute runtime on hardware command queues.
+
+>>> import hcq, numpy as np
+>>> dev = hcq.Device()                      # HCQ_DEVICE, else a real AMD GPU, else amd-emu:0
+>>> code = dev.compile(source)              # HIP C++ to a code object, through the compile cache
+>>> saxpy = dev.program(code, "saxpy")
+>>> x = dev.alloc(n * 4); x.write(np.arange(n, dtype=np.float32))
+>>> saxpy(out, x, y, np.float32(2.0), n, grid=(n // 64, 1, 1), block=(64, 1, 1))
+>>> out.numpy(np.float32)
+
+See the package README for the whole API.
+"""
+
+from ._errors import (
+    CompileError,
+    DeviceFaultError,
+    DeviceLostError,
+    DriverError,
+    Error,
+    InvalidArgumentError,
+    InvalidCodeObjectError,
+    IoError,
+    NoDeviceError,
+    OutOfMemoryError,
+    TimeoutError,
+    UnsupportedError,
+)
+from ._hcq import Buffer, Device, DeviceInfo, Dim, Graph, GraphBuilder, Input, Program, devices
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Buffer",
+    "CompileError",
+    "Device",
+    "DeviceFaultError",
+    "DeviceInfo",
+    "DeviceLostError",
+    "Dim",
+    "DriverError",
+    "Error",
+    "Graph",
+    "GraphBuilder",
+    "Input",
+    "InvalidArgumentError",
+    "InvalidCodeObjectError",
+    "IoError",
+    "NoDeviceError",
+    "OutOfMemoryError",
+    "Program",
+    "TimeoutError",
+    "UnsupportedError",
+    "devices",
+]

@@ -1,0 +1,186 @@
+"""Type stubs for the compiled part of hcq (the ``hcq._hcq`` extension module)."""
+
+import os
+from typing import List, Literal, Optional, Sequence, Tuple, Union, overload
+
+import numpy
+from numpy.typing import DTypeLike
+
+# Anything with the buffer protocol: bytes, bytearray, memoryview, numpy arrays, ...
+_BytesLike = Union[bytes, bytearray, memoryview, "numpy.ndarray"]
+_Dims = Union[int, Tuple[int], Tuple[int, int], Tuple[int, int, int], Sequence[int]]
+_KernelArg = Union["Buffer", "numpy.generic", int, float, bool, bytes, bytearray]
+
+def devices() -> List[str]:
+    """Names of every device hcq can open (real GPUs first, then the emulated ones)."""
+
+class DeviceInfo:
+    """Properties of an opened device."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def arch(self) -> str:
+        """Compiler target, e.g. ``gfx1100``."""
+    @property
+    def memory(self) -> int:
+        """Device memory in bytes."""
+    @property
+    def emulated(self) -> bool: ...
+    @property
+    def description(self) -> str: ...
+
+class Device:
+    """An opened GPU. ``Device()`` is the default one (``HCQ_DEVICE``, else the first real AMD
+    GPU, else ``amd-emu:0``); opening the same name twice gives the same device."""
+
+    def __init__(self, name: Optional[str] = None) -> None: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def info(self) -> DeviceInfo: ...
+    def synchronize(self) -> None:
+        """Waits for all queued work; raises the fault of any that failed."""
+    def compile(self, source: str) -> bytes:
+        """HIP C++ source to a code object, through the compile cache (no flags: hcq's Rust
+        API takes none)."""
+    def compile_file(self, path: Union[str, "os.PathLike[str]"]) -> bytes:
+        """A source file to a code object; its ``#include "..."`` resolve next to it."""
+    def program(self, code_object: _BytesLike, name: str) -> Program:
+        """Loads kernel ``name`` from a code object."""
+    def alloc(self, nbytes: int) -> Buffer:
+        """``nbytes`` bytes of device memory (contents unspecified until written)."""
+    def free_cached(self) -> int:
+        """Frees memory dropped buffers left in the allocator's cache; returns the bytes."""
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+    def _hold_engines(self, held: bool) -> None:
+        """For benchmarks: holds or releases an emulated device's engines."""
+    @property
+    def _ring_dwords(self) -> Tuple[int, int]:
+        """For benchmarks: (dwords of the last submission, ring capacity in dwords)."""
+
+class Buffer:
+    """Device memory, or a view of part of it sharing the memory. Keeps its device open."""
+
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def offset(self) -> int:
+        """Where this buffer starts in its allocation (0 unless it is a view)."""
+    @property
+    def device(self) -> Device: ...
+    def __len__(self) -> int: ...
+    def write(self, data: _BytesLike, offset: int = 0) -> None:
+        """Copies ``data`` (C order) into the buffer at ``offset``; it must fit."""
+    def read(self, offset: int = 0, nbytes: Optional[int] = None) -> bytes:
+        """The buffer's bytes, or ``nbytes`` of them from ``offset``."""
+    def numpy(self, dtype: DTypeLike, shape: Union[int, Sequence[int], None] = None) -> numpy.ndarray:
+        """The whole buffer as a new writable numpy array of ``dtype`` (and ``shape``)."""
+    def view(self, offset: int, nbytes: int) -> Buffer:
+        """The ``nbytes`` bytes at ``offset``, as a buffer sharing the memory."""
+    def __getitem__(self, key: slice) -> Buffer:
+        """``buf[start:stop]``: a view (step 1)."""
+    def copy_to(
+        self,
+        dst: Buffer,
+        nbytes: Optional[int] = None,
+        *,
+        src_offset: int = 0,
+        dst_offset: int = 0,
+    ) -> None:
+        """Copies on the GPU (or between two GPUs) into ``dst``; ``nbytes`` defaults to all
+        of this buffer from ``src_offset``."""
+
+class Program:
+    """A loaded kernel; call it to launch it."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def device(self) -> Device: ...
+    @property
+    def arguments(self) -> Optional[List[Tuple[Optional[str], str, int]]]:
+        """``(name, kind, nbytes)`` per argument from the code object's metadata (kind
+        ``"buffer"`` or ``"value"``), or None without metadata."""
+    @overload
+    def __call__(
+        self,
+        *args: _KernelArg,
+        grid: _Dims,
+        block: Optional[_Dims] = None,
+        lds: int = 0,
+        timed: Literal[False] = False,
+    ) -> None: ...
+    @overload
+    def __call__(
+        self,
+        *args: _KernelArg,
+        grid: _Dims,
+        block: Optional[_Dims] = None,
+        lds: int = 0,
+        timed: Literal[True],
+    ) -> float:
+        """Launches over ``grid`` workgroups of ``block`` work-items with ``lds`` bytes of
+        dynamic LDS. Returns None at once, or with ``timed=True`` waits and returns the GPU
+        time in seconds."""
+
+_DimLike = Union[int, "Dim"]
+_GraphDims = Union[_DimLike, Sequence[_DimLike]]
+
+class Dim:
+    """A graph launch dimension: a variable (``GraphBuilder.var``) or integer arithmetic of
+    variables and ints. A variable itself can be a kernel argument (an ``int32``)."""
+
+    def __add__(self, other: _DimLike) -> Dim: ...
+    def __radd__(self, other: int) -> Dim: ...
+    def __mul__(self, other: _DimLike) -> Dim: ...
+    def __rmul__(self, other: int) -> Dim: ...
+    def __floordiv__(self, other: _DimLike) -> Dim: ...
+    def __rfloordiv__(self, other: int) -> Dim: ...
+    def ceil_div(self, other: _DimLike) -> Dim:
+        """Rounded-up division."""
+    def eval(self, vars: Sequence[int]) -> int:
+        """The value with one int per variable of the builder."""
+
+class Input:
+    """A graph input: a buffer bound at each replay."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def nbytes(self) -> int: ...
+
+class GraphBuilder:
+    """Records launches and copies into a ``Graph`` replayed with one submission."""
+
+    def __init__(self) -> None: ...
+    def var(self, name: str, min: int, max: int) -> Dim:
+        """An integer variable with inclusive bounds, given at each replay."""
+    def input(self, example: Buffer) -> Input:
+        """An input shaped like ``example`` (size and device); built with it bound."""
+    def launch(
+        self,
+        program: Program,
+        *args: Union[_KernelArg, Input, Dim],
+        grid: _GraphDims,
+        block: Optional[_GraphDims] = None,
+        lds: int = 0,
+    ) -> None:
+        """Records a launch; arguments as for calling the program, plus inputs and variables."""
+    def copy(self, src: Union[Buffer, Input], dst: Union[Buffer, Input], nbytes: int) -> None:
+        """Records a GPU copy of the first ``nbytes`` of ``src`` into ``dst``."""
+    def __len__(self) -> int: ...
+    def build(self) -> Graph: ...
+
+class Graph:
+    """A built graph."""
+
+    def replay(self, inputs: Sequence[Buffer] = ..., vars: Sequence[int] = ...) -> None:
+        """Replays with one buffer per input and one int per variable; returns once queued."""
+    @property
+    def device(self) -> Device: ...
+    @property
+    def vars(self) -> List[Tuple[str, int, int]]: ...
+    @property
+    def launch_count(self) -> int: ...

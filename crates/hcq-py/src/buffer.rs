@@ -1,0 +1,176 @@
+//! `hcq.Buffer`: device memory, or a view of part of it.
+
+use crate::device::PyDevice;
+use crate::errors::{invalid_argument, IntoPyResult};
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PySlice};
+
+/// The bytes of any object with the buffer protocol, in C order, as an immutable `bytes`
+/// (the object itself when it is one). The stable ABI for Python 3.9 has no buffer protocol,
+/// so other objects are copied once through `memoryview(obj).tobytes()`; an immutable copy is
+/// also what makes it sound to read the bytes with the GIL released.
+pub fn host_bytes<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    if let Ok(bytes) = obj.cast::<PyBytes>() {
+        return Ok(bytes.clone());
+    }
+    let bytes = PyMemoryView::from(obj)?.call_method0("tobytes")?;
+    Ok(bytes.cast_into::<PyBytes>()?)
+}
+
+/// Device memory, or a view of part of it (`buf[start:stop]`, `buf.view(offset, nbytes)`)
+/// sharing the memory. The memory is freed when the last buffer or view of it goes; a
+/// buffer keeps its device open.
+#[pyclass(frozen, module = "hcq", name = "Buffer")]
+pub struct PyBuffer {
+    pub(crate) buffer: hcq::Buffer,
+}
+
+#[pymethods]
+impl PyBuffer {
+    /// Size in bytes.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.buffer.size()
+    }
+
+    /// Where this buffer starts in its allocation (0 unless it is a view).
+    #[getter]
+    fn offset(&self) -> usize {
+        self.buffer.offset()
+    }
+
+    /// The device that holds the memory.
+    #[getter]
+    fn device(&self) -> PyDevice {
+        PyDevice {
+            device: self.buffer.device().clone(),
+        }
+    }
+
+    fn __len__(&self) -> usize {
+        self.buffer.size()
+    }
+
+    /// Copies `data` (bytes, bytearray, memoryview, a numpy array: anything with the buffer
+    /// protocol, in C order) into the buffer at `offset`. Raises `InvalidArgumentError` if it
+    /// does not fit. Ordered after the work queued before it.
+    #[pyo3(signature = (data, offset = 0))]
+    fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>, offset: usize) -> PyResult<()> {
+        let bytes = host_bytes(data)?;
+        let bytes = bytes.as_bytes();
+        py.detach(|| self.buffer.copy_in(offset, bytes)).or_raise()
+    }
+
+    /// The buffer's bytes (or `nbytes` of them from `offset`), after the work queued before.
+    #[pyo3(signature = (offset = 0, nbytes = None))]
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        offset: usize,
+        nbytes: Option<usize>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let nbytes = match nbytes {
+            Some(n) => n,
+            None => self.buffer.size().checked_sub(offset).ok_or_else(|| {
+                invalid_argument(format!(
+                    "read at offset {offset} is past the end of the {}-byte buffer",
+                    self.buffer.size()
+                ))
+            })?,
+        };
+        // Checked before Python allocates `nbytes`, so a huge count is an error, not a
+        // MemoryError.
+        self.buffer.view(offset, nbytes).or_raise()?;
+        // The new bytes object is not visible to any other thread until it is returned.
+        PyBytes::new_with(py, nbytes, |out| {
+            py.detach(|| self.buffer.copy_out(offset, out)).or_raise()
+        })
+    }
+
+    /// The whole buffer as a new (writable) numpy array of `dtype`, shaped `shape` when given
+    /// (numpy's reshape rules; by default one dimension). The buffer's size must be a whole
+    /// number of `dtype` items.
+    #[pyo3(signature = (dtype, shape = None))]
+    fn numpy<'py>(
+        &self,
+        py: Python<'py>,
+        dtype: &Bound<'py, PyAny>,
+        shape: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let numpy = py.import("numpy")?;
+        let dtype = numpy.getattr("dtype")?.call1((dtype,))?;
+        let itemsize: usize = dtype.getattr("itemsize")?.extract()?;
+        let nbytes = self.buffer.size();
+        if itemsize == 0 || nbytes % itemsize != 0 {
+            return Err(invalid_argument(format!(
+                "{nbytes}-byte buffer is not a whole number of {itemsize}-byte {} items",
+                dtype.str()?
+            )));
+        }
+        // A bytearray, so that the array numpy builds on it is writable; nothing else sees it
+        // while the GIL is released.
+        let storage = PyByteArray::new_with(py, nbytes, |out| {
+            py.detach(|| self.buffer.copy_out(0, out)).or_raise()
+        })?;
+        let array = numpy.getattr("frombuffer")?.call1((storage, dtype))?;
+        match shape {
+            Some(shape) => array.call_method1("reshape", (shape,)),
+            None => Ok(array),
+        }
+    }
+
+    /// The `nbytes` bytes at `offset` of this buffer, as a buffer sharing the memory: kernels
+    /// receive its start address, copies stay inside it.
+    fn view(&self, offset: usize, nbytes: usize) -> PyResult<PyBuffer> {
+        let buffer = self.buffer.view(offset, nbytes).or_raise()?;
+        Ok(PyBuffer { buffer })
+    }
+
+    /// `buf[start:stop]`: a view (`step` must be 1; negative indices count from the end).
+    fn __getitem__(&self, key: &Bound<'_, PyAny>) -> PyResult<PyBuffer> {
+        let Ok(slice) = key.cast::<PySlice>() else {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "hcq.Buffer indices must be slices (a view of bytes start:stop), not {}",
+                key.get_type().name()?
+            )));
+        };
+        let size = isize::try_from(self.buffer.size())
+            .map_err(|_| invalid_argument("buffer too large to slice"))?;
+        let range = slice.indices(size)?;
+        if range.step != 1 {
+            return Err(invalid_argument(format!(
+                "a view of a buffer is contiguous: slice step {} (must be 1)",
+                range.step
+            )));
+        }
+        // `indices` clamps start into 0..=size; an empty range gives an empty view at start.
+        let start = range.start as usize;
+        self.view(start, range.slicelength)
+    }
+
+    /// Copies `nbytes` (default: all of this buffer) from this buffer at `src_offset` into
+    /// `dst` at `dst_offset`, on the GPU (between two GPUs without passing through the host).
+    /// Ordered after the work queued on both devices.
+    #[pyo3(signature = (dst, nbytes = None, *, src_offset = 0, dst_offset = 0))]
+    fn copy_to(
+        &self,
+        py: Python<'_>,
+        dst: &Bound<'_, PyBuffer>,
+        nbytes: Option<usize>,
+        src_offset: usize,
+        dst_offset: usize,
+    ) -> PyResult<()> {
+        let dst = &dst.get().buffer;
+        let nbytes = nbytes.unwrap_or_else(|| self.buffer.size().saturating_sub(src_offset));
+        py.detach(|| self.buffer.copy_to(src_offset, dst, dst_offset, nbytes))
+            .or_raise()
+    }
+
+    fn __repr__(&self) -> String {
+        let mut text = format!("hcq.Buffer(nbytes={}", self.buffer.size());
+        if self.buffer.offset() > 0 {
+            text += &format!(", offset={}", self.buffer.offset());
+        }
+        text + &format!(", device='{}')", self.buffer.device().name())
+    }
+}

@@ -1,0 +1,174 @@
+//! `hcq.Device`, `hcq.DeviceInfo` and `hcq.devices()`.
+
+use crate::buffer::{host_bytes, PyBuffer};
+use crate::errors::IntoPyResult;
+use crate::program::PyProgram;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use std::path::PathBuf;
+
+/// Names of every device hcq can open (real GPUs first, then the emulated ones), without
+/// opening them.
+#[pyfunction]
+pub fn devices(py: Python<'_>) -> Vec<String> {
+    // Listing reads the driver's topology: no Python object is involved.
+    py.detach(|| hcq::list_devices().into_iter().map(|d| d.name).collect())
+}
+
+/// An opened GPU: `Device()` opens the default one (`HCQ_DEVICE`, else the first real AMD
+/// GPU, else `amd-emu:0`), `Device("amd-emu:1")` a named one. Opening the same name twice gives
+/// the same device. Buffers and programs keep their device open.
+#[pyclass(frozen, module = "hcq", name = "Device")]
+pub struct PyDevice {
+    pub(crate) device: hcq::Device,
+}
+
+#[pymethods]
+impl PyDevice {
+    #[new]
+    #[pyo3(signature = (name = None))]
+    fn new(py: Python<'_>, name: Option<String>) -> PyResult<Self> {
+        let device = py
+            .detach(|| match name {
+                Some(name) => hcq::Device::open(&name),
+                None => hcq::Device::default_device(),
+            })
+            .or_raise()?;
+        Ok(PyDevice { device })
+    }
+
+    /// The name the device is opened by, e.g. `amd-emu:0`.
+    #[getter]
+    fn name(&self) -> String {
+        self.device.name().to_string()
+    }
+
+    /// Properties of the device: name, arch, memory, emulated, description.
+    #[getter]
+    fn info(&self) -> PyDeviceInfo {
+        PyDeviceInfo::from(self.device.info())
+    }
+
+    /// Waits until all work queued on the device has finished; raises the fault of any that
+    /// failed (`DeviceFaultError`), or `TimeoutError`.
+    fn synchronize(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.device.synchronize()).or_raise()
+    }
+
+    /// Compiles kernel source (HIP C++ on AMD) into a code object, through the on-disk
+    /// compile cache (`HCQ_CACHE_DIR`). Quoted `#include`s resolve from the working
+    /// directory. There are no compiler flags: hcq's Rust API takes none.
+    fn compile<'py>(&self, py: Python<'py>, source: String) -> PyResult<Bound<'py, PyBytes>> {
+        let code = py.detach(|| self.device.compile(&source)).or_raise()?;
+        Ok(PyBytes::new(py, &code))
+    }
+
+    /// Compiles a kernel source file, through the compile cache; its `#include "..."`s
+    /// resolve relative to the file.
+    fn compile_file<'py>(&self, py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyBytes>> {
+        let code = py.detach(|| self.device.compile_file(&path)).or_raise()?;
+        Ok(PyBytes::new(py, &code))
+    }
+
+    /// Loads kernel `name` from a code object (bytes, or anything with the buffer protocol).
+    fn program(
+        &self,
+        py: Python<'_>,
+        code_object: &Bound<'_, PyAny>,
+        name: String,
+    ) -> PyResult<PyProgram> {
+        let code = host_bytes(code_object)?;
+        let code = code.as_bytes();
+        let program = py.detach(|| self.device.program(code, &name)).or_raise()?;
+        Ok(PyProgram::new(program))
+    }
+
+    /// Allocates `nbytes` bytes of device memory (contents unspecified until written).
+    fn alloc(&self, py: Python<'_>, nbytes: usize) -> PyResult<PyBuffer> {
+        let buffer = py.detach(|| self.device.alloc(nbytes)).or_raise()?;
+        Ok(PyBuffer { buffer })
+    }
+
+    /// Frees the device memory that dropped buffers left in the allocator's cache (once the
+    /// queued work has finished); returns the bytes released.
+    fn free_cached(&self, py: Python<'_>) -> PyResult<u64> {
+        py.detach(|| self.device.free_cached()).or_raise()
+    }
+
+    /// For benchmarks (`hcq.bench`): holds (True) or releases an emulated device's engines.
+    /// While held, submissions queue up in the ring unexecuted, so the host's side of a launch
+    /// is timed without the emulator taking the cores; waiting on a held device times out.
+    /// `UnsupportedError` on a real device.
+    fn _hold_engines(&self, held: bool) -> PyResult<()> {
+        hcq::hold_emulated_engines(&self.device, held).or_raise()
+    }
+
+    /// For benchmarks: (dwords the last submission wrote to the command ring, the ring's
+    /// capacity in dwords).
+    #[getter]
+    fn _ring_dwords(&self) -> (u64, u64) {
+        (
+            self.device.last_submission_dwords(),
+            self.device.ring_capacity_dwords(),
+        )
+    }
+
+    fn __repr__(&self) -> String {
+        format!("hcq.Device('{}')", self.device.name())
+    }
+
+    /// Devices opened by the same name are the same device.
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .cast::<PyDevice>()
+            .is_ok_and(|o| o.get().device.name() == self.device.name())
+    }
+
+    fn __hash__(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        self.device.name().hash(&mut hasher);
+        hasher.finish()
+    }
+}
+
+/// Properties of an opened device.
+#[pyclass(frozen, get_all, module = "hcq", name = "DeviceInfo")]
+pub struct PyDeviceInfo {
+    /// The name the device is opened by, e.g. `amd-emu:0`.
+    name: String,
+    /// Compiler target, e.g. `gfx1100`.
+    arch: String,
+    /// Device memory in bytes.
+    memory: u64,
+    /// Whether this is the emulated GPU.
+    emulated: bool,
+    /// Human-readable product name.
+    description: String,
+}
+
+impl From<hcq::DeviceInfo> for PyDeviceInfo {
+    fn from(info: hcq::DeviceInfo) -> Self {
+        PyDeviceInfo {
+            name: info.name,
+            arch: info.arch,
+            memory: info.memory,
+            emulated: info.emulated,
+            description: info.description,
+        }
+    }
+}
+
+#[pymethods]
+impl PyDeviceInfo {
+    fn __repr__(&self) -> String {
+        format!(
+            "hcq.DeviceInfo(name='{}', arch='{}', memory={}, emulated={}, description='{}')",
+            self.name,
+            self.arch,
+            self.memory,
+            if self.emulated { "True" } else { "False" },
+            self.description
+        )
+    }
+}

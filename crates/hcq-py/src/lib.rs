@@ -1,0 +1,35 @@
+//! The `hcq._hcq` Python extension module: hcq's Rust API as Python classes. The package
+//! `hcq` (under `python/`) re-exports it next to its exception classes.
+//!
+//! Every class is `frozen` (immutable after construction) around an hcq handle that is
+//! `Send + Sync`, so Python threads share them without locks of ours; calls that wait
+//! (compiles, copies, timed launches, synchronisation) release the GIL.
+
+mod buffer;
+mod device;
+mod errors;
+mod graph;
+mod program;
+
+use pyo3::prelude::*;
+
+/// Drops `value` with the GIL released, for hcq handles whose drop waits for the device.
+fn drop_without_gil<T: Send>(value: T) {
+    // Deallocation always runs with the GIL held; attaching again only reads the thread's
+    // state.
+    Python::attach(|py| py.detach(move || drop(value)));
+}
+
+#[pymodule]
+fn _hcq(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(device::devices, module)?)?;
+    module.add_class::<device::PyDevice>()?;
+    module.add_class::<device::PyDeviceInfo>()?;
+    module.add_class::<buffer::PyBuffer>()?;
+    module.add_class::<program::PyProgram>()?;
+    module.add_class::<graph::PyGraphBuilder>()?;
+    module.add_class::<graph::PyGraph>()?;
+    module.add_class::<graph::PyDim>()?;
+    module.add_class::<graph::PyInput>()?;
+    Ok(())
+}
