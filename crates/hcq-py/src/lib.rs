@@ -27,6 +27,7 @@ fn _hcq(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<device::PyDeviceInfo>()?;
     module.add_class::<buffer::PyBuffer>()?;
     module.add_class::<program::PyProgram>()?;
+    module.add_class::<program::PyProgramInfo>()?;
     module.add_class::<graph::PyGraphBuilder>()?;
     module.add_class::<graph::PyGraph>()?;
     module.add_class::<graph::PyDim>()?;

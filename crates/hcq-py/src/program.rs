@@ -59,6 +59,12 @@ impl PyProgram {
         }
     }
 
+    /// What the kernel asks of the device and the occupancy that allows (`hcq.ProgramInfo`).
+    #[getter]
+    fn info(&self) -> PyResult<PyProgramInfo> {
+        self.program.info().or_raise().map(PyProgramInfo::from)
+    }
+
     /// The arguments a caller passes, as the code object's metadata declares them: a list of
     /// `(name, kind, nbytes)` with kind `"buffer"`, `"value"` or the metadata's own word for a
     /// kind hcq cannot pass; `name` is None when the metadata keeps no name. None when the
@@ -476,4 +482,63 @@ fn type_name(obj: &Bound<'_, PyAny>) -> String {
         .name()
         .map(|n| n.to_string())
         .unwrap_or_else(|_| "?".into())
+}
+
+/// A kernel's resources from its code object, and the waves per SIMD they allow.
+#[pyclass(frozen, get_all, module = "hcq", name = "ProgramInfo")]
+pub struct PyProgramInfo {
+    /// VGPRs the kernel uses.
+    vgprs: u32,
+    /// VGPRs each wave allocates.
+    allocated_vgprs: u32,
+    /// SGPRs it uses, or None when its metadata does not say.
+    sgprs: Option<u32>,
+    /// Bytes of LDS per workgroup it declares.
+    static_lds: u32,
+    /// Most bytes of dynamic LDS a launch may add (`lds=`).
+    max_dynamic_lds: u32,
+    /// Bytes of scratch per work-item.
+    scratch_per_lane: u32,
+    /// Most work-items per workgroup.
+    max_workgroup_size: u32,
+    /// Lanes per wave.
+    wave_size: u32,
+    /// Waves one SIMD keeps at once (without dynamic LDS).
+    waves_per_simd: u32,
+    /// What bounds them: "wave slots", "registers" or "LDS".
+    occupancy_limit: &'static str,
+}
+
+impl From<hcq::ProgramInfo> for PyProgramInfo {
+    fn from(i: hcq::ProgramInfo) -> Self {
+        PyProgramInfo {
+            vgprs: i.vgprs,
+            allocated_vgprs: i.allocated_vgprs,
+            sgprs: i.sgprs,
+            static_lds: i.static_lds,
+            max_dynamic_lds: i.max_dynamic_lds,
+            scratch_per_lane: i.scratch_per_lane,
+            max_workgroup_size: i.max_workgroup_size,
+            wave_size: i.wave_size,
+            waves_per_simd: i.waves_per_simd,
+            occupancy_limit: i.occupancy_limit,
+        }
+    }
+}
+
+#[pymethods]
+impl PyProgramInfo {
+    fn __repr__(&self) -> String {
+        format!(
+            "hcq.ProgramInfo(vgprs={}, sgprs={}, static_lds={}, scratch_per_lane={}, \
+             max_workgroup_size={}, waves_per_simd={}, occupancy_limit='{}')",
+            self.vgprs,
+            self.sgprs.map_or("None".to_string(), |n| n.to_string()),
+            self.static_lds,
+            self.scratch_per_lane,
+            self.max_workgroup_size,
+            self.waves_per_simd,
+            self.occupancy_limit
+        )
+    }
 }

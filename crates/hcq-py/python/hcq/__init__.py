@@ -25,7 +25,18 @@ from ._errors import (
     TimeoutError,
     UnsupportedError,
 )
-from ._hcq import Buffer, Device, DeviceInfo, Dim, Graph, GraphBuilder, Input, Program, devices
+from ._hcq import (
+    Buffer,
+    Device,
+    DeviceInfo,
+    Dim,
+    Graph,
+    GraphBuilder,
+    Input,
+    Program,
+    ProgramInfo,
+    devices,
+)
 
 __version__ = "0.1.0"
 
@@ -48,6 +59,7 @@ __all__ = [
     "NoDeviceError",
     "OutOfMemoryError",
     "Program",
+    "ProgramInfo",
     "TimeoutError",
     "UnsupportedError",
     "devices",

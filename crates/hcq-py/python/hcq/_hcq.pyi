@@ -92,11 +92,29 @@ class Buffer:
         """Copies on the GPU (or between two GPUs) into ``dst``; ``nbytes`` defaults to all
         of this buffer from ``src_offset``."""
 
+class ProgramInfo:
+    """A kernel's resources from its code object, and the waves per SIMD they allow."""
+
+    vgprs: int
+    allocated_vgprs: int
+    sgprs: Optional[int]
+    static_lds: int
+    max_dynamic_lds: int
+    scratch_per_lane: int
+    max_workgroup_size: int
+    wave_size: int
+    waves_per_simd: int
+    occupancy_limit: str
+    """``"wave slots"``, ``"registers"`` or ``"LDS"``."""
+
 class Program:
     """A loaded kernel; call it to launch it."""
 
     @property
     def name(self) -> str: ...
+    @property
+    def info(self) -> ProgramInfo:
+        """What the kernel asks of the device and the occupancy that allows."""
     @property
     def device(self) -> Device: ...
     @property
