@@ -698,6 +698,41 @@ impl AmdDevice {
             memory,
             emulated: self.driver.emulated,
             description: format!("AMD {} (gpu_id {})", self.node.arch, self.node.gpu_id),
+            compute: Some(self.compute_info()),
+        }
+    }
+
+    /// The node's compute shape from its topology properties, the free VRAM and the KFD
+    /// version from the kernel.
+    fn compute_info(&self) -> hcq_core::ComputeInfo {
+        let p = |n: &str| self.node.properties.get(n).copied().unwrap_or(0);
+        let simds_per_cu = p("simd_per_cu").max(1);
+        let location = p("location_id");
+        let version = self
+            .driver
+            .kfd
+            .get_version()
+            .map(|v| format!("KFD {}.{}", v.major_version, v.minor_version))
+            .unwrap_or_else(|e| format!("unknown ({e})"));
+        hcq_core::ComputeInfo {
+            compute_units: (p("simd_count") / simds_per_cu) as u32,
+            simds_per_cu: simds_per_cu as u32,
+            wave_size: hcq_amd_sys::occupancy::WAVE_LANES,
+            max_waves_per_cu: (p("max_waves_per_simd") * simds_per_cu) as u32,
+            lds_per_workgroup: regs::LDS_MAX_BYTES.min((p("lds_size_in_kb") * 1024) as u32),
+            shader_engines: (p("array_count") / p("simd_arrays_per_engine").max(1)) as u32,
+            max_clock_mhz: p("max_engine_clk_fcompute") as u32,
+            free_memory: self.driver.kfd.available_memory(self.node.gpu_id).ok(),
+            // `location_id` is bus << 8 | device << 3 | function.
+            pci_location: format!(
+                "{:04x}:{:02x}:{:02x}.{}",
+                p("domain"),
+                (location >> 8) & 0xff,
+                (location >> 3) & 0x1f,
+                location & 7
+            ),
+            render_minor: p("drm_render_minor") as u32,
+            driver_version: version,
         }
     }
 

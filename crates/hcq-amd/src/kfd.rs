@@ -236,6 +236,20 @@ impl Kfd {
         Ok(a)
     }
 
+    /// VRAM of `gpu_id` the process can still allocate (`AMDKFD_IOC_AVAILABLE_MEMORY`).
+    pub fn available_memory(&self, gpu_id: u32) -> Result<u64> {
+        let mut a = abi::GetAvailableMemoryArgs {
+            gpu_id,
+            ..Default::default()
+        };
+        self.ioctl(
+            "AMDKFD_IOC_AVAILABLE_MEMORY",
+            abi::IOC_AVAILABLE_MEMORY,
+            &mut a,
+        )?;
+        Ok(a.available)
+    }
+
     pub fn acquire_vm(&self, drm_fd: Fd, gpu_id: u32) -> Result<()> {
         let mut a = abi::AcquireVmArgs {
             drm_fd: drm_fd as u32,

@@ -3,6 +3,7 @@
 mod bench;
 mod bench_copy;
 mod demo;
+mod devices;
 #[cfg(target_os = "linux")]
 mod disasm;
 #[cfg(target_os = "linux")]
@@ -31,7 +32,15 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// List the devices hcq can open.
-    Devices,
+    Devices {
+        /// Also open each device and print its compute shape (compute units, SIMDs, wave
+        /// size, LDS, clock, free memory, PCI location, driver version).
+        #[arg(short, long)]
+        verbose: bool,
+        /// One JSON object per device, with everything `-v` prints.
+        #[arg(long)]
+        json: bool,
+    },
     /// Compile and run the bundled kernels, check every element against the host, and report
     /// GPU time and host cost per launch.
     Demo {
@@ -157,7 +166,7 @@ fn format_bytes(n: u64) -> String {
 
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
-        Command::Devices => {
+        Command::Devices { verbose, json } => {
             let devices = hcq::list_devices();
             if devices.is_empty() {
                 // Opening the default device says why (e.g. a malformed HCQ_EMU_* variable).
@@ -165,6 +174,9 @@ fn run(cli: Cli) -> Result<(), String> {
                     Err(e) => format!("no devices: {e}"),
                     Ok(_) => "no devices".into(),
                 });
+            }
+            if verbose || json {
+                return devices::describe(&devices, json);
             }
             println!("{:<12} {:<10} {:>10}  kind", "name", "arch", "memory");
             for d in devices {

@@ -892,3 +892,82 @@ fn a_device_fault_still_writes_the_trace() {
         );
     }
 }
+
+/// `hcq devices --json` and `-v`: each device's compute shape, checked against the emulated
+/// kernel's own topology and sysfs (the properties KFD publishes, the PCI device holding the
+/// render node) and its KFD version under each kernel's rules.
+#[cfg(target_os = "linux")]
+#[test]
+fn devices_json_and_verbose_describe_the_compute_shape() {
+    use hcq_amd_sys::seam::Kernel;
+    use hcq_emu::{EmuConfig, EmuKernel, KfdRules};
+    const NODES: &str = "/sys/devices/virtual/kfd/kfd/topology/nodes";
+    for (rules, version) in [("6.12", "KFD 1.16"), ("6.6", "KFD 1.14")] {
+        let env = [
+            ("HCQ_EMU_GPUS", "2"),
+            ("HCQ_EMU_CUS", "84"),
+            ("HCQ_EMU_KERNEL", rules),
+        ];
+        let o = hcq(&["devices", "--json"], &env);
+        assert!(o.status.success(), "{o:?}");
+        let k = EmuKernel::new(EmuConfig {
+            gpus: 2,
+            cus: 84,
+            kernel: KfdRules::from_name(rules).unwrap(),
+            ..EmuConfig::default()
+        });
+        let lines: Vec<serde_json::Value> = stdout(&o)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect();
+        assert_eq!(lines.len(), 2);
+        for (i, d) in lines.iter().enumerate() {
+            let props = k
+                .read_to_string(&format!("{NODES}/{}/properties", i + 1))
+                .unwrap();
+            let prop = |name: &str| -> u64 {
+                props
+                    .lines()
+                    .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            };
+            assert_eq!(d["name"], format!("amd-emu:{i}"));
+            assert_eq!(d["emulated"], true);
+            let c = &d["compute"];
+            assert_eq!(c["compute_units"], 84);
+            assert_eq!(c["shader_engines"], 6);
+            assert_eq!(c["simds_per_cu"], prop("simd_per_cu"));
+            assert_eq!(c["wave_size"], 32);
+            assert_eq!(
+                c["max_waves_per_cu"],
+                prop("max_waves_per_simd") * prop("simd_per_cu")
+            );
+            assert_eq!(c["lds_per_workgroup"], 65536);
+            assert_eq!(c["max_clock_mhz"], prop("max_engine_clk_fcompute"));
+            assert_eq!(c["render_minor"], prop("drm_render_minor"));
+            assert_eq!(c["driver_version"], version);
+            let free = c["free_memory"].as_u64().unwrap();
+            assert!(free > 0 && free <= d["memory"].as_u64().unwrap(), "{d}");
+            // The PCI device at that location holds the render node.
+            let pci = c["pci_location"].as_str().unwrap();
+            let minor = prop("drm_render_minor");
+            assert_eq!(
+                k.read_to_string(&format!(
+                    "/sys/devices/pci0000:00/{pci}/drm/renderD{minor}/dev"
+                ))
+                .unwrap()
+                .trim(),
+                format!("226:{minor}")
+            );
+        }
+        let o = hcq(&["devices", "-v"], &env);
+        let text = stdout(&o);
+        assert!(o.status.success(), "{o:?}");
+        assert!(
+            text.contains("84 compute units in 6 shader engines") && text.contains(version),
+            "{text}"
+        );
+    }
+}

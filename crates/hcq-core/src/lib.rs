@@ -196,4 +196,30 @@ pub struct DeviceInfo {
     pub emulated: bool,
     /// Human-readable product name.
     pub description: String,
+    /// The compute shape a kernel author tunes for; `None` where the backend does not report
+    /// it.
+    pub compute: Option<ComputeInfo>,
+}
+
+/// A GPU's compute shape and identity, as rocminfo shows them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ComputeInfo {
+    pub compute_units: u32,
+    pub simds_per_cu: u32,
+    /// Lanes per wave the runtime runs kernels with.
+    pub wave_size: u32,
+    pub max_waves_per_cu: u32,
+    /// Most LDS one workgroup may use, in bytes.
+    pub lds_per_workgroup: u32,
+    pub shader_engines: u32,
+    /// Highest shader clock, in MHz.
+    pub max_clock_mhz: u32,
+    /// Device memory not allocated yet, in bytes, when the driver says.
+    pub free_memory: Option<u64>,
+    /// PCI location, `domain:bus:device.function`.
+    pub pci_location: String,
+    /// Minor number of the render node (`/dev/dri/renderD<minor>`).
+    pub render_minor: u32,
+    /// The kernel driver's interface version, e.g. `KFD 1.16`.
+    pub driver_version: String,
 }

@@ -163,6 +163,8 @@ impl<A: MetalApi> MetalDevice<A> {
             memory: self.api.recommended_max_working_set_size(&self.device),
             emulated: A::EMULATED,
             description: self.api.device_name(&self.device),
+            // Metal does not expose its cores, SIMDs or clocks.
+            compute: None,
         }
     }
 

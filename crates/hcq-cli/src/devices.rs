@@ -1,0 +1,97 @@
+//! `hcq devices -v` and `--json`: each device opened, with its compute shape.
+
+use hcq::{ComputeInfo, DeviceInfo, DeviceListing};
+
+pub fn describe(devices: &[DeviceListing], json: bool) -> Result<(), String> {
+    for listing in devices {
+        let dev = hcq::Device::open(&listing.name)
+            .map_err(|e| format!("opening {}: {e}", listing.name))?;
+        let info = dev.info();
+        if json {
+            println!("{}", to_json(&info));
+        } else {
+            print!("{}", to_text(&info));
+        }
+    }
+    Ok(())
+}
+
+fn to_text(i: &DeviceInfo) -> String {
+    let kind = if i.emulated { "emulated" } else { "real" };
+    let mut s = format!(
+        "{}: {} ({}, {kind}), {} of memory\n",
+        i.name,
+        i.description,
+        i.arch,
+        crate::format_bytes(i.memory)
+    );
+    if let Some(c) = &i.compute {
+        let free = c
+            .free_memory
+            .map_or("unknown".to_string(), crate::format_bytes);
+        s += &format!(
+            "  {} compute units in {} shader engines, {} SIMDs each, wave{}, at most {} waves \
+             per CU\n  {} bytes of LDS per workgroup, clock up to {} MHz, {free} free\n  PCI \
+             {}, /dev/dri/renderD{}, {}\n",
+            c.compute_units,
+            c.shader_engines,
+            c.simds_per_cu,
+            c.wave_size,
+            c.max_waves_per_cu,
+            c.lds_per_workgroup,
+            c.max_clock_mhz,
+            c.pci_location,
+            c.render_minor,
+            c.driver_version
+        );
+    }
+    s
+}
+
+/// A JSON string literal: quotes, backslashes and control characters escaped.
+fn quoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for ch in text.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn compute_json(c: &ComputeInfo) -> String {
+    let free = c.free_memory.map_or("null".to_string(), |n| n.to_string());
+    format!(
+        "{{\"compute_units\":{},\"shader_engines\":{},\"simds_per_cu\":{},\"wave_size\":{},\
+         \"max_waves_per_cu\":{},\"lds_per_workgroup\":{},\"max_clock_mhz\":{},\
+         \"free_memory\":{free},\"pci_location\":{},\"render_minor\":{},\"driver_version\":{}}}",
+        c.compute_units,
+        c.shader_engines,
+        c.simds_per_cu,
+        c.wave_size,
+        c.max_waves_per_cu,
+        c.lds_per_workgroup,
+        c.max_clock_mhz,
+        quoted(&c.pci_location),
+        c.render_minor,
+        quoted(&c.driver_version)
+    )
+}
+
+fn to_json(i: &DeviceInfo) -> String {
+    format!(
+        "{{\"name\":{},\"arch\":{},\"memory\":{},\"emulated\":{},\"description\":{},\
+         \"compute\":{}}}",
+        quoted(&i.name),
+        quoted(&i.arch),
+        i.memory,
+        i.emulated,
+        quoted(&i.description),
+        i.compute.as_ref().map_or("null".to_string(), compute_json)
+    )
+}
