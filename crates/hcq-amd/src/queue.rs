@@ -409,8 +409,9 @@ mod tests {
         })
     }
 
-    #[test]
-    fn an_sdma_submission_that_does_not_fit_writes_nothing() {
+    /// A queue of `kind` on a fresh emulated GPU whose engines are held: they consume
+    /// nothing, so the ring fills and stays full.
+    fn held_queue(kind: QueueKind) -> (Arc<EmuKernel>, HwQueue) {
         let emu = Arc::new(EmuKernel::new(EmuConfig {
             gpus: 1,
             max_steps: 1000,
@@ -421,9 +422,14 @@ mod tests {
         let driver = AmdDriver::new(kernel, "amd-emu", true).unwrap();
         let node = driver.gpus[0].clone();
         let fd = driver.render_node(&node).unwrap();
-        let mut q = HwQueue::create(&driver.kfd, fd, &node, "t", QueueKind::Sdma).unwrap();
-        // Held engines consume nothing: the ring fills and stays full.
+        let q = HwQueue::create(&driver.kfd, fd, &node, "t", kind).unwrap();
         assert!(emu.hold_engines(0, true));
+        (emu, q)
+    }
+
+    #[test]
+    fn an_sdma_submission_that_does_not_fit_writes_nothing() {
+        let (emu, mut q) = held_queue(QueueKind::Sdma);
         let timeout = Duration::from_millis(50);
         let mut one = SdmaBuilder::new();
         one.push(&copy_packet());
@@ -454,19 +460,7 @@ mod tests {
 
     #[test]
     fn a_ring_is_never_filled_to_exactly_its_size() {
-        let emu = Arc::new(EmuKernel::new(EmuConfig {
-            gpus: 1,
-            max_steps: 1000,
-            vram_bytes: 1 << 28,
-            ..EmuConfig::default()
-        }));
-        let kernel: Arc<dyn seam::Kernel> = emu.clone();
-        let driver = AmdDriver::new(kernel, "amd-emu", true).unwrap();
-        let node = driver.gpus[0].clone();
-        let fd = driver.render_node(&node).unwrap();
-        let mut q = HwQueue::create(&driver.kfd, fd, &node, "t", QueueKind::Compute).unwrap();
-        // Held engines consume nothing.
-        assert!(emu.hold_engines(0, true));
+        let (emu, mut q) = held_queue(QueueKind::Compute);
         let timeout = Duration::from_millis(50);
         let ring = q.capacity_dwords() as usize;
         // NOP packets: a header and `len - 1` dwords of body.

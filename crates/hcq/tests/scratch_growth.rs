@@ -5,7 +5,7 @@
 //! full occupancy gets fewer slots; a scratch access past what the ring gives a work-item
 //! faults.
 
-use hcq::{Arg, Buffer, Device, Error, GraphArg, GraphBuilder};
+use hcq::{Arg, Buffer, Device, Error, GraphArg, GraphBuilder, Program};
 use hcq_amd::{AmdDevice, AmdDriver};
 use hcq_amd_sys::seam::Kernel;
 use hcq_emu::{EmuConfig, EmuKernel};
@@ -91,6 +91,16 @@ fn device() -> Device {
     device_with_vram(4 << 30)
 }
 
+/// Queues `prg(input, out, n)` over `groups` workgroups of `block` work-items.
+fn run(prg: &Program, input: &Buffer, out: &Buffer, n: usize, groups: u32, block: u32) {
+    prg.launch(
+        &[Arg::Buffer(input), Arg::Buffer(out), Arg::I32(n as i32)],
+        [groups, 1, 1],
+        [block, 1, 1],
+    )
+    .unwrap();
+}
+
 fn filled(dev: &Device, values: &[i32]) -> Buffer {
     let b = dev.alloc(values.len() * 4).unwrap();
     b.write(values).unwrap();
@@ -111,12 +121,7 @@ fn sixteen_kilobytes_of_private_memory_per_work_item() {
     let n = 4 * 64;
     let input: Vec<i32> = (0..n as i32).map(|i| i * 7919 - 100_000).collect();
     let (a, out) = (filled(&dev, &input), filled(&dev, &vec![-1; n]));
-    big.launch(
-        &[Arg::Buffer(&a), Arg::Buffer(&out), Arg::I32(n as i32)],
-        [4, 1, 1],
-        [64, 1, 1],
-    )
-    .unwrap();
+    run(&big, &a, &out, n, 4, 64);
     check("big_private", &out.read::<i32>().unwrap(), |g| {
         big_model(&input, g)
     });
@@ -144,21 +149,10 @@ fn work_queued_on_the_old_ring_still_runs_on_it_after_growth() {
         [64, 1, 1],
     )
     .unwrap();
-    small
-        .launch(
-            &[Arg::Buffer(&a), Arg::Buffer(&small_out), Arg::I32(n as i32)],
-            [2, 1, 1],
-            [64, 1, 1],
-        )
-        .unwrap();
+    run(&small, &a, &small_out, n, 2, 64);
     // 16400 bytes per work-item: the ring grows.
     let big = dev.program(&lib, "big_private").unwrap();
-    big.launch(
-        &[Arg::Buffer(&a), Arg::Buffer(&big_out), Arg::I32(n as i32)],
-        [2, 1, 1],
-        [64, 1, 1],
-    )
-    .unwrap();
+    run(&big, &a, &big_out, n, 2, 64);
     dev.synchronize().unwrap();
     check(
         "queued small_private",
@@ -170,13 +164,7 @@ fn work_queued_on_the_old_ring_still_runs_on_it_after_growth() {
     });
     // The small kernel runs on the grown ring too.
     let again = filled(&dev, &sentinel);
-    small
-        .launch(
-            &[Arg::Buffer(&a), Arg::Buffer(&again), Arg::I32(n as i32)],
-            [2, 1, 1],
-            [64, 1, 1],
-        )
-        .unwrap();
+    run(&small, &a, &again, n, 2, 64);
     check(
         "small_private on the grown ring",
         &again.read::<i32>().unwrap(),
@@ -210,12 +198,7 @@ fn a_graph_built_before_growth_replays_on_its_own_ring() {
     let graph = g.build().unwrap();
     let big = dev.program(&lib, "big_private").unwrap();
     let big_out = filled(&dev, &sentinel);
-    big.launch(
-        &[Arg::Buffer(&a), Arg::Buffer(&big_out), Arg::I32(n as i32)],
-        [2, 1, 1],
-        [64, 1, 1],
-    )
-    .unwrap();
+    run(&big, &a, &big_out, n, 2, 64);
     // Once queued work has drained, only the graph holds the old ring.
     dev.synchronize().unwrap();
     for round in 0..2 {
@@ -242,12 +225,7 @@ fn a_ring_too_large_for_vram_at_full_occupancy_gets_fewer_slots() {
     let n = 8 * 64;
     let input: Vec<i32> = (0..n as i32).map(|i| (i * 2654435) ^ 0x5a5a).collect();
     let (a, out) = (filled(&dev, &input), filled(&dev, &vec![-1; n]));
-    big.launch(
-        &[Arg::Buffer(&a), Arg::Buffer(&out), Arg::I32(n as i32)],
-        [8, 1, 1],
-        [64, 1, 1],
-    )
-    .unwrap();
+    run(&big, &a, &out, n, 8, 64);
     check(
         "big_private with a capped ring",
         &out.read::<i32>().unwrap(),
@@ -257,12 +235,7 @@ fn a_ring_too_large_for_vram_at_full_occupancy_gets_fewer_slots() {
     let n = 1024;
     let input: Vec<i32> = (0..n as i32).map(|i| i * 3 - 77).collect();
     let (a, out) = (filled(&dev, &input), filled(&dev, &vec![-1; n]));
-    big.launch(
-        &[Arg::Buffer(&a), Arg::Buffer(&out), Arg::I32(n as i32)],
-        [1, 1, 1],
-        [1024, 1, 1],
-    )
-    .unwrap();
+    run(&big, &a, &out, n, 1, 1024);
     check(
         "big_private, 1024-item workgroup",
         &out.read::<i32>().unwrap(),
