@@ -43,10 +43,11 @@ impl PyDevice {
         self.device.name().to_string()
     }
 
-    /// Properties of the device: name, arch, memory, emulated, description.
+    /// Properties of the device: name, arch, memory, emulated, description, and its compute
+    /// shape (`compute`, None where the backend does not report it).
     #[getter]
-    fn info(&self) -> PyDeviceInfo {
-        PyDeviceInfo::from(self.device.info())
+    fn info(&self, py: Python<'_>) -> PyResult<PyDeviceInfo> {
+        PyDeviceInfo::new(py, self.device.info())
     }
 
     /// Waits until all work queued on the device has finished; raises the fault of any that
@@ -145,17 +146,86 @@ pub struct PyDeviceInfo {
     emulated: bool,
     /// Human-readable product name.
     description: String,
+    /// The compute shape (`hcq.ComputeInfo`), or None.
+    compute: Option<Py<PyComputeInfo>>,
 }
 
-impl From<hcq::DeviceInfo> for PyDeviceInfo {
-    fn from(info: hcq::DeviceInfo) -> Self {
-        PyDeviceInfo {
+impl PyDeviceInfo {
+    fn new(py: Python<'_>, info: hcq::DeviceInfo) -> PyResult<Self> {
+        let compute = match info.compute {
+            Some(c) => Some(Py::new(py, PyComputeInfo::from(c))?),
+            None => None,
+        };
+        Ok(PyDeviceInfo {
             name: info.name,
             arch: info.arch,
             memory: info.memory,
             emulated: info.emulated,
             description: info.description,
+            compute,
+        })
+    }
+}
+
+/// A GPU's compute shape and identity, as rocminfo shows them.
+#[pyclass(frozen, get_all, module = "hcq", name = "ComputeInfo")]
+pub struct PyComputeInfo {
+    compute_units: u32,
+    shader_engines: u32,
+    simds_per_cu: u32,
+    /// Lanes per wave the runtime runs kernels with.
+    wave_size: u32,
+    max_waves_per_cu: u32,
+    /// Most LDS one workgroup may use, in bytes.
+    lds_per_workgroup: u32,
+    /// Highest shader clock, in MHz.
+    max_clock_mhz: u32,
+    /// Device memory not allocated yet, in bytes, or None when the driver does not say.
+    free_memory: Option<u64>,
+    /// PCI location, `domain:bus:device.function`.
+    pci_location: String,
+    /// Minor number of the render node (`/dev/dri/renderD<minor>`).
+    render_minor: u32,
+    /// The kernel driver's interface version, e.g. `KFD 1.16`.
+    driver_version: String,
+}
+
+impl From<hcq::ComputeInfo> for PyComputeInfo {
+    fn from(c: hcq::ComputeInfo) -> Self {
+        PyComputeInfo {
+            compute_units: c.compute_units,
+            shader_engines: c.shader_engines,
+            simds_per_cu: c.simds_per_cu,
+            wave_size: c.wave_size,
+            max_waves_per_cu: c.max_waves_per_cu,
+            lds_per_workgroup: c.lds_per_workgroup,
+            max_clock_mhz: c.max_clock_mhz,
+            free_memory: c.free_memory,
+            pci_location: c.pci_location,
+            render_minor: c.render_minor,
+            driver_version: c.driver_version,
         }
+    }
+}
+
+#[pymethods]
+impl PyComputeInfo {
+    fn __repr__(&self) -> String {
+        format!(
+            "hcq.ComputeInfo(compute_units={}, shader_engines={}, simds_per_cu={}, \
+             wave_size={}, max_waves_per_cu={}, lds_per_workgroup={}, max_clock_mhz={}, \
+             pci_location='{}', render_minor={}, driver_version='{}')",
+            self.compute_units,
+            self.shader_engines,
+            self.simds_per_cu,
+            self.wave_size,
+            self.max_waves_per_cu,
+            self.lds_per_workgroup,
+            self.max_clock_mhz,
+            self.pci_location,
+            self.render_minor,
+            self.driver_version
+        )
     }
 }
 

@@ -22,6 +22,13 @@ def test_device_by_name_and_info(dev):
     assert info.emulated is True
     assert isinstance(info.memory, int) and info.memory > 0
     assert "gfx1100" in info.description
+    # The emulated RX 7900 XTX's shape, as its topology publishes it.
+    c = info.compute
+    assert isinstance(c, hcq.ComputeInfo)
+    assert (c.compute_units, c.shader_engines, c.simds_per_cu, c.wave_size) == (96, 6, 2, 32)
+    assert (c.max_waves_per_cu, c.lds_per_workgroup) == (32, 65536)
+    assert c.render_minor >= 128 and c.driver_version.startswith("KFD 1.")
+    assert 0 < c.free_memory <= info.memory
     assert "amd-emu:0" in repr(info) and "amd-emu:0" in repr(dev)
 
 

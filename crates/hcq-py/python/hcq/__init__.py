@@ -27,6 +27,7 @@ from ._errors import (
 )
 from ._hcq import (
     Buffer,
+    ComputeInfo,
     Device,
     DeviceInfo,
     Dim,
@@ -43,6 +44,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Buffer",
     "CompileError",
+    "ComputeInfo",
     "Device",
     "DeviceFaultError",
     "DeviceInfo",

@@ -14,8 +14,27 @@ _KernelArg = Union["Buffer", "numpy.generic", int, float, bool, bytes, bytearray
 def devices() -> List[str]:
     """Names of every device hcq can open (real GPUs first, then the emulated ones)."""
 
+class ComputeInfo:
+    """A GPU's compute shape and identity, as rocminfo shows them."""
+
+    compute_units: int
+    shader_engines: int
+    simds_per_cu: int
+    wave_size: int
+    max_waves_per_cu: int
+    lds_per_workgroup: int
+    max_clock_mhz: int
+    free_memory: Optional[int]
+    pci_location: str
+    render_minor: int
+    driver_version: str
+
 class DeviceInfo:
     """Properties of an opened device."""
+
+    @property
+    def compute(self) -> Optional[ComputeInfo]:
+        """The compute shape, or None where the backend does not report it."""
 
     @property
     def name(self) -> str: ...
