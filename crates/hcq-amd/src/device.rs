@@ -108,6 +108,8 @@ pub struct AmdDriver {
     /// Prefix of device names: `amd` or `amd-emu`.
     pub prefix: String,
     pub emulated: bool,
+    /// The KFD ioctl interface version (major, minor), asked once at open.
+    pub kfd_version: (u32, u32),
     shared: Mutex<Option<SharedPages>>,
     exceptions: Mutex<Option<Arc<ExceptionEvents>>>,
     /// Exceptions seen by any wait, not yet reported to their device.
@@ -133,6 +135,7 @@ impl AmdDriver {
             gpus,
             prefix: prefix.to_string(),
             emulated,
+            kfd_version: (v.major_version, v.minor_version),
             shared: Mutex::new(None),
             exceptions: Mutex::new(None),
             pending: Mutex::new(Vec::new()),
@@ -708,12 +711,7 @@ impl AmdDevice {
         let p = |n: &str| self.node.properties.get(n).copied().unwrap_or(0);
         let simds_per_cu = p("simd_per_cu").max(1);
         let location = p("location_id");
-        let version = self
-            .driver
-            .kfd
-            .get_version()
-            .map(|v| format!("KFD {}.{}", v.major_version, v.minor_version))
-            .unwrap_or_else(|e| format!("unknown ({e})"));
+        let (major, minor) = self.driver.kfd_version;
         hcq_core::ComputeInfo {
             compute_units: (p("simd_count") / simds_per_cu) as u32,
             simds_per_cu: simds_per_cu as u32,
@@ -732,7 +730,7 @@ impl AmdDevice {
                 location & 7
             ),
             render_minor: p("drm_render_minor") as u32,
-            driver_version: version,
+            driver_version: format!("KFD {major}.{minor}"),
         }
     }
 
