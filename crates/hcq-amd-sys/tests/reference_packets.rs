@@ -190,6 +190,7 @@ fn every_reference_pm4_stream_decodes_into_known_packets() {
                 Packet::EventWrite(e) => e.encode(&mut again),
                 Packet::IndirectBuffer(ib) => ib.encode(&mut again),
                 Packet::CopyData(c) => c.encode(&mut again),
+                Packet::DmaData(d) => d.encode(&mut again),
                 Packet::WriteData(d) => d.encode(&mut again),
                 Packet::PredExec(e) => e.encode(&mut again),
                 Packet::SetUconfigReg(u) => u.encode(&mut again),

@@ -462,7 +462,9 @@ pub(crate) struct DeviceState {
     // The queues come first: fields drop in order, and a queue must be destroyed (stopping
     // whatever still runs on it) before the memory its commands use is freed.
     pub(crate) queue: HwQueue,
-    pub(crate) sdma: HwQueue,
+    /// The copy queue; `None` when KFD had no SDMA queue to give (they are few, and shared by
+    /// every process): copies then run on the compute queue as CP DMA.
+    pub(crate) sdma: Option<HwQueue>,
     pub(crate) sdma_builder: SdmaBuilder,
     pub(crate) staging: Option<Staging>,
     pub(crate) timeline_swaps: u64,
@@ -513,6 +515,8 @@ pub struct AmdDevice {
     cache: Arc<BufferCache>,
     /// The timeline swaps to its shadow signal once it passes this value (2^31 in use).
     timeline_limit: u64,
+    /// Why the device has no SDMA queue (copies then run on the compute queue).
+    no_copy_engine: Option<String>,
 }
 
 /// Settings of a device that tests need to change; [`Default`] is what [`AmdDevice::open`] uses.
@@ -583,7 +587,14 @@ impl AmdDevice {
             vram,
         )?;
         let queue = HwQueue::create(&driver.kfd, drm_fd, &node, &name, QueueKind::Compute)?;
-        let sdma = HwQueue::create(&driver.kfd, drm_fd, &node, &name, QueueKind::Sdma)?;
+        // tinygrad learned on real GPUs that the SDMA queue may not be there (its PRs #13920
+        // and #14036): any refusal leaves the device working, with copies on the compute
+        // queue.
+        let (sdma, no_copy_engine) =
+            match HwQueue::create(&driver.kfd, drm_fd, &node, &name, QueueKind::Sdma) {
+                Ok(q) => (Some(q), None),
+                Err(e) => (None, Some(format!("KFD refused an SDMA queue: {e}"))),
+            };
         let compiler = HipCompiler::new(&node.arch, CompileCache::from_env());
         Ok(AmdDevice {
             driver: driver.clone(),
@@ -616,6 +627,7 @@ impl AmdDevice {
             timeout,
             cache: Arc::new(BufferCache::default()),
             timeline_limit: options.timeline_limit,
+            no_copy_engine,
             node,
         })
     }
@@ -731,6 +743,7 @@ impl AmdDevice {
             ),
             render_minor: p("drm_render_minor") as u32,
             driver_version: format!("KFD {major}.{minor}"),
+            copy_engine_missing: self.no_copy_engine.clone(),
         }
     }
 
@@ -1230,7 +1243,18 @@ impl AmdDevice {
     /// go round their rings: see [`crate::queue::COMPUTE_RING_BYTES`]).
     pub fn ring_bytes_written(&self) -> (u64, u64) {
         let st = lock(&self.state);
-        (st.queue.bytes_written(), st.sdma.bytes_written())
+        (
+            st.queue.bytes_written(),
+            st.sdma.as_ref().map_or(0, HwQueue::bytes_written),
+        )
+    }
+
+    /// Why the device has no copy engine (KFD refused its SDMA queue, e.g. with every one
+    /// taken): its copies then run on the compute queue as CP DMA, in the same order and with
+    /// the same results, beside its kernels rather than overlapping them. `None` when it has
+    /// one.
+    pub fn copy_engine_missing(&self) -> Option<&str> {
+        self.no_copy_engine.as_deref()
     }
 }
 
@@ -1246,7 +1270,9 @@ impl Drop for AmdDevice {
             // no one left to tell, and must not reach the next device on this GPU.
             let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
             st.queue.destroy();
-            st.sdma.destroy();
+            if let Some(sdma) = &mut st.sdma {
+                sdma.destroy();
+            }
             let mut seen = Vec::new();
             let _ = self.exceptions.poll(&self.driver.kfd, &mut seen);
             let _ = self.driver.take_exceptions(seen, self.node.gpu_id);

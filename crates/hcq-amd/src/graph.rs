@@ -6,7 +6,9 @@
 //! # Streams
 //!
 //! Each GPU of the graph has up to two streams: its compute stream (the PM4 of its launches)
-//! and its copy stream (the SDMA packets of the copies its engine runs). Items keep their
+//! and its copy stream (the SDMA packets of the copies its engine runs). A GPU without a copy
+//! engine ([`AmdDevice::copy_engine_missing`]) runs its copies in its compute stream instead,
+//! as CP DMA (`DMA_DATA`) between its launches, each ordered after the one before it. Items keep their
 //! recorded order within a stream. Each item declares what it reads and writes ([`Region`]);
 //! an item that conflicts with an earlier item of another stream (read-after-write,
 //! write-after-read, write-after-write) first waits until that stream's private progress
@@ -63,7 +65,9 @@ use crate::device::{
 use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
 use crate::program::{AmdProgram, ArgKind};
 use hcq_amd_sys::kd::KernelDescriptor;
-use hcq_amd_sys::pm4::{DispatchPatch, IndirectBuffer, Pm4Builder, IB_MAX_DWORDS};
+use hcq_amd_sys::pm4::{
+    DispatchPatch, DmaData, Header, IndirectBuffer, Packet as Packet4, Pm4Builder, IB_MAX_DWORDS,
+};
 use hcq_amd_sys::sdma::{split, Packet, SdmaBuilder};
 use hcq_amd_sys::shared;
 use hcq_core::{Arg, Error, Result};
@@ -410,6 +414,11 @@ impl Ordering {
                     ))
                 })
         };
+        // A GPU without a copy engine runs its copies on its compute stream (CP DMA).
+        let copy_engine: Vec<bool> = devs
+            .iter()
+            .map(|d| d.copy_engine_missing().is_none())
+            .collect();
         let mut placement = Vec::with_capacity(items.len());
         let mut stream_items: Vec<Vec<usize>> = vec![Vec::new(); 2 * devs.len()];
         for (i, it) in items.iter().enumerate() {
@@ -422,7 +431,7 @@ impl Ordering {
                 ),
                 Work::Copy(c) => (part_of(c.engine, &|| format!("item {i} (a copy)"))?, true),
             };
-            let stream = stream_of(part, copy);
+            let stream = stream_of(part, copy && copy_engine[part]);
             stream_items[stream].push(i);
             placement.push(Placement {
                 stream,
@@ -903,12 +912,15 @@ impl AmdGraph {
         for (d, st) in devs.iter().zip(states.iter()) {
             st.queue
                 .make_room(st.builder.words.len(), d.ring_wait(st))?;
-            st.sdma.make_room_sdma(&st.sdma_builder, d.ring_wait(st))?;
+            if let Some(sdma) = &st.sdma {
+                sdma.make_room_sdma(&st.sdma_builder, d.ring_wait(st))?;
+            }
         }
         for (d, st) in devs.iter().zip(states.iter_mut()) {
             let st = &mut **st;
-            if !st.sdma_builder.words.is_empty() {
-                st.sdma.submit_sdma(&st.sdma_builder, d.timeout)?;
+            // Only a device with a copy engine has a copy stream (see `Ordering::new`).
+            if let (Some(sdma), false) = (&mut st.sdma, st.sdma_builder.words.is_empty()) {
+                sdma.submit_sdma(&st.sdma_builder, d.timeout)?;
             }
             st.queue.submit(&st.builder.words, d.timeout)?;
         }
@@ -982,22 +994,24 @@ fn build_compute(
         vars,
         options,
     } = *recipe;
-    let launches: Vec<(usize, &GraphLaunch<'_>)> = order.stream_items[stream_of(p, false)]
+    // Launches, and the copies of a GPU without a copy engine.
+    let stream_items: Vec<(usize, &Work<'_>)> = order.stream_items[stream_of(p, false)]
         .iter()
-        .map(|&i| match &items[i].work {
-            Work::Launch(l) => (i, l),
-            Work::Copy(_) => unreachable!("copies are on copy streams"),
-        })
+        .map(|&i| (i, &items[i].work))
         .collect();
-    if launches.is_empty() {
+    if stream_items.is_empty() {
         return Ok(None);
     }
     // Pass 1: argument segments, validated, in a host image; patch offsets in it.
     let mut image: Vec<u8> = Vec::new();
-    let mut placed = Vec::with_capacity(launches.len());
+    let mut placed = Vec::with_capacity(stream_items.len());
     let mut input_offsets: Vec<(usize, u64)> = Vec::new();
     let mut var_offsets: Vec<(usize, u64)> = Vec::new();
-    for &(i, l) in &launches {
+    for &(i, work) in &stream_items {
+        let Work::Launch(l) = work else {
+            placed.push((0, false, 0));
+            continue;
+        };
         let prg = l.program;
         validate_dims(l.global, l.local)
             .map_err(|e| Error::InvalidArgument(format!("item {i} ({}): {e}", prg.name)))?;
@@ -1055,7 +1069,62 @@ fn build_compute(
     let mut segment_start = 0usize;
     let limit = options.segment_dwords as usize;
     let own = stream_of(p, false);
-    for (&(item, l), &(at, with_aql, lds)) in launches.iter().zip(&placed) {
+    // (input, dword index in the stream, offset added to the input's address) of copies.
+    let mut address_words: Vec<(usize, usize, u64)> = Vec::new();
+    for (&(item, work), &(at, with_aql, lds)) in stream_items.iter().zip(&placed) {
+        let l = match work {
+            Work::Launch(l) => l,
+            Work::Copy(c) => {
+                let emit = |b: &mut Pm4Builder| -> Result<usize> {
+                    let (dst, src) = copy_ends(item, c, inputs)?;
+                    for &(t, value) in &order.waits[item] {
+                        b.wait(sync_va + progress(t), value.into());
+                    }
+                    let start = b.words.len();
+                    b.copy(dst, src, c.size);
+                    if order.signals[item] {
+                        let position = order.placement[item].position;
+                        b.signal(sync_va + progress(own), position.into(), 0, 0);
+                    }
+                    Ok(start)
+                };
+                let before = b.words.len();
+                let mut start = emit(&mut b)?;
+                if b.words.len() - segment_start + IndirectBuffer::DWORDS > limit {
+                    if before == segment_start {
+                        return Err(Error::InvalidArgument(format!(
+                            "item {item} (a copy of {} bytes) takes {} dwords, more than a {limit}-dword segment",
+                            c.size,
+                            b.words.len() - before
+                        )));
+                    }
+                    b.words.truncate(before);
+                    chains.push(b.words.len());
+                    b.chain_indirect_buffer(0, 0);
+                    segment_start = b.words.len();
+                    start = emit(&mut b)?;
+                }
+                let (dst, src) = copy_ends(item, c, inputs)?;
+                let mut k = start;
+                while let Ok(Packet4::DmaData(pk)) = Packet4::decode(
+                    Header::parse(b.words[k]),
+                    &b.words[k + 1..(k + 1 + DmaData::PAYLOAD).min(b.words.len())],
+                ) {
+                    // SRC_ADDR at dwords 2..4, DST_ADDR at 4..6.
+                    if let CopyEnd::Input(n) = c.src {
+                        address_words.push((n, k + 2, pk.src - src));
+                    }
+                    if let CopyEnd::Input(n) = c.dst {
+                        address_words.push((n, k + 4, pk.dst - dst));
+                    }
+                    k += 1 + DmaData::PAYLOAD;
+                    if pk.cp_sync || k >= b.words.len() {
+                        break;
+                    }
+                }
+                continue;
+            }
+        };
         let prg = l.program;
         let kernargs_addr = kernargs.va + at;
         let aql_at = at + (prg.kernarg_size as u64).next_multiple_of(64);
@@ -1131,6 +1200,13 @@ fn build_compute(
         .map_or(dwords, |&c| c + IndirectBuffer::DWORDS) as u32;
     kernargs.write(0, &image)?;
     stream.write(0, bytemuck_words(&words))?;
+    let stream_host = stream.as_ptr() as usize;
+    for (n, k, offset) in address_words {
+        patches.inputs[n].push(AddressPatch {
+            at: stream_host + 4 * k,
+            offset,
+        });
+    }
     Ok(Some(ComputeStream {
         _kernargs: kernargs,
         _scratch: scratch,
@@ -1139,6 +1215,17 @@ fn build_compute(
         first_segment_dwords,
         segments: chains.len() + 1,
     }))
+}
+
+/// The destination and source addresses of copy `item` with the graph's build-time inputs.
+fn copy_ends(item: usize, c: &GraphCopy, inputs: &[u64]) -> Result<(u64, u64)> {
+    let resolve = |end: CopyEnd| match end {
+        CopyEnd::Fixed(a) => Ok(a),
+        CopyEnd::Input(n) => inputs.get(n).copied().ok_or_else(|| {
+            Error::InvalidArgument(format!("item {item} (a copy): no graph input {n}"))
+        }),
+    };
+    Ok((resolve(c.dst)?, resolve(c.src)?))
 }
 
 /// Builds the copy stream of part `p` (`None` when its engine runs no copies): each copy
@@ -1167,13 +1254,7 @@ fn build_copies(
         let Work::Copy(c) = &items[i].work else {
             unreachable!("launches are on compute streams")
         };
-        let resolve = |end: CopyEnd| match end {
-            CopyEnd::Fixed(a) => Ok(a),
-            CopyEnd::Input(n) => inputs.get(n).copied().ok_or_else(|| {
-                Error::InvalidArgument(format!("item {i} (a copy): no graph input {n}"))
-            }),
-        };
-        let (dst, src) = (resolve(c.dst)?, resolve(c.src)?);
+        let (dst, src) = copy_ends(i, c, inputs)?;
         for &(t, value) in &order.waits[i] {
             b.wait(sync_va + progress(t), value.into());
         }

@@ -3,9 +3,10 @@
 //! GPUs) directly. Every copy takes its place on the device's timeline, so copies and kernels
 //! execute in submission order.
 
-use crate::device::{lock, AmdBuffer, AmdDevice, DeviceState, Staging};
+use crate::device::{lock, AmdBuffer, AmdDevice, DeviceState, Staging, TraceSlot};
 use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
-use hcq_amd_sys::sdma::MAX_COPY_SIZE;
+use hcq_amd_sys::pm4::Pm4Builder;
+use hcq_amd_sys::sdma::{SdmaBuilder, MAX_COPY_SIZE};
 use hcq_core::{Error, Result};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -56,23 +57,9 @@ impl AmdDevice {
         self.wrap_timeline_if_due(st)?;
         let stamps = self.trace_begin(st, what)?;
         let value = st.timeline_value;
-        let b = &mut st.sdma_builder;
-        b.clear();
-        b.wait(st.timeline.value_addr(), value - 1);
-        if let Some(slot) = stamps {
-            b.timestamp(slot.start);
-        }
-        b.copy(dst, src, size);
-        if let Some(slot) = stamps {
-            b.timestamp(slot.end);
-        }
-        b.signal(
-            st.timeline.value_addr(),
-            value,
-            st.timeline.event_mailbox_ptr,
-            st.timeline.event_id,
-        );
-        st.sdma.submit_sdma(&st.sdma_builder, self.ring_wait(st))?;
+        let room_wait = self.ring_wait(st);
+        let waits = [(st.timeline.value_addr(), value - 1)];
+        submit_copy(st, &waits, stamps, dst, src, size, room_wait)?;
         Self::trace_commit(st, stamps, what, "copy");
         st.timeline_value += 1;
         Ok(value)
@@ -306,24 +293,12 @@ impl AmdDevice {
         let span = format!("copy to {}", dst_device.name);
         let stamps = self.trace_begin(s, &span)?;
         let (sv, dv) = (s.timeline_value, d.timeline_value);
-        let b = &mut s.sdma_builder;
-        b.clear();
-        b.wait(s.timeline.value_addr(), sv - 1);
-        b.wait(d.timeline.value_addr(), dv - 1);
-        if let Some(slot) = stamps {
-            b.timestamp(slot.start);
-        }
-        b.copy(to, from, size);
-        if let Some(slot) = stamps {
-            b.timestamp(slot.end);
-        }
-        b.signal(
-            s.timeline.value_addr(),
-            sv,
-            s.timeline.event_mailbox_ptr,
-            s.timeline.event_id,
-        );
-        s.sdma.submit_sdma(&s.sdma_builder, self.ring_wait(s))?;
+        let room_wait = self.ring_wait(s);
+        let waits = [
+            (s.timeline.value_addr(), sv - 1),
+            (d.timeline.value_addr(), dv - 1),
+        ];
+        submit_copy(s, &waits, stamps, to, from, size, room_wait)?;
         Self::trace_commit(s, stamps, &span, "copy");
         s.timeline_value += 1;
         // The destination's compute queue holds its later work until the copy is done, and
@@ -343,5 +318,93 @@ impl AmdDevice {
         r?;
         d.timeline_value += 1;
         Ok(())
+    }
+}
+
+/// What a copy is made of on either engine's command stream.
+trait CopyCommands {
+    fn clear(&mut self);
+    fn wait(&mut self, addr: u64, value: u64);
+    fn timestamp(&mut self, addr: u64);
+    fn copy(&mut self, dst: u64, src: u64, size: u64);
+    fn signal(&mut self, addr: u64, value: u64, mailbox: u64, event: u32);
+}
+
+macro_rules! copy_commands {
+    ($builder:ty) => {
+        impl CopyCommands for $builder {
+            fn clear(&mut self) {
+                <$builder>::clear(self);
+            }
+            fn wait(&mut self, addr: u64, value: u64) {
+                <$builder>::wait(self, addr, value);
+            }
+            fn timestamp(&mut self, addr: u64) {
+                <$builder>::timestamp(self, addr);
+            }
+            fn copy(&mut self, dst: u64, src: u64, size: u64) {
+                <$builder>::copy(self, dst, src, size);
+            }
+            fn signal(&mut self, addr: u64, value: u64, mailbox: u64, event: u32) {
+                <$builder>::signal(self, addr, value, mailbox, event);
+            }
+        }
+    };
+}
+copy_commands!(SdmaBuilder);
+copy_commands!(Pm4Builder);
+
+/// The commands of one copy: its waits, the copy between its trace stamps, the signal of the
+/// timeline's next value.
+fn build_copy(
+    b: &mut impl CopyCommands,
+    waits: &[(u64, u64)],
+    stamps: Option<TraceSlot>,
+    (dst, src, size): (u64, u64, u64),
+    (at, value, mailbox, event): (u64, u64, u64, u32),
+) {
+    b.clear();
+    for &(addr, v) in waits {
+        b.wait(addr, v);
+    }
+    if let Some(slot) = stamps {
+        b.timestamp(slot.start);
+    }
+    b.copy(dst, src, size);
+    if let Some(slot) = stamps {
+        b.timestamp(slot.end);
+    }
+    b.signal(at, value, mailbox, event);
+}
+
+/// Queues a copy on the device's SDMA queue, or, on a device without one, on its compute
+/// queue as CP DMA. The waits come first: CP DMA does not wait for earlier kernels by itself,
+/// and the builder's last DMA packet has `CP_SYNC`, so the signal follows the data.
+fn submit_copy(
+    st: &mut DeviceState,
+    waits: &[(u64, u64)],
+    stamps: Option<TraceSlot>,
+    dst: u64,
+    src: u64,
+    size: u64,
+    room_wait: Duration,
+) -> Result<()> {
+    let t = &st.timeline;
+    let signal = (
+        t.value_addr(),
+        st.timeline_value,
+        t.event_mailbox_ptr,
+        t.event_id,
+    );
+    let copy = (dst, src, size);
+    match &mut st.sdma {
+        Some(sdma) => {
+            build_copy(&mut st.sdma_builder, waits, stamps, copy, signal);
+            sdma.submit_sdma(&st.sdma_builder, room_wait)
+        }
+        None => {
+            build_copy(&mut st.builder, waits, stamps, copy, signal);
+            st.queue.submit(&st.builder.words, room_wait)
+        }
     }
 }

@@ -4,7 +4,10 @@
 //!   #17004) names no event, and KFD answers it by scanning every signal event of the
 //!   process; the emulated kernel counts those scans;
 //! - its queues have normal priority (7, as a ROCm queue), not the maximum (15), with which
-//!   tinygrad's queues competed with every other process's until its PR #13658.
+//!   tinygrad's queues competed with every other process's until its PR #13658;
+//! - a GPU's SDMA queues are few and shared by every process: when KFD has none left
+//!   (`ENOMEM`), the device still opens and copies on its compute queue (tinygrad's PRs
+//!   #13920 and #14036 made its copy queue optional for that reason).
 
 use hcq_amd::{AmdDevice, AmdDriver};
 use hcq_amd_sys::seam::Kernel;
@@ -79,4 +82,51 @@ fn launches_copies_and_waits_make_kfd_scan_no_event() {
         0,
         "interrupts that named no event after {ROUNDS} launches, a copy and waits"
     );
+}
+
+#[test]
+fn a_device_kfd_gives_no_sdma_queue_copies_on_its_compute_queue() {
+    let emu = Arc::new(EmuKernel::new(EmuConfig {
+        gpus: 1,
+        vram_bytes: 256 << 20,
+        sdma_queues: 1,
+        ..EmuConfig::default()
+    }));
+    let kernel: Arc<dyn Kernel> = emu.clone();
+    let driver = AmdDriver::new(kernel, "amd-emu", true).unwrap();
+    let first = AmdDevice::open(&driver, 0).unwrap();
+    let second = AmdDevice::open(&driver, 0).expect("opens without a copy engine");
+    assert_eq!(first.copy_engine_missing(), None);
+    let why = second
+        .copy_engine_missing()
+        .expect("the only SDMA queue is taken");
+    assert!(why.contains("SDMA") && why.contains("os error 12"), "{why}");
+    assert_eq!(
+        emu.queue_priorities(first.node.gpu_id)
+            .iter()
+            .filter(|(sdma, _)| *sdma)
+            .count(),
+        1
+    );
+    for (dev, sdma) in [(&first, true), (&second, false)] {
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+        let buf = dev.alloc(data.len() as u64 + 8).unwrap();
+        dev.copy_in(&buf, 8, &data).unwrap();
+        let other = dev.alloc(data.len() as u64).unwrap();
+        dev.transfer(dev, &other, 0, &buf, 8, data.len() as u64)
+            .unwrap();
+        let mut back = vec![0u8; data.len()];
+        dev.copy_out(&mut back, &other, 0).unwrap();
+        assert!(back == data, "copies with an SDMA queue: {sdma}");
+        let (_, copy_ring) = dev.ring_bytes_written();
+        assert_eq!(
+            copy_ring > 0,
+            sdma,
+            "the copy ring is used only when there is one"
+        );
+    }
+    // The queue goes back to KFD with its device: the next device gets it.
+    drop(first);
+    let third = AmdDevice::open(&driver, 0).unwrap();
+    assert_eq!(third.copy_engine_missing(), None);
 }

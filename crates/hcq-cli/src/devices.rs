@@ -44,6 +44,9 @@ fn to_text(i: &DeviceInfo) -> String {
             c.render_minor,
             c.driver_version
         );
+        if let Some(why) = &c.copy_engine_missing {
+            s += &format!("  no copy engine (copies run on the compute queue): {why}\n");
+        }
     }
     s
 }
@@ -69,7 +72,8 @@ fn compute_json(c: &ComputeInfo) -> String {
     format!(
         "{{\"compute_units\":{},\"shader_engines\":{},\"simds_per_cu\":{},\"wave_size\":{},\
          \"max_waves_per_cu\":{},\"lds_per_workgroup\":{},\"max_clock_mhz\":{},\
-         \"free_memory\":{free},\"pci_location\":{},\"render_minor\":{},\"driver_version\":{}}}",
+         \"free_memory\":{free},\"pci_location\":{},\"render_minor\":{},\"driver_version\":{},\
+         \"copy_engine_missing\":{}}}",
         c.compute_units,
         c.shader_engines,
         c.simds_per_cu,
@@ -79,7 +83,10 @@ fn compute_json(c: &ComputeInfo) -> String {
         c.max_clock_mhz,
         quoted(&c.pci_location),
         c.render_minor,
-        quoted(&c.driver_version)
+        quoted(&c.driver_version),
+        c.copy_engine_missing
+            .as_deref()
+            .map_or("null".to_string(), quoted)
     )
 }
 

@@ -948,6 +948,7 @@ fn devices_json_and_verbose_describe_the_compute_shape() {
             assert_eq!(c["max_clock_mhz"], prop("max_engine_clk_fcompute"));
             assert_eq!(c["render_minor"], prop("drm_render_minor"));
             assert_eq!(c["driver_version"], version);
+            assert!(c["copy_engine_missing"].is_null(), "{d}");
             let free = c["free_memory"].as_u64().unwrap();
             assert!(free > 0 && free <= d["memory"].as_u64().unwrap(), "{d}");
             // The PCI device at that location holds the render node.
@@ -969,5 +970,19 @@ fn devices_json_and_verbose_describe_the_compute_shape() {
             text.contains("84 compute units in 6 shader engines") && text.contains(version),
             "{text}"
         );
+        assert!(!text.contains("no copy engine"), "{text}");
     }
+    // A GPU whose kernel driver has no SDMA queue left says why, in both forms.
+    let env = [("HCQ_EMU_SDMA_QUEUES", "0")];
+    let o = hcq(&["devices", "--json"], &env);
+    assert!(o.status.success(), "{o:?}");
+    let d: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    let why = d["compute"]["copy_engine_missing"].as_str().unwrap();
+    assert!(why.contains("SDMA") && why.contains("os error 12"), "{why}");
+    let o = hcq(&["devices", "-v"], &env);
+    let text = stdout(&o);
+    assert!(
+        o.status.success() && text.contains("no copy engine (copies run on the compute queue)"),
+        "{text}"
+    );
 }

@@ -222,4 +222,8 @@ pub struct ComputeInfo {
     pub render_minor: u32,
     /// The kernel driver's interface version, e.g. `KFD 1.16`.
     pub driver_version: String,
+    /// Why the device has no copy engine of its own, when it has none (the kernel driver had
+    /// no SDMA queue left to give): copies then run on the compute queue, with the same
+    /// results and order but no overlap with kernels.
+    pub copy_engine_missing: Option<String>,
 }

@@ -33,7 +33,13 @@ pub struct EmuConfig {
     /// tinygrad's SDMA code expects). Which one a real GPU writes for a user queue is not
     /// documented, so drivers are tested against both.
     pub wrapped_read_pointers: bool,
+    /// SDMA user queues each GPU gives out at once ([`SDMA_QUEUES`]: its 2 engines × 8);
+    /// fewer stand for queues other processes hold. KFD refuses one more with `ENOMEM`.
+    pub sdma_queues: u32,
 }
+
+/// SDMA user queues of one gfx1100: 2 engines with 8 queues each, shared by every process.
+pub const SDMA_QUEUES: u32 = 16;
 
 /// Default compute units per GPU: a Radeon RX 7900 XTX.
 pub const DEFAULT_CUS: u32 = 96;
@@ -48,6 +54,7 @@ impl Default for EmuConfig {
             cus: DEFAULT_CUS,
             small_bar: false,
             wrapped_read_pointers: false,
+            sdma_queues: SDMA_QUEUES,
         }
     }
 }
@@ -107,7 +114,8 @@ fn given(value: Option<&str>) -> Option<&str> {
 
 impl EmuConfig {
     /// Reads `HCQ_EMU_GPUS`, `HCQ_EMU_MAX_STEPS`, `HCQ_EMU_VRAM`, `HCQ_EMU_KERNEL`,
-    /// `HCQ_EMU_CUS`, `HCQ_EMU_SMALL_BAR` and `HCQ_EMU_WRAPPED_RPTR`; a missing or empty
+    /// `HCQ_EMU_CUS`, `HCQ_EMU_SMALL_BAR`, `HCQ_EMU_WRAPPED_RPTR` and `HCQ_EMU_SDMA_QUEUES`;
+    /// a missing or empty
     /// variable leaves its default, a malformed one is an error naming it.
     pub fn from_env() -> Result<Self, ConfigError> {
         let var = |name: &str| std::env::var(name).ok();
@@ -120,7 +128,8 @@ impl EmuConfig {
         )?;
         config
             .with_small_bar(var("HCQ_EMU_SMALL_BAR").as_deref())?
-            .with_wrapped_read_pointers(var("HCQ_EMU_WRAPPED_RPTR").as_deref())
+            .with_wrapped_read_pointers(var("HCQ_EMU_WRAPPED_RPTR").as_deref())?
+            .with_sdma_queues(var("HCQ_EMU_SDMA_QUEUES").as_deref())
     }
 
     /// `self` with `HCQ_EMU_WRAPPED_RPTR`'s value (`1`: read pointers reported as offsets
@@ -139,6 +148,23 @@ impl EmuConfig {
         };
         Ok(EmuConfig {
             wrapped_read_pointers,
+            ..self
+        })
+    }
+
+    /// `self` with `HCQ_EMU_SDMA_QUEUES`'s value (SDMA queues each GPU gives out, 0 to
+    /// [`SDMA_QUEUES`]; unset: all of them).
+    pub fn with_sdma_queues(self, value: Option<&str>) -> Result<Self, ConfigError> {
+        let sdma_queues = match given(value) {
+            None => SDMA_QUEUES,
+            Some(v) => v
+                .parse::<u32>()
+                .ok()
+                .filter(|&n| n <= SDMA_QUEUES)
+                .ok_or_else(|| ConfigError::new("HCQ_EMU_SDMA_QUEUES", v, SDMA_QUEUES_ACCEPTED))?,
+        };
+        Ok(EmuConfig {
+            sdma_queues,
             ..self
         })
     }
@@ -204,6 +230,7 @@ impl EmuConfig {
             cus,
             small_bar: false,
             wrapped_read_pointers: false,
+            sdma_queues: SDMA_QUEUES,
         })
     }
 }
@@ -213,6 +240,7 @@ pub const MIN_VRAM: u64 = 4096;
 
 const KERNEL_ACCEPTED: &str = "the Linux release whose KFD rules apply: 6.12 (also later \
      releases) or 6.6";
+const SDMA_QUEUES_ACCEPTED: &str = "SDMA queues per GPU, a whole number from 0 to 16";
 const SMALL_BAR_ACCEPTED: &str = "1 (the BAR does not span VRAM) or 0";
 const WRAPPED_RPTR_ACCEPTED: &str =
     "1 (read pointers are offsets within the ring) or 0 (running counts)";
@@ -387,9 +415,17 @@ mod tests {
                 cus: 84,
                 small_bar: false,
                 wrapped_read_pointers: false,
+                sdma_queues: SDMA_QUEUES,
             }
         );
         let d = EmuConfig::default();
+        assert_eq!(d.with_sdma_queues(Some(" 0 ")).unwrap().sdma_queues, 0);
+        assert_eq!(d.with_sdma_queues(Some("16")).unwrap().sdma_queues, 16);
+        assert_eq!(d.with_sdma_queues(None).unwrap().sdma_queues, 16);
+        for bad in ["17", "-1", "some"] {
+            let e = d.with_sdma_queues(Some(bad)).unwrap_err();
+            assert_eq!((e.variable, e.value.as_str()), ("HCQ_EMU_SDMA_QUEUES", bad));
+        }
         assert!(d.with_small_bar(Some("1")).unwrap().small_bar);
         assert!(!d.with_small_bar(Some(" ")).unwrap().small_bar);
         let e = d.with_small_bar(Some("yes")).unwrap_err();

@@ -9,10 +9,11 @@ use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
 use hcq_amd_sys::pm4::{
-    copy_dst_sel, copy_src_sel, data_sel, event_name, gcr, int_sel, mem_space, opcode_name,
-    release_dst_sel, wait_operation, write_dst_sel, CompareFunction, CopyData, DispatchDirect,
-    EventWrite, Header, IndirectBuffer, Packet, ReleaseMem, SetUconfigReg, WaitRegMem, WriteData,
-    EVENT_CS_PARTIAL_FLUSH, PACKET_TYPE3, REGISTER_ADDRESS_MASK, UCONFIG_REG_START,
+    copy_dst_sel, copy_src_sel, data_sel, dma_dst_sel, dma_src_sel, event_name, gcr, int_sel,
+    mem_space, opcode_name, release_dst_sel, wait_operation, write_dst_sel, CompareFunction,
+    CopyData, DispatchDirect, DmaData, EventWrite, Header, IndirectBuffer, Packet, ReleaseMem,
+    SetUconfigReg, WaitRegMem, WriteData, EVENT_CS_PARTIAL_FLUSH, OP_DMA_DATA, OP_INDIRECT_BUFFER,
+    OP_WAIT_REG_MEM, PACKET_TYPE3, REGISTER_ADDRESS_MASK, UCONFIG_REG_START,
 };
 use hcq_amd_sys::regs;
 
@@ -85,6 +86,12 @@ pub(crate) struct Cp {
     ring: Ring,
     gpu: Arc<Gpu>,
     sh: Vec<u32>,
+    /// CP DMAs (`DMA_DATA` without `CP_SYNC`) still in flight, with where each was queued.
+    /// The CP goes on without them: they land, in order, after the next packet that is not
+    /// itself a DMA, an indirect buffer or a wait, the latest a legal schedule allows
+    /// without stalling the queue, so a client that signals before its copies landed
+    /// reads stale data here as it could on hardware.
+    dma_in_flight: Vec<(DmaData, String)>,
 }
 
 impl Cp {
@@ -93,6 +100,7 @@ impl Cp {
             ring: Ring::new(gpu.clone(), queue, desc, PointerUnit::Dwords, "queue"),
             gpu,
             sh: vec![0; SH_REGS],
+            dma_in_flight: Vec::new(),
         }
     }
 
@@ -107,6 +115,19 @@ impl Cp {
     /// Executes the ring's packets from dword position `rptr` up to `wptr`.
     pub(crate) fn consume(&mut self, rptr: u64, wptr: u64) {
         self.process(Source::Ring, rptr, wptr, 0);
+        // Nothing more to do: the DMA engine catches up.
+        self.land_dma();
+    }
+
+    /// Completes the CP DMAs in flight, in order (unless the queue was stopped: then they
+    /// never land).
+    fn land_dma(&mut self) {
+        for (d, at) in std::mem::take(&mut self.dma_in_flight) {
+            if self.ring.halted() {
+                return;
+            }
+            self.dma(&d, &at);
+        }
     }
 
     fn fault(&self, class: FaultClass, what: String) {
@@ -249,8 +270,34 @@ impl Cp {
         }
     }
 
-    /// Executes one packet; says where execution goes on.
+    /// Executes one packet; says where execution goes on. CP DMAs in flight land after it,
+    /// unless it is a DMA itself (which waits for them, DMAs being in order), an indirect
+    /// buffer (whose packets go first) or a wait (while the CP waits, the DMA engine works).
     fn execute(
+        &mut self,
+        header: Header,
+        payload: &[u32],
+        src: Source,
+        pos: u64,
+        depth: u32,
+    ) -> Next {
+        match header.opcode {
+            OP_DMA_DATA | OP_INDIRECT_BUFFER => {
+                self.execute_packet(header, payload, src, pos, depth)
+            }
+            OP_WAIT_REG_MEM => {
+                self.land_dma();
+                self.execute_packet(header, payload, src, pos, depth)
+            }
+            _ => {
+                let next = self.execute_packet(header, payload, src, pos, depth);
+                self.land_dma();
+                next
+            }
+        }
+    }
+
+    fn execute_packet(
         &mut self,
         header: Header,
         payload: &[u32],
@@ -301,6 +348,14 @@ impl Cp {
             Packet::ReleaseMem(r) => self.release_mem(&r, &at()),
             Packet::WaitRegMem(w) => self.wait_reg_mem(&w, &at()),
             Packet::CopyData(c) => self.copy_data(&c, &at()),
+            Packet::DmaData(d) => {
+                self.land_dma();
+                if d.cp_sync {
+                    self.dma(&d, &at());
+                } else {
+                    self.dma_in_flight.push((d, at()));
+                }
+            }
             Packet::WriteData(w) => self.write_data(&w, &at()),
             Packet::DispatchDirect(d) => self.dispatch(&d, &at()),
             Packet::IndirectBuffer(ib) => return self.indirect_buffer(ib, src, depth, &at()),
@@ -464,6 +519,64 @@ impl Cp {
 
     /// `COPY_DATA`: one value (32 or 64 bits) from a register, memory, the packet or the GPU
     /// clock to a register or memory.
+    /// Runs one CP DMA: a copy or fill between memory ranges (through L2 or not: the same
+    /// memory here), `SAIC`/`DAIC` transfers dword by dword on a fixed address. GDS, register
+    /// spaces and the PFP engine are reported as not modelled; the DMA is then skipped whole,
+    /// as is one touching an unmapped address (a VM fault).
+    fn dma(&mut self, d: &DmaData, at: &str) {
+        let unmodelled = if d.engine_pfp {
+            Some("ENGINE_SEL 1 (the prefetch parser, which a compute queue does not have)".into())
+        } else if d.src_sel == dma_src_sel::GDS || d.dst_sel == dma_dst_sel::GDS {
+            Some("GDS as source or destination".into())
+        } else if d.dst_sel == 2 {
+            Some("DST_SEL 2 (reserved)".into())
+        } else if d.src_is_register || d.dst_is_register {
+            Some("register space (SAS or DAS)".into())
+        } else if (d.src_no_increment || d.dst_no_increment) && d.byte_count % 4 != 0 {
+            Some(format!(
+                "a fixed address (SAIC or DAIC) with a byte count of {} (not whole dwords)",
+                d.byte_count
+            ))
+        } else {
+            None
+        };
+        if let Some(what) = unmodelled {
+            self.fault(
+                FaultClass::Hw,
+                format!("DMA_DATA with {what} is not modelled; packet skipped at {at}"),
+            );
+            return;
+        }
+        let n = u64::from(d.byte_count);
+        fence(Ordering::SeqCst);
+        let snap = self.gpu.page_table.snapshot();
+        let result = match (d.src_sel, d.src_no_increment, d.dst_no_increment) {
+            (dma_src_sel::DATA, _, false) => snap
+                .fill(d.dst, n, &(d.src as u32).to_le_bytes())
+                .map_err(|va| (false, va)),
+            (dma_src_sel::DATA, _, true) => fixed_dword(&snap, d.dst, n)
+                .and_then(|_| snap.fill(d.dst, 4.min(n), &(d.src as u32).to_le_bytes()))
+                .map_err(|va| (false, va)),
+            (_, false, false) => snap.copy(d.src, d.dst, n),
+            (_, saic, daic) => dword_transfer(&snap, d.src, saic, d.dst, daic, n),
+        };
+        drop(snap);
+        if let Err((read, va)) = result {
+            self.fault(
+                FaultClass::Vm { va },
+                format!(
+                    "VM fault: DMA_DATA of {n} bytes from {:#x} to {:#x}: {} of unmapped address {va:#x} at {at}",
+                    d.src,
+                    d.dst,
+                    if read { "read" } else { "write" }
+                ),
+            );
+            return;
+        }
+        fence(Ordering::SeqCst);
+        self.gpu.watch.notify();
+    }
+
     fn copy_data(&mut self, c: &CopyData, at: &str) {
         // Memory operands drop the address bits below their size, as the packet encodes them.
         let align = |addr: u64| if c.count_64 { addr & !7 } else { addr & !3 };
@@ -667,4 +780,36 @@ impl Cp {
             }
         }
     }
+}
+
+/// Checks that the dword at `addr` is mapped when `n` bytes go to it on a fixed address.
+fn fixed_dword(snap: &Snapshot, addr: u64, n: u64) -> Result<(), u64> {
+    if n == 0 {
+        return Ok(());
+    }
+    snap.spans(addr, 4).map(|_| ())
+}
+
+/// A CP DMA in dwords where the source (`saic`) or the destination (`daic`) stays on one
+/// dword: every address is checked before anything is written.
+fn dword_transfer(
+    snap: &Snapshot,
+    src: u64,
+    saic: bool,
+    dst: u64,
+    daic: bool,
+    n: u64,
+) -> Result<(), (bool, u64)> {
+    if n == 0 {
+        return Ok(());
+    }
+    let span = |fixed: bool| if fixed { 4 } else { n };
+    snap.spans(src, span(saic)).map_err(|va| (true, va))?;
+    snap.spans(dst, span(daic)).map_err(|va| (false, va))?;
+    for k in 0..n / 4 {
+        let from = if saic { src } else { src + 4 * k };
+        let to = if daic { dst } else { dst + 4 * k };
+        snap.copy(from, to, 4)?;
+    }
+    Ok(())
 }

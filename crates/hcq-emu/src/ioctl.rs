@@ -487,6 +487,11 @@ impl EmuKernel {
         if queues.count_on(gpu.index) >= MAX_QUEUES_PER_GPU {
             return Err(errno(libc::ENOSPC));
         }
+        // KFD's device queue manager hands out the GPU's SDMA queues from a bitmap shared by
+        // every process; with none left it says "No more SDMA queue to allocate": ENOMEM.
+        if sdma && queues.sdma_count_on(gpu.index) >= self.config.sdma_queues as usize {
+            return Err(errno(libc::ENOMEM));
+        }
         let slot = self
             .doorbells
             .free_slot(gpu.index)

@@ -18,6 +18,8 @@ use std::io;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use hcq_amd_sys::shared;
+
 use crate::util::{errno, lock};
 use crate::{host_memory, hostmaps};
 
@@ -523,6 +525,92 @@ impl Snapshot {
             .checked_sub(1)?;
         let e = &self.entries[i];
         (addr < e.end).then_some((e.start, e.end))
+    }
+
+    /// The host spans of the GPU range `[addr, addr + len)`, one per mapping it crosses (BOs
+    /// adjacent in the GPU's address space are not adjacent on the host); `Err` with the first
+    /// address of the range that is not mapped.
+    pub fn spans(&self, addr: u64, len: u64) -> Result<Vec<(*mut u8, u64)>, u64> {
+        let end = addr.saturating_add(len);
+        let mut spans = Vec::new();
+        let mut at = addr;
+        while at < end {
+            let e = self
+                .entries
+                .partition_point(|e| e.start <= at)
+                .checked_sub(1)
+                .map(|i| &self.entries[i])
+                .filter(|e| at < e.end)
+                .ok_or(at)?;
+            let n = e.end.min(end) - at;
+            spans.push(((e.storage.base + (at - e.start)) as usize as *mut u8, n));
+            at += n;
+        }
+        if end - addr < len {
+            // The range runs past the top of the address space.
+            return Err(end);
+        }
+        Ok(spans)
+    }
+
+    /// Copies `len` bytes from GPU address `src` to `dst`, across mappings, with `memmove`
+    /// semantics when the GPU ranges overlap; all or nothing: `Err` names the side (true: the
+    /// read) and the first unmapped address, and then nothing was written.
+    pub fn copy(&self, src: u64, dst: u64, len: u64) -> Result<(), (bool, u64)> {
+        let from = self.spans(src, len).map_err(|va| (true, va))?;
+        let to = self.spans(dst, len).map_err(|va| (false, va))?;
+        let mut pieces = Vec::with_capacity(from.len() + to.len());
+        let (mut i, mut j, mut at_i, mut at_j) = (0, 0, 0u64, 0u64);
+        while i < from.len() && j < to.len() {
+            let n = (from[i].1 - at_i).min(to[j].1 - at_j);
+            pieces.push((
+                from[i].0.wrapping_add(at_i as usize),
+                to[j].0.wrapping_add(at_j as usize),
+                n,
+            ));
+            at_i += n;
+            at_j += n;
+            if at_i == from[i].1 {
+                (i, at_i) = (i + 1, 0);
+            }
+            if at_j == to[j].1 {
+                (j, at_j) = (j + 1, 0);
+            }
+        }
+        let run = |(s, d, n): (*mut u8, *mut u8, u64)| {
+            // SAFETY: each piece lies inside a mapped BO (from `spans`), kept mapped while
+            // `self` holds its storage. Other engines, waves and the host reach GPU memory
+            // atomically, as `shared::copy` does; it is a memmove within the piece.
+            unsafe { shared::copy(s, d, n as usize) }
+        };
+        // Pieces sit at the same offsets of both ranges: with the destination above the
+        // source, copying the last piece first keeps overlapping bytes intact.
+        if dst > src {
+            pieces.into_iter().rev().for_each(run);
+        } else {
+            pieces.into_iter().for_each(run);
+        }
+        Ok(())
+    }
+
+    /// Fills `len` bytes at GPU address `dst`, across mappings, with `pattern` repeated from
+    /// its first byte; all or nothing, `Err` with the first unmapped address.
+    pub fn fill(&self, dst: u64, len: u64, pattern: &[u8]) -> Result<(), u64> {
+        let spans = self.spans(dst, len)?;
+        let mut done = 0u64;
+        for (p, n) in spans {
+            let phase = (done % pattern.len().max(1) as u64) as usize;
+            let rotated: Vec<u8> = pattern[phase..]
+                .iter()
+                .chain(&pattern[..phase])
+                .copied()
+                .collect();
+            // SAFETY: the span lies inside a mapped BO kept mapped while `self` holds it;
+            // everyone else reaches GPU memory atomically.
+            unsafe { shared::fill(p, n as usize, &rotated) };
+            done += n;
+        }
+        Ok(())
     }
 
     /// The address a VM fault reports for an access at `addr` that [`Snapshot::translate`]

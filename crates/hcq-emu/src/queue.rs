@@ -276,6 +276,13 @@ impl QueueTable {
     pub fn count_on(&self, gpu: usize) -> usize {
         self.queues.values().filter(|q| q.gpu == gpu).count()
     }
+
+    pub fn sdma_count_on(&self, gpu: usize) -> usize {
+        self.queues
+            .values()
+            .filter(|q| q.gpu == gpu && q.sdma)
+            .count()
+    }
 }
 
 /// What is left of one doorbell `mmap` in the process (a partial `munmap` leaves a part).

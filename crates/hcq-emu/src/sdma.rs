@@ -337,15 +337,10 @@ impl Sdma {
         }
         let n = c.bytes();
         fence(Ordering::SeqCst);
-        let snap = self.gpu.page_table.snapshot();
-        let (src, dst) = (snap.translate(c.src, n), snap.translate(c.dst, n));
-        let (Some(src), Some(dst)) = (src, dst) else {
-            let (dir, va) = if src.is_none() {
-                ("read", snap.fault_address(c.src))
-            } else {
-                ("write", snap.fault_address(c.dst))
-            };
-            drop(snap);
+        // Across BOs adjacent in the GPU's address space, all or nothing, memmove semantics.
+        let copied = self.gpu.page_table.snapshot().copy(c.src, c.dst, n);
+        if let Err((read, va)) = copied {
+            let dir = if read { "read" } else { "write" };
             self.fault(
                 FaultClass::Vm { va },
                 format!(
@@ -354,13 +349,7 @@ impl Sdma {
                 ),
             );
             return;
-        };
-        // SAFETY: `translate` guarantees `n` mapped bytes at both pointers, kept mapped while
-        // `snap` holds their BOs. Other engines, waves or the host may access the same bytes
-        // concurrently, as on hardware; they do so atomically, as `shared::copy` does, which
-        // also has memmove semantics for overlapping ranges.
-        unsafe { shared::copy(src, dst, n as usize) };
-        drop(snap);
+        }
         fence(Ordering::SeqCst);
         self.gpu.watch.notify();
     }
@@ -392,20 +381,18 @@ impl Sdma {
         let pattern = f.data.to_le_bytes();
         let unit = f.unit();
         fence(Ordering::SeqCst);
-        let snap = self.gpu.page_table.snapshot();
-        let Some(dst) = snap.translate(f.address, n) else {
-            let va = snap.fault_address(f.address);
-            drop(snap);
+        let filled = self
+            .gpu
+            .page_table
+            .snapshot()
+            .fill(f.address, n, &pattern[..unit]);
+        if let Err(va) = filled {
             self.fault(
                 FaultClass::Vm { va },
                 format!("VM fault: CONST_FILL of {n} bytes at unmapped address {va:#x} at {at}"),
             );
             return;
-        };
-        // SAFETY: `translate` guarantees `n` mapped bytes at `dst`, kept mapped while `snap`
-        // holds the BO and reached by everyone else atomically.
-        unsafe { shared::fill(dst, n as usize, &pattern[..unit]) };
-        drop(snap);
+        }
         fence(Ordering::SeqCst);
         self.gpu.watch.notify();
     }

@@ -188,6 +188,9 @@ pub struct PyComputeInfo {
     render_minor: u32,
     /// The kernel driver's interface version, e.g. `KFD 1.16`.
     driver_version: String,
+    /// Why the device has no copy engine of its own (copies then run on the compute queue),
+    /// or None when it has one.
+    copy_engine_missing: Option<String>,
 }
 
 impl From<hcq::ComputeInfo> for PyComputeInfo {
@@ -204,6 +207,7 @@ impl From<hcq::ComputeInfo> for PyComputeInfo {
             pci_location: c.pci_location,
             render_minor: c.render_minor,
             driver_version: c.driver_version,
+            copy_engine_missing: c.copy_engine_missing,
         }
     }
 }

@@ -29,6 +29,7 @@ def test_device_by_name_and_info(dev):
     assert (c.max_waves_per_cu, c.lds_per_workgroup) == (32, 65536)
     assert c.render_minor >= 128 and c.driver_version.startswith("KFD 1.")
     assert 0 < c.free_memory <= info.memory
+    assert c.copy_engine_missing is None
     assert "amd-emu:0" in repr(info) and "amd-emu:0" in repr(dev)
 
 

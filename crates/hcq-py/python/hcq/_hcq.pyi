@@ -28,6 +28,7 @@ class ComputeInfo:
     pci_location: str
     render_minor: int
     driver_version: str
+    copy_engine_missing: Optional[str]
 
 class DeviceInfo:
     """Properties of an opened device."""
