@@ -1168,18 +1168,39 @@ impl Pm4Builder {
         self
     }
 
-    /// Writes the 64-bit GPU clock to `addr` at end of pipe.
+    /// Writes the 64-bit GPU clock (100 MHz) to `addr`, ordered with the work around it: an
+    /// end-of-pipe release first (everything before has finished and written its memory),
+    /// then the clock's release, then an acquire that writes L2 back, so that once a later
+    /// signal is seen the stamp is in memory. The bare clock release alone, tinygrad 0.9.0's
+    /// form, let real GPUs stamp early or leave the stamp unwritten when the host read it
+    /// (tinygrad's PRs #12794 and #13267).
     pub fn timestamp(&mut self, addr: u64) -> &mut Self {
-        ReleaseMem {
+        let release = |data_sel: u8, address: u64| ReleaseMem {
             event_type: EVENT_CACHE_FLUSH_AND_INV_TS,
             event_index: EVENT_INDEX_END_OF_PIPE,
             gcr: 0,
-            data_sel: data_sel::GPU_CLOCK_64,
+            data_sel,
             int_sel: int_sel::NONE,
             dst_sel: 0,
-            address: addr,
+            address,
             data: 0,
             int_ctx: 0,
+        };
+        release(data_sel::NONE, 0).encode(&mut self.words);
+        release(data_sel::GPU_CLOCK_64, addr).encode(&mut self.words);
+        AcquireMem {
+            coher_cntl: 0,
+            size: (1u64 << 40) - 1,
+            base: 0,
+            poll_interval: 0,
+            gcr_cntl: gcr::GLM_INV
+                | gcr::GLM_WB
+                | gcr::GLK_INV
+                | gcr::GLK_WB
+                | gcr::GLV_INV
+                | gcr::GL1_INV
+                | gcr::GL2_INV
+                | gcr::GL2_WB,
         }
         .encode(&mut self.words);
         self

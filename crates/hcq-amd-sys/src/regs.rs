@@ -100,6 +100,7 @@ bitfield!(
         vgprs: 0, 6;
         sgprs: 6, 4;
         float_mode: 12, 8;
+        privileged: 20, 1;
         ieee_mode: 23, 1;
     }
 );
@@ -121,6 +122,22 @@ bitfield!(
         excp_en: 24, 7;
     }
 );
+
+/// `COMPUTE_PGM_RSRC1.PRIV`: the waves start in privileged mode. A kernel descriptor may not
+/// set it; a driver may add it at dispatch ([`dispatch_rsrc1_bits`]).
+pub const RSRC1_PRIV: u32 = 1 << 20;
+
+/// `COMPUTE_PGM_RSRC1` bits a driver adds to a kernel's own when it dispatches from a PM4
+/// queue on a GPU of architecture `arch`: `PRIV` on gfx11. tinygrad found context save and
+/// restore (CWSR, which KFD uses to preempt queues) misbehaving on gfx11 GPUs for waves
+/// launched without it, and has set it there since its PR #6950; AMD documents no reason.
+pub fn dispatch_rsrc1_bits(arch: &str) -> u32 {
+    if arch.starts_with("gfx11") {
+        RSRC1_PRIV
+    } else {
+        0
+    }
+}
 
 /// Bytes per `LDS_SIZE` granule on gfx11.
 pub const LDS_GRANULE: u32 = 512;

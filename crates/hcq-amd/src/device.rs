@@ -119,6 +119,10 @@ pub struct AmdDriver {
     render_nodes: Mutex<Vec<(u32, Fd)>>,
 }
 
+/// The KFD version from which the driver makes the `RUNTIME_ENABLE` handshake (tinygrad's
+/// bound; the call exists since 1.13).
+const RUNTIME_ENABLE_SINCE: (u32, u32) = (1, 14);
+
 impl AmdDriver {
     pub fn new(kernel: Arc<dyn Kernel>, prefix: &str, emulated: bool) -> Result<Arc<AmdDriver>> {
         let gpus = topology::gpu_nodes(kernel.as_ref())?;
@@ -129,6 +133,13 @@ impl AmdDriver {
                 "KFD ABI {}.{}, need 1.x",
                 v.major_version, v.minor_version
             )));
+        }
+        // The runtime handshake of KFD 1.14 and later, before any queue exists. Upstream Linux
+        // works without it; ROCm 7's kernel driver did not let tinygrad run until it made this
+        // call (mode 0, no debugging: its PR #12502). Upstream accepts mode 0 whatever state
+        // the process is in.
+        if (v.major_version, v.minor_version) >= RUNTIME_ENABLE_SINCE {
+            kfd.runtime_enable(0)?;
         }
         Ok(Arc::new(AmdDriver {
             kfd: Arc::new(kfd),
@@ -880,6 +891,7 @@ impl AmdDevice {
             code_entry: image.va + entry,
             image: Arc::new(image),
             user_sgprs: descriptor.user_sgpr_layout(),
+            rsrc1: descriptor.compute_pgm_rsrc1 | regs::dispatch_rsrc1_bits(&self.node.arch),
             descriptor,
             args,
             kernarg_size,
@@ -1360,7 +1372,7 @@ pub(crate) fn dispatch_setup(
     }
     DispatchSetup {
         code_entry: prg.code_entry,
-        rsrc1: prg.descriptor.compute_pgm_rsrc1,
+        rsrc1: prg.rsrc1,
         rsrc2: prg.descriptor.compute_pgm_rsrc2,
         group_segment_size,
         scratch_base: st.scratch.as_ref().map_or(0, |s| s.va),

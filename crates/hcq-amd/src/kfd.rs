@@ -250,6 +250,16 @@ impl Kfd {
         Ok(a.available)
     }
 
+    /// `AMDKFD_IOC_RUNTIME_ENABLE` with `mode_mask` (0: no debugging asked for).
+    pub fn runtime_enable(&self, mode_mask: u32) -> Result<()> {
+        let mut a = abi::RuntimeEnableArgs {
+            r_debug: 0,
+            mode_mask,
+            capabilities_mask: 0,
+        };
+        self.ioctl("AMDKFD_IOC_RUNTIME_ENABLE", abi::IOC_RUNTIME_ENABLE, &mut a)
+    }
+
     pub fn acquire_vm(&self, drm_fd: Fd, gpu_id: u32) -> Result<()> {
         let mut a = abi::AcquireVmArgs {
             drm_fd: drm_fd as u32,

@@ -642,6 +642,9 @@ pub struct AmdProgram {
     /// run it is still queued ([`crate::AmdDevice::free_after_work`]).
     pub image: std::sync::Arc<GpuMemory>,
     pub descriptor: KernelDescriptor,
+    /// `COMPUTE_PGM_RSRC1` as dispatched: the descriptor's, with the bits the device's
+    /// architecture needs ([`hcq_amd_sys::regs::dispatch_rsrc1_bits`]).
+    pub rsrc1: u32,
     /// GPU address of the first instruction.
     pub code_entry: u64,
     pub user_sgprs: UserSgprLayout,

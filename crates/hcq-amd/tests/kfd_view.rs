@@ -5,6 +5,10 @@
 //!   process; the emulated kernel counts those scans;
 //! - its queues have normal priority (7, as a ROCm queue), not the maximum (15), with which
 //!   tinygrad's queues competed with every other process's until its PR #13658;
+//! - it makes KFD's runtime handshake (`RUNTIME_ENABLE`, mode 0) once, before any queue: ROCm
+//!   7's kernel driver did not run tinygrad's queues without it (its PR #12502);
+//! - every dispatch sets `COMPUTE_PGM_RSRC1.PRIV` on gfx11, without which tinygrad found
+//!   context save and restore failing on real GPUs (its PR #6950);
 //! - a GPU's SDMA queues are few and shared by every process: when KFD has none left
 //!   (`ENOMEM`), the device still opens and copies on its compute queue (tinygrad's PRs
 //!   #13920 and #14036 made its copy queue optional for that reason).
@@ -129,4 +133,72 @@ fn a_device_kfd_gives_no_sdma_queue_copies_on_its_compute_queue() {
     drop(first);
     let third = AmdDevice::open(&driver, 0).unwrap();
     assert_eq!(third.copy_engine_missing(), None);
+}
+
+#[test]
+fn every_dispatch_is_privileged_on_gfx11() {
+    let (emu, dev) = open();
+    let prg = dev
+        .load_program(&dev.compile(SRC).unwrap(), "twice")
+        .unwrap();
+    assert_ne!(prg.rsrc1 & hcq_amd_sys::regs::RSRC1_PRIV, 0);
+    assert_eq!(
+        prg.rsrc1 & !hcq_amd_sys::regs::RSRC1_PRIV,
+        prg.descriptor.compute_pgm_rsrc1,
+        "nothing else changes"
+    );
+    let buf = dev.alloc(256 * 4).unwrap();
+    let data: Vec<u8> = (0..256i32).flat_map(|i| (i - 100).to_le_bytes()).collect();
+    dev.copy_in(&buf, 0, &data).unwrap();
+    for _ in 0..3 {
+        dev.launch(
+            &prg,
+            &[Arg::Buffer(&buf), Arg::I32(256)],
+            |b| Ok(b.gpu_address()),
+            [4, 1, 1],
+            [64, 1, 1],
+            false,
+        )
+        .unwrap();
+    }
+    let mut back = vec![0u8; data.len()];
+    dev.copy_out(&mut back, &buf, 0).unwrap();
+    for (i, c) in back.chunks(4).enumerate() {
+        assert_eq!(
+            i32::from_le_bytes(c.try_into().unwrap()),
+            (i as i32 - 100) * 8
+        );
+    }
+    assert_eq!(emu.shader_stats(0).unwrap().dispatches, 3);
+    assert_eq!(emu.unprivileged_dispatches(dev.node.gpu_id), 0);
+}
+
+#[test]
+fn the_runtime_handshake_comes_once_before_any_queue() {
+    use hcq_emu::{KfdRules, RuntimeEnableCall};
+    for kernel in [KfdRules::Linux6_12, KfdRules::Linux6_6] {
+        let emu = Arc::new(EmuKernel::new(EmuConfig {
+            gpus: 2,
+            vram_bytes: 256 << 20,
+            kernel,
+            ..EmuConfig::default()
+        }));
+        let k: Arc<dyn Kernel> = emu.clone();
+        let driver = AmdDriver::new(k, "amd-emu", true).unwrap();
+        let devs = [
+            AmdDevice::open(&driver, 0).unwrap(),
+            AmdDevice::open(&driver, 1).unwrap(),
+        ];
+        let buf = devs[1].alloc(4096).unwrap();
+        devs[1].copy_in(&buf, 0, &[7; 4096]).unwrap();
+        assert_eq!(
+            emu.runtime_enable_calls(),
+            vec![RuntimeEnableCall {
+                mode_mask: 0,
+                queues: 0,
+                errno: 0
+            }],
+            "{kernel:?}"
+        );
+    }
 }

@@ -718,6 +718,9 @@ impl Cp {
                 return;
             }
         };
+        if params.rsrc1 & regs::RSRC1_PRIV == 0 {
+            self.gpu.stats.unprivileged.fetch_add(1, Ordering::Relaxed);
+        }
         fence(Ordering::SeqCst);
         let snap = self.gpu.page_table.snapshot();
         let result = dispatch::run(

@@ -145,6 +145,8 @@ pub struct ShaderStats {
     pub dispatches: AtomicU64,
     pub waves: AtomicU64,
     pub instructions: AtomicU64,
+    /// Dispatches whose `COMPUTE_PGM_RSRC1` lacked `PRIV` ([`crate::EmuKernel::unprivileged_dispatches`]).
+    pub unprivileged: AtomicU64,
 }
 
 impl std::fmt::Debug for Gpu {

@@ -328,6 +328,19 @@ impl EmuKernel {
     /// `RUNTIME_ENABLE`: a runtime says it is there (for the debugger), once, before it has
     /// queues; `mode_mask` 0 withdraws, which is always accepted.
     fn runtime_enable(&self, a: &mut RuntimeEnableArgs) -> io::Result<()> {
+        let result = self.runtime_enable_checked(a);
+        lock(&self.runtime_enable_calls).push(crate::RuntimeEnableCall {
+            mode_mask: a.mode_mask,
+            queues: lock(&self.queues).queues.len(),
+            errno: result
+                .as_ref()
+                .err()
+                .map_or(0, |e| e.raw_os_error().unwrap_or(-1)),
+        });
+        result
+    }
+
+    fn runtime_enable_checked(&self, a: &mut RuntimeEnableArgs) -> io::Result<()> {
         use std::sync::atomic::Ordering::Relaxed;
         if a.mode_mask & RUNTIME_ENABLE_MODE_ENABLE == 0 {
             self.runtime_enabled.store(false, Relaxed);

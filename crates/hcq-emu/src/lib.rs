@@ -277,6 +277,20 @@ pub struct EmuKernel {
     reclaimed: Mutex<LiveObjects>,
     /// Whether a runtime announced itself with `RUNTIME_ENABLE`.
     runtime_enabled: std::sync::atomic::AtomicBool,
+    /// Every `RUNTIME_ENABLE` call of the KFD context so far ([`EmuKernel::runtime_enable_calls`]).
+    runtime_enable_calls: Mutex<Vec<RuntimeEnableCall>>,
+}
+
+/// One `RUNTIME_ENABLE` call as the emulated KFD saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RuntimeEnableCall {
+    /// The call's `mode_mask` (0: the runtime withdraws, or says it is there without asking
+    /// for debugging, as tinygrad does).
+    pub mode_mask: u32,
+    /// User queues the process had when it called.
+    pub queues: usize,
+    /// What the call returned: 0 or the errno.
+    pub errno: i32,
 }
 
 impl std::fmt::Debug for EmuKernel {
@@ -335,6 +349,7 @@ impl EmuKernel {
             watch,
             reclaimed: Mutex::default(),
             runtime_enabled: Default::default(),
+            runtime_enable_calls: Mutex::new(Vec::new()),
         }
     }
 
@@ -383,6 +398,26 @@ impl EmuKernel {
     /// the kernel do that work for every signal.
     pub fn event_scans(&self) -> u64 {
         self.events.event_scans()
+    }
+
+    /// Dispatches GPU `gpu_id` took from a PM4 queue whose `COMPUTE_PGM_RSRC1` lacked `PRIV`.
+    /// The emulated gfx1100 runs them alike, but tinygrad found context save and restore
+    /// (CWSR, how KFD preempts queues: on eviction, between processes, at suspend) failing
+    /// on real gfx11 GPUs for such waves (its PR #6950), so a driver meant for them should
+    /// leave this at 0. The emulator has no context save to show the failure itself.
+    pub fn unprivileged_dispatches(&self, gpu_id: u32) -> u64 {
+        self.gpu_by_id(gpu_id).map_or(0, |g| {
+            g.stats
+                .unprivileged
+                .load(std::sync::atomic::Ordering::Relaxed)
+        })
+    }
+
+    /// The process's `RUNTIME_ENABLE` calls since its KFD context began, in order. tinygrad
+    /// found that ROCm 7's kernel driver needs one before user queues work (its PR #12502;
+    /// upstream Linux does not), so a driver meant for both makes one, first.
+    pub fn runtime_enable_calls(&self) -> Vec<RuntimeEnableCall> {
+        lock(&self.runtime_enable_calls).clone()
     }
 
     /// Whether a VM fault has evicted the process's queues on GPU `gpu_id` (KFD never
@@ -499,6 +534,7 @@ impl EmuKernel {
         }
         self.runtime_enabled
             .store(false, std::sync::atomic::Ordering::Relaxed);
+        lock(&self.runtime_enable_calls).clear();
         // Doorbell memory has no call to release it: every context leaves it to the end, so
         // counting it would tell nothing about the driver.
         *lock(&self.reclaimed) = LiveObjects {

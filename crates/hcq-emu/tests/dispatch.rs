@@ -135,6 +135,8 @@ fn kernels_run_and_a_vm_fault_evicts_the_process_queues_for_good() {
     let stats = k.shader_stats(0).expect("GPU 0");
     assert_eq!((stats.dispatches, stats.waves), (1, 32));
     assert!(stats.instructions >= 32 * 10, "{stats:?}");
+    // The descriptor's RSRC1 as it is, without PRIV (tinygrad before its PR #6950).
+    assert_eq!(k.unprivileged_dispatches(dev.gpu_id), 1);
     for i in 0..n {
         let x = (i as u32).wrapping_mul(7919) ^ 0x5a5a;
         assert_eq!(
@@ -153,15 +155,14 @@ fn kernels_run_and_a_vm_fault_evicts_the_process_queues_for_good() {
         &args(&[grid.va, w | (u64::from(bx) << 32), u64::from(by)]),
     );
     let mut b = Pm4Builder::new();
-    b.exec(
-        &prog.setup("index2d", kernargs.va + 0x100),
-        [(w as u32) / bx, (h as u32) / by, 1],
-        [bx, by, 1],
-    );
+    let mut setup = prog.setup("index2d", kernargs.va + 0x100);
+    setup.rsrc1 |= hcq_amd_sys::regs::dispatch_rsrc1_bits("gfx1100");
+    b.exec(&setup, [(w as u32) / bx, (h as u32) / by, 1], [bx, by, 1]);
     b.signal(sig.value_addr(0), 2, sig.mailbox(&ev), ev.event_id);
     q.submit(&b.words);
     wait_signal(&dev, &sig, 2, &ev);
     assert_eq!(k.take_fault_report(dev.gpu_id), None);
+    assert_eq!(k.unprivileged_dispatches(dev.gpu_id), 1, "PRIV was set");
     for y in 0..h {
         for x in 0..w {
             assert_eq!(
