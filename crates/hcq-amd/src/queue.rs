@@ -186,9 +186,15 @@ impl HwQueue {
     /// anything the engine has not read, and without filling the ring to exactly its size: a
     /// read pointer reported as an offset within the ring could not tell a full ring from an
     /// empty one (amdgpu never fills its rings completely either).
-    fn reserve(&self, bytes: u64, start: Instant, timeout: Duration) -> Result<()> {
+    fn reserve(&self, bytes: u64, timeout: Duration) -> Result<()> {
+        let room = || self.written + bytes - self.consumed() < self.ring_bytes;
+        if room() {
+            // The common case: no clock read.
+            return Ok(());
+        }
+        let start = Instant::now();
         let mut spins = 0u32;
-        while self.written + bytes - self.consumed() >= self.ring_bytes {
+        while !room() {
             if start.elapsed() > timeout {
                 let engine = match self.kind {
                     QueueKind::Compute => "compute",
@@ -260,7 +266,7 @@ impl HwQueue {
             return Ok(());
         }
         self.too_long(dwords)?;
-        self.reserve(dwords as u64 * 4, Instant::now(), timeout)
+        self.reserve(dwords as u64 * 4, timeout)
     }
 
     /// Zero dwords (NOPs) an SDMA packet of `dwords` dwords needs before it when written at
@@ -311,13 +317,13 @@ impl HwQueue {
                 self.ring_bytes
             )));
         }
-        self.reserve(bytes, Instant::now(), timeout)
+        self.reserve(bytes, timeout)
     }
 
     /// Submits a PM4 stream (packets may wrap around the ring's end).
     pub fn submit(&mut self, words: &[u32], timeout: Duration) -> Result<()> {
         self.too_long(words.len())?;
-        self.reserve(words.len() as u64 * 4, Instant::now(), timeout)?;
+        self.reserve(words.len() as u64 * 4, timeout)?;
         self.put(words);
         self.last_submission_dwords = words.len() as u64;
         self.kick();
@@ -331,15 +337,14 @@ impl HwQueue {
     /// tail).
     pub fn submit_sdma(&mut self, builder: &SdmaBuilder, timeout: Duration) -> Result<()> {
         self.make_room_sdma(builder, timeout)?;
-        let start = Instant::now();
         let before = self.written;
         for p in builder.packets() {
             let pad = self.sdma_padding(self.written, p);
             if pad > 0 {
-                self.reserve(pad, start, timeout)?;
+                self.reserve(pad, timeout)?;
                 self.put(&vec![0u32; (pad / 4) as usize]);
             }
-            self.reserve(p.len() as u64 * 4, start, timeout)?;
+            self.reserve(p.len() as u64 * 4, timeout)?;
             self.put(p);
         }
         self.last_submission_dwords = (self.written - before) / 4;

@@ -93,20 +93,25 @@ fn bench_launch_prints_json_with_a_baseline() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let s = stdout(&o);
     let lines: Vec<&str> = s.lines().collect();
-    assert_eq!(lines.len(), 1, "{s}");
-    let v: serde_json::Value = serde_json::from_str(lines[0]).expect("one JSON object per line");
-    assert_eq!(v["name"], "launch_enqueue");
-    assert_eq!(v["unit"], "ns");
-    let (value, baseline, ratio) = (
-        v["value"].as_f64().unwrap(),
-        v["baseline"].as_f64().unwrap(),
-        v["ratio"].as_f64().unwrap(),
-    );
-    assert!(value > 0.0 && baseline > 0.0);
-    assert!(
-        (ratio - value / baseline).abs() <= 0.01 * ratio.max(1.0),
-        "{s}"
-    );
+    assert_eq!(lines.len(), 2, "{s}");
+    for (line, name) in lines
+        .iter()
+        .zip(["launch_enqueue", "launch_enqueue_driver"])
+    {
+        let v: serde_json::Value = serde_json::from_str(line).expect("one JSON object per line");
+        assert_eq!(v["name"], name);
+        assert_eq!(v["unit"], "ns");
+        let (value, baseline, ratio) = (
+            v["value"].as_f64().unwrap(),
+            v["baseline"].as_f64().unwrap(),
+            v["ratio"].as_f64().unwrap(),
+        );
+        assert!(value > 0.0 && baseline > 0.0);
+        assert!(
+            (ratio - value / baseline).abs() <= 0.01 * ratio.max(1.0),
+            "{s}"
+        );
+    }
 }
 
 #[test]
