@@ -1143,6 +1143,25 @@ impl Pm4Builder {
         }
     }
 
+    /// Fills `size` bytes at `dst` with the 32-bit `value` repeated (`dst` and `size` whole
+    /// dwords) with CP DMA from the packet's data, in [`DMA_DATA_CHUNK_BYTES`] packets, the
+    /// last with `CP_SYNC`. A size of 0 emits one empty packet that still waits for earlier
+    /// DMAs.
+    pub fn fill(&mut self, dst: u64, value: u32, size: u64) -> &mut Self {
+        let mut done = 0;
+        loop {
+            let n = (size - done).min(DMA_DATA_CHUNK_BYTES);
+            let last = done + n == size;
+            let mut d = DmaData::copy(dst + done, u64::from(value), n as u32, last);
+            d.src_sel = dma_src_sel::DATA;
+            d.encode(&mut self.words);
+            done += n;
+            if last {
+                return self;
+            }
+        }
+    }
+
     /// Calls the indirect buffer of `size_dwords` dwords at `address`; execution returns here.
     pub fn indirect_buffer(&mut self, address: u64, size_dwords: u32) -> &mut Self {
         IndirectBuffer {

@@ -43,8 +43,8 @@ impl AmdDevice {
         Ok(st.staging.as_mut().expect("created above"))
     }
 
-    /// Queues an SDMA copy of `size` bytes that runs after everything queued before it and
-    /// signals the next timeline value, which it returns.
+    /// Queues a copy of `size` bytes that runs after everything queued before it and signals
+    /// the next timeline value, which it returns.
     fn queue_copy(
         &self,
         st: &mut DeviceState,
@@ -53,13 +53,19 @@ impl AmdDevice {
         size: u64,
         what: &str,
     ) -> Result<u64> {
+        self.queue_transfer(st, Transfer::Copy { dst, src, size }, what)
+    }
+
+    /// Queues `transfer` on the copy engine (or, without one, the compute queue) after
+    /// everything queued before it, signalling the next timeline value, which it returns.
+    fn queue_transfer(&self, st: &mut DeviceState, transfer: Transfer, what: &str) -> Result<u64> {
         self.check_usable(st)?;
         self.wrap_timeline_if_due(st)?;
         let stamps = self.trace_begin(st, what)?;
         let value = st.timeline_value;
         let room_wait = self.ring_wait(st);
         let waits = [(st.timeline.value_addr(), value - 1)];
-        submit_copy(st, &waits, stamps, dst, src, size, room_wait)?;
+        submit_transfer(st, &waits, stamps, transfer, room_wait)?;
         Self::trace_commit(st, stamps, what, "copy");
         st.timeline_value += 1;
         Ok(value)
@@ -251,6 +257,49 @@ impl AmdDevice {
         Ok(())
     }
 
+    /// Fills `size` bytes of `buf` from `offset` with `pattern` (1, 2 or 4 bytes, repeated
+    /// from its first byte at `offset`), after the work already queued; returns once it is
+    /// queued. The whole dwords go through the copy engine's constant fill (CP DMA without
+    /// one); the up to three bytes at each end that are not a whole dword are staged.
+    pub fn fill(&self, buf: &AmdBuffer, offset: u64, size: u64, pattern: &[u8]) -> Result<()> {
+        if !matches!(pattern.len(), 1 | 2 | 4) {
+            return Err(Error::InvalidArgument(format!(
+                "a fill pattern is 1, 2 or 4 bytes, not {}",
+                pattern.len()
+            )));
+        }
+        Self::check_range(buf, offset, size as usize)?;
+        let byte_at = |k: u64| pattern[(k % pattern.len() as u64) as usize];
+        let start = buf.gpu_address() + offset;
+        let head = (start.wrapping_neg() & 3).min(size);
+        let words = (size - head) / 4 * 4;
+        let tail = size - head - words;
+        if head > 0 {
+            let bytes: Vec<u8> = (0..head).map(byte_at).collect();
+            self.copy_in(buf, offset, &bytes)?;
+        }
+        if words > 0 {
+            let value = u32::from_le_bytes([
+                byte_at(head),
+                byte_at(head + 1),
+                byte_at(head + 2),
+                byte_at(head + 3),
+            ]);
+            let mut st = lock(&self.state);
+            let fill = Transfer::Fill {
+                dst: start + head,
+                value,
+                size: words,
+            };
+            self.queue_transfer(&mut st, fill, "fill")?;
+        }
+        if tail > 0 {
+            let bytes: Vec<u8> = (head + words..size).map(byte_at).collect();
+            self.copy_in(buf, offset + head + words, &bytes)?;
+        }
+        Ok(())
+    }
+
     /// Copies `size` bytes from `src` (on this device) to `dst` (on `dst_device`, which may be
     /// this one) without passing through the host. Ordered after the work queued on both
     /// devices; work queued on `dst_device` afterwards sees the data.
@@ -298,7 +347,12 @@ impl AmdDevice {
             (s.timeline.value_addr(), sv - 1),
             (d.timeline.value_addr(), dv - 1),
         ];
-        submit_copy(s, &waits, stamps, to, from, size, room_wait)?;
+        let copy = Transfer::Copy {
+            dst: to,
+            src: from,
+            size,
+        };
+        submit_transfer(s, &waits, stamps, copy, room_wait)?;
         Self::trace_commit(s, stamps, &span, "copy");
         s.timeline_value += 1;
         // The destination's compute queue holds its later work until the copy is done, and
@@ -327,6 +381,7 @@ trait CopyCommands {
     fn wait(&mut self, addr: u64, value: u64);
     fn timestamp(&mut self, addr: u64);
     fn copy(&mut self, dst: u64, src: u64, size: u64);
+    fn fill(&mut self, dst: u64, value: u32, size: u64);
     fn signal(&mut self, addr: u64, value: u64, mailbox: u64, event: u32);
 }
 
@@ -345,6 +400,9 @@ macro_rules! copy_commands {
             fn copy(&mut self, dst: u64, src: u64, size: u64) {
                 <$builder>::copy(self, dst, src, size);
             }
+            fn fill(&mut self, dst: u64, value: u32, size: u64) {
+                <$builder>::fill(self, dst, value, size);
+            }
             fn signal(&mut self, addr: u64, value: u64, mailbox: u64, event: u32) {
                 <$builder>::signal(self, addr, value, mailbox, event);
             }
@@ -354,13 +412,20 @@ macro_rules! copy_commands {
 copy_commands!(SdmaBuilder);
 copy_commands!(Pm4Builder);
 
-/// The commands of one copy: its waits, the copy between its trace stamps, the signal of the
-/// timeline's next value.
-fn build_copy(
+/// What an engine moves: bytes from `src`, or a 32-bit `value` repeated (whole dwords).
+#[derive(Debug, Clone, Copy)]
+enum Transfer {
+    Copy { dst: u64, src: u64, size: u64 },
+    Fill { dst: u64, value: u32, size: u64 },
+}
+
+/// The commands of one copy or fill: its waits, the transfer between its trace stamps, the
+/// signal of the timeline's next value.
+fn build_transfer(
     b: &mut impl CopyCommands,
     waits: &[(u64, u64)],
     stamps: Option<TraceSlot>,
-    (dst, src, size): (u64, u64, u64),
+    transfer: Transfer,
     (at, value, mailbox, event): (u64, u64, u64, u32),
 ) {
     b.clear();
@@ -370,23 +435,24 @@ fn build_copy(
     if let Some(slot) = stamps {
         b.timestamp(slot.start);
     }
-    b.copy(dst, src, size);
+    match transfer {
+        Transfer::Copy { dst, src, size } => b.copy(dst, src, size),
+        Transfer::Fill { dst, value, size } => b.fill(dst, value, size),
+    }
     if let Some(slot) = stamps {
         b.timestamp(slot.end);
     }
     b.signal(at, value, mailbox, event);
 }
 
-/// Queues a copy on the device's SDMA queue, or, on a device without one, on its compute
-/// queue as CP DMA. The waits come first: CP DMA does not wait for earlier kernels by itself,
-/// and the builder's last DMA packet has `CP_SYNC`, so the signal follows the data.
-fn submit_copy(
+/// Queues a copy or fill on the device's SDMA queue, or, on a device without one, on its
+/// compute queue as CP DMA. The waits come first: CP DMA does not wait for earlier kernels by
+/// itself, and the builder's last DMA packet has `CP_SYNC`, so the signal follows the data.
+fn submit_transfer(
     st: &mut DeviceState,
     waits: &[(u64, u64)],
     stamps: Option<TraceSlot>,
-    dst: u64,
-    src: u64,
-    size: u64,
+    transfer: Transfer,
     room_wait: Duration,
 ) -> Result<()> {
     let t = &st.timeline;
@@ -396,14 +462,13 @@ fn submit_copy(
         t.event_mailbox_ptr,
         t.event_id,
     );
-    let copy = (dst, src, size);
     match &mut st.sdma {
         Some(sdma) => {
-            build_copy(&mut st.sdma_builder, waits, stamps, copy, signal);
+            build_transfer(&mut st.sdma_builder, waits, stamps, transfer, signal);
             sdma.submit_sdma(&st.sdma_builder, room_wait)
         }
         None => {
-            build_copy(&mut st.builder, waits, stamps, copy, signal);
+            build_transfer(&mut st.builder, waits, stamps, transfer, signal);
             st.queue.submit(&st.builder.words, room_wait)
         }
     }

@@ -166,6 +166,44 @@ impl PyBuffer {
             .or_raise()
     }
 
+    /// Sets every element of the buffer to `value`, on the device, ordered with the work
+    /// queued before and after it: a numpy scalar (or `bytes`) of 1, 2 or 4 bytes gives the
+    /// pattern (`np.float32(1.5)`, `np.uint16(7)`); a Python int is one byte, 0 to 255, as
+    /// with memset. The buffer must be a whole number of elements.
+    fn fill(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let pattern: Vec<u8> = match host_bytes(value) {
+            Ok(bytes) => bytes.as_bytes().to_vec(),
+            Err(_) => match value.extract::<i64>() {
+                Ok(byte @ 0..=255) => vec![byte as u8],
+                Ok(other) => {
+                    return Err(invalid_argument(format!(
+                        "fill({other}): a Python int fills bytes, 0 to 255; pass a sized \
+                         numpy scalar (e.g. np.int32({other})) for wider values"
+                    )))
+                }
+                Err(_) => {
+                    return Err(invalid_argument(format!(
+                        "fill takes a numpy scalar or bytes of 1, 2 or 4 bytes, or an int \
+                         byte, not {}",
+                        value.get_type().name()?
+                    )))
+                }
+            },
+        };
+        let buffer = &self.buffer;
+        py.detach(|| match pattern.len() {
+            1 => buffer.fill(pattern[0]),
+            2 => buffer.fill(u16::from_ne_bytes([pattern[0], pattern[1]])),
+            4 => buffer.fill(u32::from_ne_bytes([
+                pattern[0], pattern[1], pattern[2], pattern[3],
+            ])),
+            n => Err(hcq::Error::InvalidArgument(format!(
+                "fill takes values of 1, 2 or 4 bytes, not {n}"
+            ))),
+        })
+        .or_raise()
+    }
+
     fn __repr__(&self) -> String {
         let mut text = format!("hcq.Buffer(nbytes={}", self.buffer.size());
         if self.buffer.offset() > 0 {

@@ -90,6 +90,14 @@ impl PyDevice {
         Ok(PyBuffer { buffer })
     }
 
+    /// `nbytes` bytes of device memory, all zero (filled on the device).
+    fn alloc_zeros(&self, py: Python<'_>, nbytes: usize) -> PyResult<PyBuffer> {
+        let buffer = py
+            .detach(|| self.device.alloc_zeros::<u8>(nbytes))
+            .or_raise()?;
+        Ok(PyBuffer { buffer })
+    }
+
     /// Frees the device memory that dropped buffers left in the allocator's cache (once the
     /// queued work has finished); returns the bytes released.
     fn free_cached(&self, py: Python<'_>) -> PyResult<u64> {

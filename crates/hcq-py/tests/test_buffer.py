@@ -163,3 +163,27 @@ def test_alloc_rejects_bad_sizes(dev):
         dev.alloc(-1)
     with pytest.raises(TypeError):
         dev.alloc("12")
+
+
+def test_fill_and_alloc_zeros(dev):
+    buf = dev.alloc(4000)
+    buf.write(np.full(1000, -1, dtype=np.int32))
+    buf[8:3992].fill(np.float32(1.5))
+    got = buf.numpy(np.float32)
+    assert got[2:998].tolist() == [1.5] * 996
+    assert buf.numpy(np.int32)[:2].tolist() == [-1, -1] and buf.numpy(np.int32)[998:].tolist() == [-1, -1]
+    buf[1:7].fill(np.uint16(0xABCD))
+    assert buf.read(offset=1, nbytes=6) == bytes.fromhex("cdab") * 3
+    buf.fill(0x5A)
+    assert buf.read() == b"\x5a" * 4000
+    with pytest.raises(hcq.InvalidArgumentError, match="0 to 255"):
+        buf.fill(300)
+    with pytest.raises(hcq.InvalidArgumentError, match="1, 2 or 4"):
+        buf.fill(np.float64(1.0))
+    with pytest.raises(hcq.InvalidArgumentError, match="whole number"):
+        buf[0:6].fill(np.int32(1))
+    with pytest.raises(hcq.InvalidArgumentError):
+        buf.fill(1.5)
+    del buf
+    z = dev.alloc_zeros(4000)
+    assert z.read() == bytes(4000)

@@ -210,7 +210,9 @@ impl Device {
         }
     }
 
-    /// Allocates `size` bytes of device memory.
+    /// Allocates `size` bytes of device memory. What a fresh buffer holds is unspecified:
+    /// memory of dropped buffers is reused (and the kernel driver does not promise zeroed
+    /// pages either); [`Device::alloc_zeros`] gives zeros.
     pub fn alloc(&self, size: usize) -> Result<Buffer> {
         let inner = match &*self.backend {
             #[cfg(target_os = "linux")]
@@ -226,6 +228,20 @@ impl Device {
             offset: 0,
             size,
         })
+    }
+
+    /// Allocates `n` values of `T`, all bits zero, filled on the device (ordered before any
+    /// work queued afterwards).
+    pub fn alloc_zeros<T: bytemuck::Pod>(&self, n: usize) -> Result<Buffer> {
+        let size = n.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{n} values of {} bytes overflow the address space",
+                std::mem::size_of::<T>()
+            ))
+        })?;
+        let buf = self.alloc(size)?;
+        buf.fill(0u8)?;
+        Ok(buf)
     }
 
     /// Compiles kernel source for this device (HIP C++ for AMD, MSL for Metal) into a code object, through the
@@ -467,6 +483,67 @@ impl Buffer {
     /// Writes a slice of plain values at the start of the buffer.
     pub fn write<T: bytemuck::Pod>(&self, values: &[T]) -> Result<()> {
         self.copy_in(0, bytemuck::cast_slice(values))
+    }
+
+    /// Writes a slice of plain values at byte `offset` of the buffer.
+    pub fn write_at<T: bytemuck::Pod>(&self, offset: usize, values: &[T]) -> Result<()> {
+        self.copy_in(offset, bytemuck::cast_slice(values))
+    }
+
+    /// Reads `count` plain values from byte `offset` of the buffer.
+    pub fn read_range<T: bytemuck::Pod>(&self, offset: usize, count: usize) -> Result<Vec<T>> {
+        let n = std::mem::size_of::<T>();
+        count
+            .checked_mul(n)
+            .and_then(|len| offset.checked_add(len))
+            .filter(|&end| end <= self.size)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "read of {count} values of {n} bytes at offset {offset} exceeds the \
+                     {}-byte buffer",
+                    self.size
+                ))
+            })?;
+        let mut out = vec![T::zeroed(); count];
+        self.copy_out(offset, bytemuck::cast_slice_mut(&mut out))?;
+        Ok(out)
+    }
+
+    /// Reads the buffer's first `out.len()` values into `out`, without allocating.
+    pub fn read_into<T: bytemuck::Pod>(&self, out: &mut [T]) -> Result<()> {
+        self.copy_out(0, bytemuck::cast_slice_mut(out))
+    }
+
+    /// Sets every value of the buffer to `value`, on the device, after the work queued before
+    /// it and before the work queued after it (HIP's `hipMemsetD8/D16/D32`). `T` is 1, 2 or 4
+    /// bytes wide and the buffer a whole number of them. On AMD the copy engine's constant
+    /// fill does it (no host data moves but the up to 3 bytes at each end of an unaligned
+    /// view); on Metal the pattern is written from the host.
+    pub fn fill<T: bytemuck::Pod>(&self, value: T) -> Result<()> {
+        let pattern = bytemuck::bytes_of(&value);
+        let n = pattern.len();
+        if !matches!(n, 1 | 2 | 4) {
+            return Err(Error::InvalidArgument(format!(
+                "fill takes values of 1, 2 or 4 bytes, not {n}"
+            )));
+        }
+        if !self.size.is_multiple_of(n) {
+            return Err(Error::InvalidArgument(format!(
+                "a {}-byte buffer is not a whole number of {n}-byte values",
+                self.size
+            )));
+        }
+        match &self.shared.inner {
+            #[cfg(target_os = "linux")]
+            BufferInner::Amd(b) => match &*self.shared.device.backend {
+                Backend::Amd(d) => d.fill(b, self.offset as u64, self.size as u64, pattern),
+            },
+            #[cfg(target_os = "macos")]
+            BufferInner::Metal(_) => {
+                let bytes: Vec<u8> = (0..self.size).map(|k| pattern[k % n]).collect();
+                self.copy_in(0, &bytes)
+            }
+        }
     }
 
     /// Reads the whole buffer as plain values (the size must be a multiple of `T`'s).

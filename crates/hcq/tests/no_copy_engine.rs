@@ -1,7 +1,7 @@
 //! GPUs whose kernel driver has no SDMA queue left to give (tinygrad met it on real GPUs and
 //! made its copy queue optional, PRs #13920 and #14036): the device opens anyway, says why it
 //! has no copy engine, and every kind of copy runs on the compute queue as CP DMA, checked
-//! element by element against the host: in and out (staged and in place), on one GPU and
+//! element by element against the host: in and out (staged and in place), fills, on one GPU and
 //! between two, ordered with kernels, and inside graphs on one GPU and across two. Its own
 //! process: the emulator's settings are read when it first starts.
 
@@ -81,6 +81,12 @@ fn every_copy_runs_on_the_compute_queue_when_kfd_has_no_sdma_queue() {
     let mut back = vec![0u8; big.len()];
     b.copy_out(4, &mut back).unwrap();
     assert!(back == big, "a 20 MiB copy in and out");
+    // A fill (CP DMA from the packet's data) of an unaligned view, several packets long.
+    b.view(3, 5 << 20).unwrap().fill(0xa5u8).unwrap();
+    b.copy_out(4, &mut back).unwrap();
+    let mut want = big.clone();
+    want[..(5 << 20) - 1].fill(0xa5);
+    assert!(back == want, "a 5 MiB fill from byte 3");
 
     // Ordered with kernels on one GPU: kernel, copy of its output, kernel on the copy.
     let y = d0.alloc(N * 4).unwrap();

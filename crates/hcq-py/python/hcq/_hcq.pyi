@@ -70,6 +70,8 @@ class Device:
         """Loads kernel ``name`` from a code object."""
     def alloc(self, nbytes: int) -> Buffer:
         """``nbytes`` bytes of device memory (contents unspecified until written)."""
+    def alloc_zeros(self, nbytes: int) -> Buffer:
+        """``nbytes`` bytes of device memory, all zero."""
     def free_cached(self) -> int:
         """Frees memory dropped buffers left in the allocator's cache; returns the bytes."""
     def __eq__(self, other: object) -> bool: ...
@@ -97,6 +99,9 @@ class Buffer:
         """The buffer's bytes, or ``nbytes`` of them from ``offset``."""
     def numpy(self, dtype: DTypeLike, shape: Union[int, Sequence[int], None] = None) -> numpy.ndarray:
         """The whole buffer as a new writable numpy array of ``dtype`` (and ``shape``)."""
+    def fill(self, value: Union[int, bytes, "numpy.generic"]) -> None:
+        """Sets every element to ``value``: a numpy scalar or bytes of 1, 2 or 4 bytes, or an
+        int byte (0 to 255), on the device."""
     def view(self, offset: int, nbytes: int) -> Buffer:
         """The ``nbytes`` bytes at ``offset``, as a buffer sharing the memory."""
     def __getitem__(self, key: slice) -> Buffer:
