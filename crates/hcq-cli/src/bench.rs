@@ -29,6 +29,9 @@ pub enum Which {
         /// Rows (and columns) of the square matmul.
         #[arg(long, default_value_t = 256)]
         matmul: usize,
+        /// Times each kernel is run and timed (each figure is the median).
+        #[arg(long, default_value_t = 3)]
+        repetitions: usize,
     },
     /// Host cost of one graph replay for graphs of 10, 100 and 1000 kernels (each kernel reads
     /// the graph's input): back to back with nothing patched; alone on an idle device, with
@@ -43,17 +46,79 @@ pub enum Which {
     },
 }
 
-/// One reported figure.
+/// How a figure varied over its repetitions.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    pub min: f64,
+    pub median: f64,
+    pub max: f64,
+    pub repetitions: usize,
+}
+
+impl Spread {
+    /// The spread of `samples` (the median of an even count is the upper middle one).
+    pub fn of(samples: &[f64]) -> Spread {
+        let mut s = samples.to_vec();
+        s.sort_by(f64::total_cmp);
+        match (s.first(), s.last()) {
+            (Some(&min), Some(&max)) => Spread {
+                min,
+                median: s[s.len() / 2],
+                max,
+                repetitions: s.len(),
+            },
+            _ => Spread {
+                min: f64::NAN,
+                median: f64::NAN,
+                max: f64::NAN,
+                repetitions: 0,
+            },
+        }
+    }
+
+    /// Whether the repetitions differ by more than the median itself: the figure is noise
+    /// more than measurement (a shared machine, a cold cache).
+    pub fn too_wide(&self) -> bool {
+        self.max - self.min > self.median.abs()
+    }
+}
+
+/// One reported figure: the median of its repetitions, their spread, and a baseline measured
+/// in the same run.
 pub struct Figure {
     pub name: String,
-    pub value: f64,
     pub unit: &'static str,
+    pub spread: Spread,
     pub baseline: f64,
-    pub ratio: f64,
 }
 
 impl Figure {
-    fn print(&self, json: bool) {
+    /// The figure of `samples` (one per repetition) against `baseline`.
+    pub fn new(
+        name: impl Into<String>,
+        unit: &'static str,
+        samples: &[f64],
+        baseline: f64,
+    ) -> Figure {
+        Figure {
+            name: name.into(),
+            unit,
+            spread: Spread::of(samples),
+            baseline,
+        }
+    }
+
+    pub fn value(&self) -> f64 {
+        self.spread.median
+    }
+
+    /// The value over the baseline (not finite when the baseline is 0).
+    pub fn ratio(&self) -> f64 {
+        self.value() / self.baseline
+    }
+
+    /// The figure as one line of output: JSON, or text for a person.
+    fn render(&self, json: bool) -> String {
         // Shortest round-trip decimals, so a ratio of small numbers keeps its precision; JSON
         // has no NaN or infinity, so those become null.
         let num = |x: f64| {
@@ -63,20 +128,39 @@ impl Figure {
                 "null".to_string()
             }
         };
+        let s = &self.spread;
         if json {
-            println!(
-                "{{\"name\":\"{}\",\"value\":{},\"unit\":\"{}\",\"baseline\":{},\"ratio\":{}}}",
+            format!(
+                "{{\"name\":\"{}\",\"value\":{},\"unit\":\"{}\",\"baseline\":{},\"ratio\":{},\
+                 \"min\":{},\"median\":{},\"max\":{},\"repetitions\":{}}}",
                 self.name,
-                num(self.value),
+                num(self.value()),
                 self.unit,
                 num(self.baseline),
-                num(self.ratio)
-            );
+                num(self.ratio()),
+                num(s.min),
+                num(s.median),
+                num(s.max),
+                s.repetitions
+            )
         } else {
-            println!(
-                "{:<24} {:>10.1} {}   baseline {:>8.1} {}   ratio {:.3}x",
-                self.name, self.value, self.unit, self.baseline, self.unit, self.ratio
-            );
+            let noisy = if s.too_wide() {
+                "   (spread wider than the median: noisy)"
+            } else {
+                ""
+            };
+            format!(
+                "{:<26} {:>10.1} {} (min {:.1}, max {:.1}, {}x)   baseline {:>8.1} {}   ratio {:.3}x{noisy}",
+                self.name,
+                self.value(),
+                self.unit,
+                s.min,
+                s.max,
+                s.repetitions,
+                self.baseline,
+                self.unit,
+                self.ratio()
+            )
         }
     }
 }
@@ -84,12 +168,16 @@ impl Figure {
 pub fn run(which: Which, json: bool, device: Option<&str>) -> Result<(), String> {
     let figures = match which {
         Which::Launch { launches } => launch(device, launches)?,
-        Which::Emu { n, matmul } => emu(device, n, matmul)?,
+        Which::Emu {
+            n,
+            matmul,
+            repetitions,
+        } => emu(device, n, matmul, repetitions)?,
         Which::Copy { mib } => crate::bench_copy::copy(device, mib)?,
         Which::Graph { replays } => graph(device, replays)?,
     };
     for f in figures {
-        f.print(json);
+        println!("{}", f.render(json));
     }
     Ok(())
 }
@@ -107,39 +195,31 @@ fn launch(device: Option<&str>, launches: usize) -> Result<Vec<Figure>, String> 
     dev.synchronize().map_err(e)?;
     let words_per_launch = dev.last_submission_dwords();
     let ring_dwords = dev.ring_capacity_dwords();
-    // Bursts that fit the ring with room to spare, so enqueue never waits for the GPU.
+    // Bursts that fit the ring with room to spare, so enqueue never waits for the GPU; each
+    // burst is one repetition (nanoseconds per launch).
     let burst = ((ring_dwords / 2) / words_per_launch.max(1)).max(1) as usize;
-    let mut enqueue = Duration::ZERO;
-    let mut done = 0;
-    while done < launches {
-        let n = burst.min(launches - done);
-        let start = Instant::now();
-        for _ in 0..n {
-            empty.launch(&[], [1, 1, 1], [1, 1, 1]).map_err(e)?;
+    let bursts = |held: bool| -> Result<Vec<f64>, String> {
+        let mut samples = Vec::new();
+        let mut done = 0;
+        while done < launches {
+            let n = burst.min(launches - done);
+            // The driver's own cost: an emulated GPU's engines held, so its command processor
+            // does not take a core the moment the doorbell rings (a real GPU takes none); the
+            // doorbell write is then a store like any other.
+            let hold = held.then(|| Held::new(&dev));
+            let start = Instant::now();
+            for _ in 0..n {
+                empty.launch(&[], [1, 1, 1], [1, 1, 1]).map_err(e)?;
+            }
+            samples.push(start.elapsed().as_nanos() as f64 / n as f64);
+            drop(hold);
+            dev.synchronize().map_err(e)?;
+            done += n;
         }
-        enqueue += start.elapsed();
-        dev.synchronize().map_err(e)?;
-        done += n;
-    }
-    let per_launch = enqueue.as_nanos() as f64 / launches as f64;
-    // The driver's own cost: the same bursts with an emulated GPU's engines held, so that its
-    // command processor does not take a core the moment the doorbell rings (a real GPU takes
-    // none); the doorbell write is then a store like any other.
-    let mut enqueue = Duration::ZERO;
-    let mut done = 0;
-    while done < launches {
-        let n = burst.min(launches - done);
-        let held = Held::new(&dev);
-        let start = Instant::now();
-        for _ in 0..n {
-            empty.launch(&[], [1, 1, 1], [1, 1, 1]).map_err(e)?;
-        }
-        enqueue += start.elapsed();
-        drop(held);
-        dev.synchronize().map_err(e)?;
-        done += n;
-    }
-    let per_launch_held = enqueue.as_nanos() as f64 / launches as f64;
+        Ok(samples)
+    };
+    let running = bursts(false)?;
+    let held = bursts(true)?;
 
     // Baseline: the same number of words copied into a ring of the same size.
     let packet: Vec<u32> = (0..words_per_launch as u32).collect();
@@ -156,32 +236,17 @@ fn launch(device: Option<&str>, launches: usize) -> Result<Vec<Figure>, String> 
     std::hint::black_box(&ring);
     let memcpy = start.elapsed().as_nanos() as f64 / launches as f64;
     Ok(vec![
-        Figure {
-            name: "launch_enqueue".into(),
-            value: per_launch,
-            unit: "ns",
-            baseline: memcpy,
-            ratio: per_launch / memcpy.max(1e-9),
-        },
-        Figure {
-            name: "launch_enqueue_driver".into(),
-            value: per_launch_held,
-            unit: "ns",
-            baseline: memcpy,
-            ratio: per_launch_held / memcpy.max(1e-9),
-        },
+        Figure::new("launch_enqueue", "ns", &running, memcpy),
+        Figure::new("launch_enqueue_driver", "ns", &held, memcpy),
     ])
 }
 
 /// Kernel counts of the benchmarked graphs.
 const GRAPH_SIZES: [usize; 3] = [10, 100, 1000];
 
-/// Median of the samples, in nanoseconds.
-fn median_ns(mut samples: Vec<Duration>) -> f64 {
-    samples.sort();
-    samples
-        .get(samples.len() / 2)
-        .map_or(0.0, |d| d.as_nanos() as f64)
+/// The samples in nanoseconds.
+fn nanos(samples: &[Duration]) -> Vec<f64> {
+    samples.iter().map(|d| d.as_nanos() as f64).collect()
 }
 
 /// Holds an emulated device's engines while it lives, so that what is timed is the host's
@@ -251,7 +316,7 @@ fn graph(device: Option<&str>, replays: usize) -> Result<Vec<Figure>, String> {
         dev.synchronize().map_err(e)?;
         // Each replay is timed alone with the device idle (and, emulated, held: see `Held`), so
         // the figure is the host's work.
-        let timed = |swap: bool| -> Result<f64, String> {
+        let timed = |swap: bool| -> Result<Vec<f64>, String> {
             let mut samples = Vec::with_capacity(replays);
             for i in 0..replays {
                 let input = if swap && i % 2 == 0 {
@@ -270,7 +335,7 @@ fn graph(device: Option<&str>, replays: usize) -> Result<Vec<Figure>, String> {
                 graph.replay(&[&input_a], &[]).map_err(e)?;
             }
             dev.synchronize().map_err(e)?;
-            Ok(median_ns(samples))
+            Ok(nanos(&samples))
         };
         let unpatched_idle = timed(false)?;
         let swapped = timed(true)?;
@@ -287,7 +352,7 @@ fn graph(device: Option<&str>, replays: usize) -> Result<Vec<Figure>, String> {
             bursts.push(start.elapsed() / replays as u32);
             drop(held);
         }
-        let unpatched = median_ns(bursts);
+        let unpatched = nanos(&bursts);
         let mut eager = Vec::with_capacity(replays);
         for _ in 0..replays.min(10) {
             dev.synchronize().map_err(e)?;
@@ -310,7 +375,7 @@ fn graph(device: Option<&str>, replays: usize) -> Result<Vec<Figure>, String> {
             drop(held);
         }
         dev.synchronize().map_err(e)?;
-        let eager = median_ns(eager);
+        let eager = Spread::of(&nanos(&eager)).median;
         let got: Vec<f32> = out.read().map_err(e)?;
         if got[0] != 11.0 {
             return Err(format!(
@@ -319,47 +384,47 @@ fn graph(device: Option<&str>, replays: usize) -> Result<Vec<Figure>, String> {
             ));
         }
         let patches = graph.input_patch_count(input) as f64;
-        figures.push(Figure {
-            name: format!("graph_replay_{kernels}"),
-            value: unpatched,
-            unit: "ns",
-            baseline: eager,
-            ratio: unpatched / eager.max(1e-9),
-        });
+        figures.push(Figure::new(
+            format!("graph_replay_{kernels}"),
+            "ns",
+            &unpatched,
+            eager,
+        ));
         // One replay on an idle device: it also wakes the command processor (on the emulator a
         // futex wake, on hardware a doorbell store).
-        figures.push(Figure {
-            name: format!("graph_replay_idle_{kernels}"),
-            value: unpatched_idle,
-            unit: "ns",
-            baseline: eager,
-            ratio: unpatched_idle / eager.max(1e-9),
-        });
-        figures.push(Figure {
-            name: format!("graph_replay_swapped_{kernels}"),
-            value: swapped,
-            unit: "ns",
-            baseline: eager,
-            ratio: swapped / eager.max(1e-9),
-        });
-        let per_arg = ((swapped - unpatched_idle) / patches.max(1.0)).max(0.0);
-        figures.push(Figure {
-            name: format!("graph_patch_per_arg_{kernels}"),
-            value: per_arg,
-            unit: "ns",
-            baseline: eager / kernels as f64,
-            ratio: per_arg / (eager / kernels as f64).max(1e-9),
-        });
+        figures.push(Figure::new(
+            format!("graph_replay_idle_{kernels}"),
+            "ns",
+            &unpatched_idle,
+            eager,
+        ));
+        figures.push(Figure::new(
+            format!("graph_replay_swapped_{kernels}"),
+            "ns",
+            &swapped,
+            eager,
+        ));
+        // Per repetition: a swapped replay less the idle one timed in the same position.
+        let per_arg: Vec<f64> = swapped
+            .iter()
+            .zip(&unpatched_idle)
+            .map(|(s, i)| ((s - i) / patches.max(1.0)).max(0.0))
+            .collect();
+        figures.push(Figure::new(
+            format!("graph_patch_per_arg_{kernels}"),
+            "ns",
+            &per_arg,
+            eager / kernels as f64,
+        ));
         per_replay.push(unpatched);
     }
-    if let [small, .., large] = per_replay[..] {
-        figures.push(Figure {
-            name: "graph_replay_1000_vs_10".into(),
-            value: large,
-            unit: "ns",
-            baseline: small,
-            ratio: large / small.max(1e-9),
-        });
+    if let [small, .., large] = &per_replay[..] {
+        figures.push(Figure::new(
+            "graph_replay_1000_vs_10",
+            "ns",
+            large,
+            Spread::of(small).median,
+        ));
     }
     Ok(figures)
 }
@@ -441,41 +506,32 @@ struct EmuTime {
     instructions: u64,
 }
 
-impl EmuTime {
-    /// Wall time, GPU time and, when counted, wave-instructions per second. The last one's
-    /// baseline is the same instruction count over the native time: its ratio is the share of
-    /// native speed the emulator reaches.
-    fn figures(&self, name: String, native_ms: f64) -> Vec<Figure> {
-        let baseline = native_ms.max(1e-6);
-        let mut out = vec![
-            Figure {
-                name: name.clone(),
-                value: self.wall,
-                unit: "ms",
-                baseline: native_ms,
-                ratio: self.wall / baseline,
-            },
-            Figure {
-                name: format!("{name}_gpu"),
-                value: self.gpu,
-                unit: "ms",
-                baseline: native_ms,
-                ratio: self.gpu / baseline,
-            },
-        ];
-        if self.instructions > 0 {
-            let per_second = |ms: f64| self.instructions as f64 / (ms.max(1e-6) / 1e3) / 1e6;
-            let (value, native) = (per_second(self.wall), per_second(native_ms));
-            out.push(Figure {
-                name: format!("{name}_winst"),
-                value,
-                unit: "Mwinst/s",
-                baseline: native,
-                ratio: value / native.max(1e-12),
-            });
-        }
-        out
+/// Wall time, GPU time and, when counted, wave-instructions per second, one sample per
+/// repetition of an emulated computation. The last one's baseline is the same instruction count
+/// over the native time: its ratio is the share of native speed the emulator reaches.
+fn emu_figures(times: &[EmuTime], name: String, native_ms: f64) -> Vec<Figure> {
+    let wall: Vec<f64> = times.iter().map(|t| t.wall).collect();
+    let gpu: Vec<f64> = times.iter().map(|t| t.gpu).collect();
+    let mut out = vec![
+        Figure::new(name.clone(), "ms", &wall, native_ms),
+        Figure::new(format!("{name}_gpu"), "ms", &gpu, native_ms),
+    ];
+    if !times.is_empty() && times.iter().all(|t| t.instructions > 0) {
+        let per_second =
+            |instructions: u64, ms: f64| instructions as f64 / (ms.max(1e-6) / 1e3) / 1e6;
+        let rates: Vec<f64> = times
+            .iter()
+            .map(|t| per_second(t.instructions, t.wall))
+            .collect();
+        let native = per_second(times[0].instructions, native_ms);
+        out.push(Figure::new(
+            format!("{name}_winst"),
+            "Mwinst/s",
+            &rates,
+            native,
+        ));
     }
+    out
 }
 
 /// Runs `prg` once over `global` workgroups, waiting for it; returns its wall and GPU time.
@@ -507,9 +563,14 @@ fn to_i32(n: usize, what: &str) -> Result<i32, String> {
     i32::try_from(n).map_err(|_| format!("{what} {n} is too large"))
 }
 
-fn emu(device: Option<&str>, n: usize, matmul: usize) -> Result<Vec<Figure>, String> {
-    if n == 0 || matmul == 0 {
-        return Err("--n and --matmul must be at least 1".into());
+fn emu(
+    device: Option<&str>,
+    n: usize,
+    matmul: usize,
+    repetitions: usize,
+) -> Result<Vec<Figure>, String> {
+    if n == 0 || matmul == 0 || repetitions == 0 {
+        return Err("--n, --matmul and --repetitions must be at least 1".into());
     }
     if matmul
         .checked_mul(matmul)
@@ -540,7 +601,12 @@ fn emu(device: Option<&str>, n: usize, matmul: usize) -> Result<Vec<Figure>, Str
             hcq::Arg::I32(to_i32(n, "--n")?),
         ];
         let groups = to_u32(n.div_ceil(256), "--n")?;
-        let time = timed(&dev, &prg, &args, [groups, 1, 1], [256, 1, 1])?;
+        let mut times = Vec::with_capacity(repetitions);
+        for _ in 0..repetitions {
+            // y is updated in place: every repetition starts from the same y.
+            by.write(&y).map_err(e)?;
+            times.push(timed(&dev, &prg, &args, [groups, 1, 1], [256, 1, 1])?);
+        }
         let emulated: Vec<f32> = by.read().map_err(e)?;
         let (native_ms, host) = native(|| {
             let mut out = std::hint::black_box(&y).clone();
@@ -550,7 +616,11 @@ fn emu(device: Option<&str>, n: usize, matmul: usize) -> Result<Vec<Figure>, Str
             out
         });
         verify("saxpy", &emulated, &host)?;
-        figures.extend(time.figures(format!("emu_saxpy_{}", size_label(n)), native_ms));
+        figures.extend(emu_figures(
+            &times,
+            format!("emu_saxpy_{}", size_label(n)),
+            native_ms,
+        ));
     }
 
     // Naive matmul: c[r][c] = fma chain over k in order.
@@ -572,7 +642,9 @@ fn emu(device: Option<&str>, n: usize, matmul: usize) -> Result<Vec<Figure>, Str
             hcq::Arg::I32(to_i32(m, "--matmul")?),
         ];
         let groups = to_u32(m.div_ceil(16), "--matmul")?;
-        let time = timed(&dev, &prg, &args, [groups, groups, 1], [16, 16, 1])?;
+        let times = (0..repetitions)
+            .map(|_| timed(&dev, &prg, &args, [groups, groups, 1], [16, 16, 1]))
+            .collect::<Result<Vec<_>, _>>()?;
         let emulated: Vec<f32> = bc.read().map_err(e)?;
         let (native_ms, host) = native(|| {
             let (a, b) = (std::hint::black_box(&a), std::hint::black_box(&b));
@@ -589,7 +661,11 @@ fn emu(device: Option<&str>, n: usize, matmul: usize) -> Result<Vec<Figure>, Str
             c
         });
         verify("matmul", &emulated, &host)?;
-        figures.extend(time.figures(format!("emu_matmul_{}", size_label(m)), native_ms));
+        figures.extend(emu_figures(
+            &times,
+            format!("emu_matmul_{}", size_label(m)),
+            native_ms,
+        ));
     }
 
     // Tree reduction: passes of 256-element LDS trees until one value is left.
@@ -598,32 +674,37 @@ fn emu(device: Option<&str>, n: usize, matmul: usize) -> Result<Vec<Figure>, Str
         let bx = dev.alloc(n * 4).map_err(e)?;
         bx.write(&x).map_err(e)?;
         let prg = dev.program(&lib, "bench_reduce").map_err(e)?;
-        let mut total = EmuTime {
-            wall: 0.0,
-            gpu: 0.0,
-            instructions: 0,
-        };
-        // Each pass reads the previous pass's output (the input first).
-        let mut input = bx;
-        let mut len = n;
-        loop {
-            let groups = len.div_ceil(256);
-            let output = dev.alloc(groups * 4).map_err(e)?;
-            let args = [
-                hcq::Arg::Buffer(&output),
-                hcq::Arg::Buffer(&input),
-                hcq::Arg::I32(to_i32(len, "--n")?),
-            ];
-            let global = [to_u32(groups, "--n")?, 1, 1];
-            let time = timed(&dev, &prg, &args, global, [256, 1, 1])?;
-            total.wall += time.wall;
-            total.gpu += time.gpu;
-            total.instructions += time.instructions;
-            input = output;
-            len = groups;
-            if len == 1 {
-                break;
+        let mut times = Vec::with_capacity(repetitions);
+        let mut input = bx.clone();
+        for _ in 0..repetitions {
+            let mut total = EmuTime {
+                wall: 0.0,
+                gpu: 0.0,
+                instructions: 0,
+            };
+            // Each pass reads the previous pass's output (the input first).
+            input = bx.clone();
+            let mut len = n;
+            loop {
+                let groups = len.div_ceil(256);
+                let output = dev.alloc(groups * 4).map_err(e)?;
+                let args = [
+                    hcq::Arg::Buffer(&output),
+                    hcq::Arg::Buffer(&input),
+                    hcq::Arg::I32(to_i32(len, "--n")?),
+                ];
+                let global = [to_u32(groups, "--n")?, 1, 1];
+                let time = timed(&dev, &prg, &args, global, [256, 1, 1])?;
+                total.wall += time.wall;
+                total.gpu += time.gpu;
+                total.instructions += time.instructions;
+                input = output;
+                len = groups;
+                if len == 1 {
+                    break;
+                }
             }
+            times.push(total);
         }
         let sum: Vec<f32> = input.read().map_err(e)?;
         let (native_ms, host) = native(|| {
@@ -649,7 +730,56 @@ fn emu(device: Option<&str>, n: usize, matmul: usize) -> Result<Vec<Figure>, Str
             }
         });
         verify("reduce", &sum[..1], &[host])?;
-        figures.extend(total.figures(format!("emu_reduce_{}", size_label(n)), native_ms));
+        figures.extend(emu_figures(
+            &times,
+            format!("emu_reduce_{}", size_label(n)),
+            native_ms,
+        ));
     }
     Ok(figures)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spread_is_the_extremes_and_the_middle_of_its_samples() {
+        let s = Spread::of(&[5.0, 1.0, 4.0, 2.0, 3.0]);
+        assert_eq!((s.min, s.median, s.max, s.repetitions), (1.0, 3.0, 5.0, 5));
+        assert!(s.too_wide(), "4 apart around a median of 3");
+        let s = Spread::of(&[10.0, 12.0, 11.0, 13.0]);
+        assert_eq!(
+            (s.min, s.median, s.max, s.repetitions),
+            (10.0, 12.0, 13.0, 4)
+        );
+        assert!(!s.too_wide());
+        assert_eq!(Spread::of(&[]).repetitions, 0);
+    }
+
+    #[test]
+    fn figures_print_their_spread_and_say_when_it_is_too_wide() {
+        let quiet = Figure::new("quiet", "ns", &[100.0, 110.0, 105.0], 50.0);
+        let text = quiet.render(false);
+        assert!(text.contains("min 100.0, max 110.0, 3x"), "{text}");
+        assert!(
+            text.contains("ratio 2.100x") && !text.contains("noisy"),
+            "{text}"
+        );
+        let json = quiet.render(true);
+        assert!(
+            json.ends_with(r#""ratio":2.1,"min":100,"median":105,"max":110,"repetitions":3}"#),
+            "{json}"
+        );
+        let noisy = Figure::new("noisy", "ns", &[10.0, 100.0, 30.0], 1.0);
+        assert!(
+            noisy.render(false).contains("noisy"),
+            "{}",
+            noisy.render(false)
+        );
+        // No baseline: a ratio that is not a number is null in JSON.
+        assert!(Figure::new("x", "ns", &[1.0], 0.0)
+            .render(true)
+            .contains(r#""ratio":null"#));
+    }
 }

@@ -1,21 +1,22 @@
 //! `hcq bench copy`: copy throughput against host memcpy measured in the same run.
 
-use crate::bench::Figure;
+use crate::bench::{Figure, Spread};
 use std::time::{Duration, Instant};
 
 fn gbps(bytes: usize, t: Duration) -> f64 {
     bytes as f64 / t.as_secs_f64().max(1e-12) / 1e9
 }
 
-fn best_of<F: FnMut() -> Result<Duration, String>>(
+/// Repetitions of each copy and of the memcpy baseline.
+const RUNS: usize = 3;
+
+/// The throughput of `bytes` in each of `runs` timed runs of `f`, in GB/s.
+fn repeated<F: FnMut() -> Result<Duration, String>>(
+    bytes: usize,
     runs: usize,
     mut f: F,
-) -> Result<Duration, String> {
-    let mut best = Duration::MAX;
-    for _ in 0..runs {
-        best = best.min(f()?);
-    }
-    Ok(best)
+) -> Result<Vec<f64>, String> {
+    (0..runs).map(|_| f().map(|t| gbps(bytes, t))).collect()
 }
 
 /// Copy-in, copy-out and device-to-device throughput for `mib` MiB, each with host memcpy of
@@ -29,16 +30,16 @@ pub fn copy(device: Option<&str>, mib: usize) -> Result<Vec<Figure>, String> {
         .collect();
     let mut dst = vec![0u8; n];
 
-    let memcpy = best_of(3, || {
+    let memcpy = repeated(n, RUNS, || {
         let t = Instant::now();
         dst.copy_from_slice(std::hint::black_box(&src));
         std::hint::black_box(&dst);
         Ok(t.elapsed())
     })?;
-    let base = gbps(n, memcpy);
+    let base = Spread::of(&memcpy).median;
 
     let buf = dev.alloc(n).map_err(e)?;
-    let copy_in = best_of(3, || {
+    let copy_in = repeated(n, RUNS, || {
         dev.synchronize().map_err(e)?;
         let t = Instant::now();
         buf.copy_in(0, &src).map_err(e)?;
@@ -46,7 +47,7 @@ pub fn copy(device: Option<&str>, mib: usize) -> Result<Vec<Figure>, String> {
         Ok(t.elapsed())
     })?;
     dst.fill(0);
-    let copy_out = best_of(3, || {
+    let copy_out = repeated(n, RUNS, || {
         dev.synchronize().map_err(e)?;
         let t = Instant::now();
         buf.copy_out(0, &mut dst).map_err(e)?;
@@ -66,7 +67,7 @@ pub fn copy(device: Option<&str>, mib: usize) -> Result<Vec<Figure>, String> {
         None => (dev.clone(), "d2d_same_gpu"),
     };
     let dbuf = target.alloc(n).map_err(e)?;
-    let d2d = best_of(3, || {
+    let d2d = repeated(n, RUNS, || {
         dev.synchronize().map_err(e)?;
         target.synchronize().map_err(e)?;
         let t = Instant::now();
@@ -79,19 +80,9 @@ pub fn copy(device: Option<&str>, mib: usize) -> Result<Vec<Figure>, String> {
     if dst != src {
         return Err("device-to-device copy produced different bytes".into());
     }
-    let fig = |name: String, t: Duration| {
-        let v = gbps(n, t);
-        Figure {
-            name,
-            value: v,
-            unit: "GB/s",
-            baseline: base,
-            ratio: v / base.max(1e-12),
-        }
-    };
     Ok(vec![
-        fig(format!("copy_in_{mib}mib"), copy_in),
-        fig(format!("copy_out_{mib}mib"), copy_out),
-        fig(format!("{label}_{mib}mib"), d2d),
+        Figure::new(format!("copy_in_{mib}mib"), "GB/s", &copy_in, base),
+        Figure::new(format!("copy_out_{mib}mib"), "GB/s", &copy_out, base),
+        Figure::new(format!("{label}_{mib}mib"), "GB/s", &d2d, base),
     ])
 }

@@ -87,6 +87,15 @@ fn demo_runs_the_prebuilt_kernels_without_a_compiler() {
     assert!(s.contains("all results verified"), "{s}");
 }
 
+/// A benchmark figure's spread: its value is the median of at least `repetitions`
+/// repetitions, between their min and max.
+fn check_spread(v: &serde_json::Value, repetitions: u64) {
+    let f = |k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"));
+    assert_eq!(f("median"), f("value"), "{v}");
+    assert!(f("min") <= f("median") && f("median") <= f("max"), "{v}");
+    assert!(v["repetitions"].as_u64().unwrap() >= repetitions, "{v}");
+}
+
 #[test]
 fn bench_launch_prints_json_with_a_baseline() {
     let o = hcq(&["bench", "launch", "--json", "--launches", "3000"], &[]);
@@ -101,6 +110,7 @@ fn bench_launch_prints_json_with_a_baseline() {
         let v: serde_json::Value = serde_json::from_str(line).expect("one JSON object per line");
         assert_eq!(v["name"], name);
         assert_eq!(v["unit"], "ns");
+        check_spread(&v, 2);
         let (value, baseline, ratio) = (
             v["value"].as_f64().unwrap(),
             v["baseline"].as_f64().unwrap(),
@@ -378,6 +388,7 @@ fn bench_emu_verifies_and_times_each_kernel_against_native() {
             "ms"
         };
         assert_eq!(v["unit"], unit, "{v}");
+        check_spread(v, 3);
         let (value, baseline, ratio) = (
             v["value"].as_f64().unwrap(),
             v["baseline"].as_f64().unwrap(),
@@ -422,6 +433,7 @@ fn bench_copy_prints_three_throughputs_against_memcpy() {
     );
     for v in &figures {
         assert_eq!(v["unit"], "GB/s");
+        check_spread(v, 3);
         let (value, baseline, ratio) = (
             v["value"].as_f64().unwrap(),
             v["baseline"].as_f64().unwrap(),

@@ -30,6 +30,14 @@ fn bench_graph_prints_every_figure_as_json() {
             .unwrap_or_else(|| panic!("{name} missing:\n{s}"));
         assert_eq!(f["unit"], "ns");
         assert!(f["value"].as_f64().unwrap() >= 0.0, "{s}");
+        // Each figure is the median of its repetitions (3 back-to-back bursts, 4 lone replays).
+        let at = |k: &str| f[k].as_f64().unwrap_or_else(|| panic!("{k}: {s}"));
+        assert_eq!(at("median"), at("value"), "{s}");
+        assert!(
+            at("min") <= at("median") && at("median") <= at("max"),
+            "{s}"
+        );
+        assert!(f["repetitions"].as_u64().unwrap() >= 3, "{s}");
         assert!(f["baseline"].as_f64().unwrap() > 0.0, "{s}");
     }
     assert_eq!(figures.len(), names.len(), "{s}");

@@ -2,9 +2,9 @@
 
 Launches an empty kernel with one buffer and one int argument in batches, and reports the
 best nanoseconds per launch next to the Rust figure from ``hcq bench launch --json`` measured
-in the same run (when an ``hcq`` binary is found: ``HCQ_CLI``, else ``hcq`` on the PATH). On an
-emulated device the engines are held while the host is timed, as the Rust benchmark does, so
-the emulator does not take the cores the figure is about.
+in the same run (its ``launch_enqueue_driver``, when an ``hcq`` binary is found: ``HCQ_CLI``,
+else ``hcq`` on the PATH). On an emulated device the engines are held while the host is timed,
+as the Rust figure does, so the emulator does not take the cores the figure is about.
 """
 
 import argparse
@@ -62,7 +62,7 @@ def rust_launch_ns(device_name):
     )
     for line in done.stdout.splitlines():
         record = json.loads(line)
-        if record.get("name") == "launch_enqueue":
+        if record.get("name") == "launch_enqueue_driver":
             return float(record["value"])
     return None
 
