@@ -15,11 +15,31 @@ mod soak;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+/// What `hcq --help` lists after the options: every variable hcq and its emulator read.
+const ENVIRONMENT: &str = "\
+Environment:
+  HCQ_DEVICE           device to use (default: the first real AMD GPU, else amd-emu:0)
+  HCQ_WAIT_TIMEOUT_MS  longest time a wait lets the GPU go without progress [30000]
+  HCQ_TRACE            write a Chrome trace to this file (as --trace)
+  HCQ_CACHE_DIR        compile cache (`off` disables it) [~/.cache/hcq]
+  HCQ_CLANG            the clang to compile HIP with [clang-19]
+  HCQ_EMU_GPUS         number of emulated GPUs [1]
+  HCQ_EMU_VRAM         VRAM per emulated GPU, e.g. 64M or 16G [16G]
+  HCQ_EMU_MAX_STEPS    instructions a wave may run before it faults [100000000]
+  HCQ_EMU_KERNEL       the Linux release whose KFD rules apply: 6.12 or 6.6 [6.12]
+  HCQ_EMU_CUS          compute units per emulated GPU, a multiple of 12 up to 96 [96]
+  HCQ_EMU_SMALL_BAR    1: a board without Resizable BAR [0]
+  HCQ_EMU_WRAPPED_RPTR 1: engines report read pointers as offsets within the ring [0]
+  HCQ_EMU_SDMA_QUEUES  SDMA queues each emulated GPU gives out, 0 to 16 [16]
+  HCQ_EXEC_LIB         `hcq exec`'s libhcq_exec.so [beside the hcq executable]
+  RUST_BACKTRACE       1: a backtrace with an internal error";
+
 #[derive(Parser)]
 #[command(
     name = "hcq",
-    version,
-    about = "GPU compute on hardware command queues"
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("HCQ_BUILD_COMMIT"), ")"),
+    about = "GPU compute on hardware command queues",
+    after_help = ENVIRONMENT
 )]
 struct Cli {
     /// Write a Chrome trace (Perfetto) of every kernel and copy to this file.
@@ -53,7 +73,9 @@ enum Command {
     },
     /// Run one kernel: FILE is HIP source or a code object; arguments in kernel order.
     Run {
+        /// HIP source (compiled through the cache) or a code object.
         file: std::path::PathBuf,
+        /// The kernel to run.
         #[arg(long)]
         kernel: String,
         /// Workgroups per dimension, as X or X,Y or X,Y,Z.
@@ -62,12 +84,16 @@ enum Command {
         /// Work-items per workgroup, as X or X,Y or X,Y,Z.
         #[arg(long, value_parser = run::parse_dims)]
         block: [u32; 3],
-        /// i8/u8/i16/u16/i32/u32/i64/u64/f32/f64:V bool:V bytes:HEX in:PATH out:PATH:BYTES inout:PATH
+        /// One per kernel argument, in order: KIND:VALUE for the kinds i8 u8 i16 u16 i32 u32 i64
+        /// u64 f32 f64 (decimal or 0x hex), bool:true|false, bytes:HEX (a struct by value);
+        /// in:PATH (a buffer of the file's bytes; in:PATH:BYTES reads that many), out:PATH:BYTES
+        /// (a zeroed buffer written to PATH afterwards), inout:PATH.
         #[arg(long = "arg", allow_hyphen_values = true)]
         args: Vec<run::ArgSpec>,
         /// Bytes of dynamic LDS per workgroup (HIP `extern __shared__` arrays).
         #[arg(long, default_value_t = 0)]
         lds: u32,
+        /// Device to run on (default: HCQ_DEVICE, else the first real AMD GPU, else amd-emu:0).
         #[arg(long)]
         device: Option<String>,
     },
@@ -75,6 +101,7 @@ enum Command {
     /// instructions in llvm-objdump's syntax, after its resources and occupancy.
     #[cfg(target_os = "linux")]
     Disasm {
+        /// A code object, or HIP source.
         file: std::path::PathBuf,
         /// Only this kernel (or other function).
         #[arg(long)]
@@ -85,7 +112,9 @@ enum Command {
     },
     /// Compile HIP source to a code object (through the compile cache).
     Compile {
+        /// HIP source.
         file: std::path::PathBuf,
+        /// Where to write the code object.
         #[arg(short, long)]
         output: std::path::PathBuf,
         /// Target architecture.
@@ -96,9 +125,11 @@ enum Command {
     Bench {
         #[command(subcommand)]
         which: bench::Which,
-        /// One JSON object per line: name, value, unit, baseline, ratio.
+        /// One JSON object per line: name, value, unit, baseline, ratio, min, median, max,
+        /// repetitions.
         #[arg(long, global = true)]
         json: bool,
+        /// Device to run on (default: HCQ_DEVICE, else the first real AMD GPU, else amd-emu:0).
         #[arg(long, global = true)]
         device: Option<String>,
     },
@@ -137,6 +168,7 @@ enum Command {
         /// One JSON object per line for each phase and each resource figure.
         #[arg(long)]
         json: bool,
+        /// Device to run on (default: HCQ_DEVICE, else the first real AMD GPU, else amd-emu:0).
         #[arg(long)]
         device: Option<String>,
     },

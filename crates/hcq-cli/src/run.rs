@@ -55,15 +55,15 @@ fn scalar<T: std::str::FromStr>(kind: &str, v: &str) -> Result<T, String> {
     parsed.ok_or_else(|| format!("--arg {kind}:{v}: {v:?} is not a valid {kind}"))
 }
 
+/// Every `--arg` kind, as errors list them.
+pub const ARG_KINDS: &str = "i8 u8 i16 u16 i32 u32 i64 u64 f32 f64 bool bytes in out inout";
+
 impl std::str::FromStr for ArgSpec {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let (kind, rest) = s.split_once(':').ok_or_else(|| {
-            format!(
-                "--arg {s:?}: expected KIND:VALUE (i8 u8 i16 u16 i32 u32 i64 u64 f32 f64 bool \
-                 bytes in out inout)"
-            )
-        })?;
+        let (kind, rest) = s
+            .split_once(':')
+            .ok_or_else(|| format!("--arg {s:?}: expected KIND:VALUE, KIND one of {ARG_KINDS}"))?;
         Ok(match kind {
             "i32" => ArgSpec::I32(scalar(kind, rest)?),
             "u32" => ArgSpec::U32(scalar(kind, rest)?),
@@ -110,7 +110,7 @@ impl std::str::FromStr for ArgSpec {
             }
             _ => {
                 return Err(format!(
-                    "--arg {s:?}: unknown kind {kind:?} (i32 u32 i64 u64 f32 f64 in out inout)"
+                    "--arg {s:?}: unknown kind {kind:?}: one of {ARG_KINDS}"
                 ))
             }
         })

@@ -1003,3 +1003,82 @@ fn devices_json_and_verbose_describe_the_compute_shape() {
         "{text}"
     );
 }
+
+#[test]
+fn help_lists_every_variable_the_readme_documents_and_version_names_the_commit() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("the README");
+    let mut names: Vec<&str> = readme
+        .match_indices("HCQ_")
+        .map(|(at, _)| {
+            let rest = &readme[at..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+                .unwrap_or(rest.len());
+            &rest[..end]
+        })
+        .filter(|n| n.len() > 4)
+        .collect();
+    names.sort();
+    names.dedup();
+    assert!(names.len() >= 10, "{names:?}");
+    let o = hcq(&["--help"], &[]);
+    let help = stdout(&o);
+    assert!(
+        o.status.success() && help.contains("Environment:"),
+        "{help}"
+    );
+    for name in &names {
+        assert!(help.contains(name), "--help does not list {name}:\n{help}");
+    }
+    // Every argument and option of every command says what it is.
+    for command in [
+        "devices", "demo", "run", "disasm", "compile", "exec", "soak", "bench",
+    ] {
+        let o = hcq(&[command, "--help"], &[]);
+        let text = stdout(&o);
+        assert!(o.status.success(), "{text}");
+        for line in text.lines() {
+            let t = line.trim_start();
+            let entry = t.starts_with('-') || (t.starts_with('<') && line.starts_with("  "));
+            if entry && !line.trim_end().ends_with("...") {
+                let (flag, help) = t.split_once("  ").unwrap_or((t, ""));
+                assert!(
+                    !help.trim().is_empty(),
+                    "`hcq {command} --help`: {flag} has no help text:\n{text}"
+                );
+            }
+        }
+    }
+    // The version names the commit it was built from.
+    let o = hcq(&["--version"], &[]);
+    let version = stdout(&o);
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    assert!(version.starts_with("hcq 0.1.0 ("), "{version}");
+    if let Some(head) = head {
+        assert!(version.contains(&head), "{version} names {head}?");
+    }
+}
+
+#[test]
+fn a_wrong_argument_kind_lists_every_kind() {
+    for bad in ["f16:1", "f16", "ptr:3"] {
+        let o = hcq(
+            &[
+                "run", "x.hip", "--kernel", "k", "--grid", "1", "--block", "1", "--arg", bad,
+            ],
+            &[],
+        );
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(!o.status.success(), "{bad}");
+        for kind in ["i8", "u16", "f64", "bool", "bytes", "inout"] {
+            assert!(err.contains(kind), "{bad}: {err}");
+        }
+    }
+}
