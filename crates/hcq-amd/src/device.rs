@@ -318,6 +318,12 @@ impl AmdBuffer {
     pub fn gpu_address(&self) -> u64 {
         self.memory().va
     }
+
+    /// Whether the buffer is host memory ([`AmdDevice::alloc_host`]), which the host reads
+    /// and writes directly.
+    pub fn is_host(&self) -> bool {
+        self.memory().kind != MemoryKind::Vram
+    }
 }
 
 impl Drop for AmdBuffer {
@@ -778,17 +784,27 @@ impl AmdDevice {
     /// Allocates a device buffer of `size` bytes, reusing a freed one of the same size when the
     /// cache has one.
     pub fn alloc(&self, size: u64) -> Result<AmdBuffer> {
-        let fresh = || self.alloc_mem(size, MemoryKind::Vram, BUFFER_FLAGS);
+        self.alloc_buffer(size, MemoryKind::Vram)
+    }
+
+    /// A buffer of `kind` through the cache.
+    fn alloc_buffer(&self, size: u64, kind: MemoryKind) -> Result<AmdBuffer> {
+        let fresh = || self.alloc_mem(size, kind, BUFFER_FLAGS);
         let mem = self
             .cache
-            .alloc(size, MemoryKind::Vram, BUFFER_FLAGS, fresh, || {
-                self.synchronize()
-            })?;
+            .alloc(size, kind, BUFFER_FLAGS, fresh, || self.synchronize())?;
         Ok(AmdBuffer {
             mem: Some(mem),
             size,
             cache: self.cache.clone(),
         })
+    }
+
+    /// Allocates `size` bytes of host memory the GPU reaches over the bus (GTT, as ROCm's
+    /// `hipHostMalloc`): kernels read and write it directly, copies to and from it need no
+    /// staging, and the host accesses it in place ([`AmdBuffer::is_host`]).
+    pub fn alloc_host(&self, size: u64) -> Result<AmdBuffer> {
+        self.alloc_buffer(size, MemoryKind::Gtt)
     }
 
     /// Frees the buffers the cache holds, once no queued work can still use them; returns the

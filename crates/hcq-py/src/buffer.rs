@@ -27,6 +27,12 @@ pub struct PyBuffer {
 
 #[pymethods]
 impl PyBuffer {
+    /// Whether the buffer is pinned host memory (`Device.alloc_host`).
+    #[getter]
+    fn is_host(&self) -> bool {
+        self.buffer.is_host()
+    }
+
     /// Size in bytes.
     #[getter]
     fn nbytes(&self) -> usize {

@@ -90,6 +90,13 @@ impl PyDevice {
         Ok(PyBuffer { buffer })
     }
 
+    /// `nbytes` bytes of pinned host memory the device reaches directly (`hipHostMalloc`):
+    /// kernels read and write it in place; `buf.is_host` is True.
+    fn alloc_host(&self, py: Python<'_>, nbytes: usize) -> PyResult<PyBuffer> {
+        let buffer = py.detach(|| self.device.alloc_host(nbytes)).or_raise()?;
+        Ok(PyBuffer { buffer })
+    }
+
     /// `nbytes` bytes of device memory, all zero (filled on the device).
     fn alloc_zeros(&self, py: Python<'_>, nbytes: usize) -> PyResult<PyBuffer> {
         let buffer = py

@@ -187,3 +187,13 @@ def test_fill_and_alloc_zeros(dev):
     del buf
     z = dev.alloc_zeros(4000)
     assert z.read() == bytes(4000)
+
+
+def test_alloc_host_is_reached_by_kernels_and_copies(dev):
+    host = dev.alloc_host(4096)
+    assert host.is_host and not dev.alloc(16).is_host
+    data = np.arange(1024, dtype=np.int32) * 3 - 77
+    host.write(data)
+    device = dev.alloc(4096)
+    host.copy_to(device)
+    assert device.numpy(np.int32).tolist() == data.tolist()

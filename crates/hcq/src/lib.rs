@@ -220,14 +220,33 @@ impl Device {
             #[cfg(target_os = "macos")]
             Backend::Metal(d) => BufferInner::Metal(d.alloc(size)?),
         };
-        Ok(Buffer {
+        Ok(self.buffer(inner, size))
+    }
+
+    fn buffer(&self, inner: BufferInner, size: usize) -> Buffer {
+        Buffer {
             shared: Arc::new(BufferShared {
                 device: self.clone(),
                 inner,
             }),
             offset: 0,
             size,
-        })
+        }
+    }
+
+    /// Allocates `size` bytes of host memory the device reaches directly (pinned, as ROCm's
+    /// `hipHostMalloc`): kernels read and write it in place, copies to and from device buffers
+    /// need no staging, and the host reads and writes it at once with
+    /// [`Buffer::host_write_at`] and [`Buffer::host_read_range`]. On AMD it is GTT memory;
+    /// Metal buffers are all in memory the host shares, so there it is [`Device::alloc`].
+    pub fn alloc_host(&self, size: usize) -> Result<Buffer> {
+        let inner = match &*self.backend {
+            #[cfg(target_os = "linux")]
+            Backend::Amd(d) => BufferInner::Amd(d.alloc_host(size as u64)?),
+            #[cfg(target_os = "macos")]
+            Backend::Metal(d) => BufferInner::Metal(d.alloc(size)?),
+        };
+        Ok(self.buffer(inner, size))
     }
 
     /// Allocates `n` values of `T`, all bits zero, filled on the device (ordered before any
@@ -512,6 +531,74 @@ impl Buffer {
     /// Reads the buffer's first `out.len()` values into `out`, without allocating.
     pub fn read_into<T: bytemuck::Pod>(&self, out: &mut [T]) -> Result<()> {
         self.copy_out(0, bytemuck::cast_slice_mut(out))
+    }
+
+    /// Whether the host reads and writes this buffer in place ([`Device::alloc_host`]).
+    pub fn is_host(&self) -> bool {
+        match &self.shared.inner {
+            #[cfg(target_os = "linux")]
+            BufferInner::Amd(b) => b.is_host(),
+            #[cfg(target_os = "macos")]
+            BufferInner::Metal(_) => true,
+        }
+    }
+
+    /// Writes plain values at byte `offset` of a host buffer ([`Device::alloc_host`]) at once,
+    /// from the host. Unlike [`Buffer::copy_in`] this is not ordered with queued work: a
+    /// kernel still running on the buffer may see the old or the new values, so synchronize
+    /// first when one may be. A device buffer is an [`Error::InvalidArgument`].
+    pub fn host_write_at<T: bytemuck::Pod>(&self, offset: usize, values: &[T]) -> Result<()> {
+        let bytes: &[u8] = bytemuck::cast_slice(values);
+        let at = self.within(offset, bytes.len(), "host write")?;
+        match &self.shared.inner {
+            #[cfg(target_os = "linux")]
+            BufferInner::Amd(b) => {
+                self.host_only(b.is_host())?;
+                b.memory().write(at as u64, bytes)
+            }
+            #[cfg(target_os = "macos")]
+            BufferInner::Metal(_) => {
+                let _ = at;
+                self.copy_in(offset, bytes)
+            }
+        }
+    }
+
+    /// Reads `count` plain values from byte `offset` of a host buffer at once, from the host:
+    /// what the device has written and made visible (after [`Device::synchronize`], all of
+    /// it). A device buffer is an [`Error::InvalidArgument`].
+    pub fn host_read_range<T: bytemuck::Pod>(&self, offset: usize, count: usize) -> Result<Vec<T>> {
+        let n = std::mem::size_of::<T>();
+        let len = count.checked_mul(n).ok_or_else(|| {
+            Error::InvalidArgument(format!("{count} values of {n} bytes overflow"))
+        })?;
+        let at = self.within(offset, len, "host read")?;
+        let mut out = vec![T::zeroed(); count];
+        match &self.shared.inner {
+            #[cfg(target_os = "linux")]
+            BufferInner::Amd(b) => {
+                self.host_only(b.is_host())?;
+                b.memory()
+                    .read(at as u64, bytemuck::cast_slice_mut(&mut out))?;
+            }
+            #[cfg(target_os = "macos")]
+            BufferInner::Metal(_) => {
+                let _ = at;
+                self.copy_out(offset, bytemuck::cast_slice_mut(&mut out))?;
+            }
+        }
+        Ok(out)
+    }
+
+    #[cfg(target_os = "linux")]
+    fn host_only(&self, host: bool) -> Result<()> {
+        if host {
+            return Ok(());
+        }
+        Err(Error::InvalidArgument(format!(
+            "{self:?} is device memory: the host reaches it with copy_in and copy_out; \
+             Device::alloc_host makes buffers it reads and writes in place"
+        )))
     }
 
     /// Sets every value of the buffer to `value`, on the device, after the work queued before

@@ -70,6 +70,8 @@ class Device:
         """Loads kernel ``name`` from a code object."""
     def alloc(self, nbytes: int) -> Buffer:
         """``nbytes`` bytes of device memory (contents unspecified until written)."""
+    def alloc_host(self, nbytes: int) -> Buffer:
+        """``nbytes`` bytes of pinned host memory that kernels read and write in place."""
     def alloc_zeros(self, nbytes: int) -> Buffer:
         """``nbytes`` bytes of device memory, all zero."""
     def free_cached(self) -> int:
@@ -85,6 +87,9 @@ class Device:
 class Buffer:
     """Device memory, or a view of part of it sharing the memory. Keeps its device open."""
 
+    @property
+    def is_host(self) -> bool:
+        """Whether the buffer is pinned host memory (``Device.alloc_host``)."""
     @property
     def nbytes(self) -> int: ...
     @property
