@@ -130,26 +130,50 @@ fn open_backend(kind: &str, index: usize) -> Result<Backend> {
 }
 
 /// `HCQ_DEVICE`, else on Linux the first real AMD GPU, else `amd-emu:0`; on macOS `metal:0`.
-pub(crate) fn default_name() -> String {
+/// On a Linux machine whose KFD is there but cannot be used (no permission on `/dev/kfd`, a
+/// kernel driver too old, ...), an error saying why, rather than a quiet fall back to the
+/// emulator, a thousand times slower than the GPU the user has.
+pub(crate) fn default_name() -> Result<String> {
     if let Ok(name) = std::env::var("HCQ_DEVICE") {
         if !name.trim().is_empty() {
-            return name.trim().to_string();
+            return Ok(name.trim().to_string());
         }
     }
     platform_default_name()
 }
 
 #[cfg(target_os = "linux")]
-fn platform_default_name() -> String {
-    match real_driver() {
-        Ok(d) if !d.gpus.is_empty() => format!("{REAL}:0"),
-        _ => format!("{EMULATED}:0"),
+fn platform_default_name() -> Result<String> {
+    let real = real_driver().map(|d| d.gpus.len());
+    choose_default(real, std::path::Path::new("/dev/kfd").exists())
+}
+
+/// The default device, given the real driver's GPU count (or why it would not open) and
+/// whether `/dev/kfd` exists.
+#[cfg(target_os = "linux")]
+fn choose_default(real: Result<usize>, kfd_exists: bool) -> Result<String> {
+    match real {
+        Ok(gpus) if gpus > 0 => Ok(format!("{REAL}:0")),
+        // No AMD GPU, or KFD without a GPU node: the emulator is what there is.
+        Ok(_) => Ok(format!("{EMULATED}:0")),
+        Err(_) if !kfd_exists => Ok(format!("{EMULATED}:0")),
+        Err(e) => {
+            let why = match e {
+                Error::NoDevice(why) => why,
+                e => e.to_string(),
+            };
+            Err(Error::NoDevice(format!(
+                "this machine has an AMD GPU driver (/dev/kfd), but hcq cannot use it: {why}. \
+                 Set HCQ_DEVICE=amd-emu:0 (or open \"amd-emu:0\") to run on the emulated GPU \
+                 instead"
+            )))
+        }
     }
 }
 
 #[cfg(target_os = "macos")]
-fn platform_default_name() -> String {
-    format!("{METAL}:0")
+fn platform_default_name() -> Result<String> {
+    Ok(format!("{METAL}:0"))
 }
 
 /// One line of a device listing.
@@ -240,5 +264,38 @@ pub fn hold_emulated_engines(device: &Device, held: bool) -> Result<()> {
             "{} is not an emulated device: its engines cannot be held",
             device.name()
         ))),
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_device_falls_back_only_where_there_is_no_amd_gpu_driver() {
+        assert_eq!(choose_default(Ok(2), true).unwrap(), "amd:0");
+        assert_eq!(choose_default(Ok(0), true).unwrap(), "amd-emu:0");
+        let absent = Err(Error::NoDevice("/dev/kfd does not exist".into()));
+        assert_eq!(choose_default(absent, false).unwrap(), "amd-emu:0");
+        let denied = Err(Error::NoDevice(
+            "cannot open /dev/kfd: permission denied: the user must be in the group that owns \
+             it, `render`"
+                .into(),
+        ));
+        match choose_default(denied, true) {
+            Err(Error::NoDevice(m)) => {
+                assert!(
+                    m.contains("permission denied") && m.contains("render"),
+                    "{m}"
+                );
+                assert!(m.contains("HCQ_DEVICE=amd-emu:0"), "{m}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let old = Err(Error::Unsupported("KFD ABI 2.0, need 1.x".into()));
+        match choose_default(old, true) {
+            Err(Error::NoDevice(m)) => assert!(m.contains("KFD ABI 2.0"), "{m}"),
+            other => panic!("{other:?}"),
+        }
     }
 }
