@@ -30,7 +30,7 @@ Environment:
   HCQ_EMU_CUS          compute units per emulated GPU, a multiple of 12 up to 96 [96]
   HCQ_EMU_SMALL_BAR    1: a board without Resizable BAR [0]
   HCQ_EMU_WRAPPED_RPTR 1: engines report read pointers as offsets within the ring [0]
-  HCQ_EMU_SDMA_QUEUES  SDMA queues each emulated GPU gives out, 0 to 16 [16]
+  HCQ_EMU_SDMA_QUEUES  SDMA queues each emulated GPU gives out, 0 to 12 [12]
   HCQ_EXEC_LIB         `hcq exec`'s libhcq_exec.so [beside the hcq executable]
   RUST_BACKTRACE       1: a backtrace with an internal error";
 

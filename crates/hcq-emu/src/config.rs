@@ -33,13 +33,14 @@ pub struct EmuConfig {
     /// tinygrad's SDMA code expects). Which one a real GPU writes for a user queue is not
     /// documented, so drivers are tested against both.
     pub wrapped_read_pointers: bool,
-    /// SDMA user queues each GPU gives out at once ([`SDMA_QUEUES`]: its 2 engines × 8);
+    /// SDMA user queues each GPU gives out at once ([`SDMA_QUEUES`]: its 2 engines × 6);
     /// fewer stand for queues other processes hold. KFD refuses one more with `ENOMEM`.
     pub sdma_queues: u32,
 }
 
-/// SDMA user queues of one gfx1100: 2 engines with 8 queues each, shared by every process.
-pub const SDMA_QUEUES: u32 = 16;
+/// SDMA user queues of one gfx1100, shared by every process: its topology's
+/// `num_sdma_engines` (2) × `num_sdma_queues_per_engine` (6).
+pub const SDMA_QUEUES: u32 = 12;
 
 /// Default compute units per GPU: a Radeon RX 7900 XTX.
 pub const DEFAULT_CUS: u32 = 96;
@@ -240,7 +241,7 @@ pub const MIN_VRAM: u64 = 4096;
 
 const KERNEL_ACCEPTED: &str = "the Linux release whose KFD rules apply: 6.12 (also later \
      releases) or 6.6";
-const SDMA_QUEUES_ACCEPTED: &str = "SDMA queues per GPU, a whole number from 0 to 16";
+const SDMA_QUEUES_ACCEPTED: &str = "SDMA queues per GPU, a whole number from 0 to 12";
 const SMALL_BAR_ACCEPTED: &str = "1 (the BAR does not span VRAM) or 0";
 const WRAPPED_RPTR_ACCEPTED: &str =
     "1 (read pointers are offsets within the ring) or 0 (running counts)";
@@ -420,9 +421,9 @@ mod tests {
         );
         let d = EmuConfig::default();
         assert_eq!(d.with_sdma_queues(Some(" 0 ")).unwrap().sdma_queues, 0);
-        assert_eq!(d.with_sdma_queues(Some("16")).unwrap().sdma_queues, 16);
-        assert_eq!(d.with_sdma_queues(None).unwrap().sdma_queues, 16);
-        for bad in ["17", "-1", "some"] {
+        assert_eq!(d.with_sdma_queues(Some("12")).unwrap().sdma_queues, 12);
+        assert_eq!(d.with_sdma_queues(None).unwrap().sdma_queues, 12);
+        for bad in ["13", "-1", "some"] {
             let e = d.with_sdma_queues(Some(bad)).unwrap_err();
             assert_eq!((e.variable, e.value.as_str()), ("HCQ_EMU_SDMA_QUEUES", bad));
         }

@@ -135,7 +135,7 @@
 //! | `HCQ_EMU_MAX_STEPS` | instruction budget of each wave of a dispatch | 100 000 000 |
 //! | `HCQ_EMU_VRAM` | VRAM bytes per GPU; suffixes `K`, `M`, `G`, `T` (binary); capped by the host | 16G |
 //! | `HCQ_EMU_WRAPPED_RPTR` | `1`: the engines report their read pointers as offsets within the ring (as a PM4 queue's `CP_HQD_PQ_RPTR` holds it), not as running counts | 0 |
-//! | `HCQ_EMU_SDMA_QUEUES` | SDMA queues each GPU gives out (0 to 16; fewer stand for other processes' queues); one more is `ENOMEM`, as KFD says when its bitmap is empty | 16 |
+//! | `HCQ_EMU_SDMA_QUEUES` | SDMA queues each GPU gives out (0 to 12: 2 engines × 6, as the topology says; fewer stand for other processes' queues); one more is `ENOMEM`, as KFD says when its bitmap is empty | 12 |
 //! | `HCQ_EMU_SMALL_BAR` | `1`: a board without Resizable BAR, whose host-visible (`PUBLIC`) VRAM allocations KFD refuses with `EINVAL` | 0 |
 //! | `HCQ_EMU_CUS` | compute units per GPU, a multiple of 12 up to 96 (84: an RX 7900 XT) | 96 |
 //! | `HCQ_EMU_KERNEL` | the Linux release whose KFD rules apply, `6.12` or `6.6` ([`KfdRules`]) | 6.12 |
