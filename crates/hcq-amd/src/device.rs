@@ -760,6 +760,7 @@ impl AmdDevice {
             ),
             render_minor: p("drm_render_minor") as u32,
             driver_version: format!("KFD {major}.{minor}"),
+            caches: self.node.caches.clone(),
             copy_engine_missing: self.no_copy_engine.clone(),
         }
     }

@@ -14,6 +14,8 @@ pub struct GpuNode {
     pub properties: HashMap<String, u64>,
     /// e.g. `gfx1100`.
     pub arch: String,
+    /// The node's caches, grouped by kind (`caches/N/properties`).
+    pub caches: Vec<hcq_core::CacheInfo>,
 }
 
 impl GpuNode {
@@ -124,11 +126,61 @@ pub fn gpu_nodes(kernel: &dyn Kernel) -> Result<Vec<GpuNode>> {
         gpus.push(GpuNode {
             node,
             gpu_id,
+            caches: caches(kernel, &dir),
             arch: arch_name(target),
             properties,
         });
     }
     Ok(gpus)
+}
+
+/// The node's caches (`caches/N/properties`, one per instance, sizes in KiB, the CUs sharing
+/// one marked in its `sibling_map`) grouped by kind, level by level; none when unreadable.
+fn caches(kernel: &dyn Kernel, node_dir: &str) -> Vec<hcq_core::CacheInfo> {
+    let dir = format!("{node_dir}/caches");
+    let Ok(entries) = kernel.read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut kinds: Vec<hcq_core::CacheInfo> = Vec::new();
+    for entry in entries {
+        let Ok(text) = kernel.read_to_string(&format!("{dir}/{entry}/properties")) else {
+            continue;
+        };
+        let p = parse_properties(&text);
+        let (Some(&level), Some(&kb), Some(&kind)) = (p.get("level"), p.get("size"), p.get("type"))
+        else {
+            continue;
+        };
+        let shared_by_cus = text
+            .lines()
+            .find_map(|l| l.strip_prefix("sibling_map "))
+            .map_or(0, |m| {
+                m.split(',').filter(|b| b.trim() == "1").count() as u32
+            });
+        let info = hcq_core::CacheInfo {
+            level: level as u32,
+            data: kind & 1 != 0,
+            instruction: kind & 2 != 0,
+            bytes: kb * 1024,
+            shared_by_cus,
+            instances: 1,
+        };
+        match kinds.iter_mut().find(|k| {
+            (k.level, k.data, k.instruction, k.bytes, k.shared_by_cus)
+                == (
+                    info.level,
+                    info.data,
+                    info.instruction,
+                    info.bytes,
+                    info.shared_by_cus,
+                )
+        }) {
+            Some(k) => k.instances += 1,
+            None => kinds.push(info),
+        }
+    }
+    kinds.sort_by_key(|k| (k.level, k.bytes, k.instruction));
+    kinds
 }
 
 /// Device memory from the node's memory banks (heap types 1 and 2 are VRAM).

@@ -44,11 +44,33 @@ fn to_text(i: &DeviceInfo) -> String {
             c.render_minor,
             c.driver_version
         );
+        for k in &c.caches {
+            s += &format!("  {}\n", cache_line(k));
+        }
         if let Some(why) = &c.copy_engine_missing {
             s += &format!("  no copy engine (copies run on the compute queue): {why}\n");
         }
     }
     s
+}
+
+/// `L2 data cache: 6 MiB, shared by 96 CUs, 1 of them`.
+fn cache_line(k: &hcq::CacheInfo) -> String {
+    let what = match (k.data, k.instruction) {
+        (true, true) => "cache",
+        (false, true) => "instruction cache",
+        _ => "data cache",
+    };
+    let shared = match k.shared_by_cus {
+        1 => "per CU".to_string(),
+        n => format!("shared by {n} CUs"),
+    };
+    format!(
+        "L{} {what}: {} {shared}, {} of them",
+        k.level,
+        crate::format_bytes(k.bytes),
+        k.instances
+    )
 }
 
 /// A JSON string literal: quotes, backslashes and control characters escaped.
@@ -67,13 +89,27 @@ fn quoted(text: &str) -> String {
     out
 }
 
+fn caches_json(caches: &[hcq::CacheInfo]) -> String {
+    let entries: Vec<String> = caches
+        .iter()
+        .map(|k| {
+            format!(
+                "{{\"level\":{},\"data\":{},\"instruction\":{},\"bytes\":{},\"shared_by_cus\":{},\
+                 \"instances\":{}}}",
+                k.level, k.data, k.instruction, k.bytes, k.shared_by_cus, k.instances
+            )
+        })
+        .collect();
+    format!("[{}]", entries.join(","))
+}
+
 fn compute_json(c: &ComputeInfo) -> String {
     let free = c.free_memory.map_or("null".to_string(), |n| n.to_string());
     format!(
         "{{\"compute_units\":{},\"shader_engines\":{},\"simds_per_cu\":{},\"wave_size\":{},\
          \"max_waves_per_cu\":{},\"lds_per_workgroup\":{},\"max_clock_mhz\":{},\
          \"free_memory\":{free},\"pci_location\":{},\"render_minor\":{},\"driver_version\":{},\
-         \"copy_engine_missing\":{}}}",
+         \"copy_engine_missing\":{},\"caches\":{}}}",
         c.compute_units,
         c.shader_engines,
         c.simds_per_cu,
@@ -86,7 +122,8 @@ fn compute_json(c: &ComputeInfo) -> String {
         quoted(&c.driver_version),
         c.copy_engine_missing
             .as_deref()
-            .map_or("null".to_string(), quoted)
+            .map_or("null".to_string(), quoted),
+        caches_json(&c.caches)
     )
 }
 

@@ -966,6 +966,40 @@ fn devices_json_and_verbose_describe_the_compute_shape() {
             assert_eq!(c["render_minor"], prop("drm_render_minor"));
             assert_eq!(c["driver_version"], version);
             assert!(c["copy_engine_missing"].is_null(), "{d}");
+            // KFD's caches of an 84-CU gfx1100 (12 shader arrays of 7 CUs), by kind: level,
+            // data, instruction, KiB, CUs sharing one, instances.
+            let caches: Vec<(u64, bool, bool, u64, u64, u64)> = c["caches"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|k| {
+                    (
+                        k["level"].as_u64().unwrap(),
+                        k["data"].as_bool().unwrap(),
+                        k["instruction"].as_bool().unwrap(),
+                        k["bytes"].as_u64().unwrap() / 1024,
+                        k["shared_by_cus"].as_u64().unwrap(),
+                        k["instances"].as_u64().unwrap(),
+                    )
+                })
+                .collect();
+            assert_eq!(
+                caches,
+                [
+                    (1, true, false, 16, 2, 42),
+                    (1, true, false, 32, 1, 84),
+                    (1, false, true, 32, 2, 42),
+                    (1, true, false, 256, 7, 12),
+                    (2, true, false, 6 << 10, 84, 1),
+                    (3, true, false, 96 << 10, 84, 1),
+                ],
+                "{d}"
+            );
+            assert_eq!(
+                caches.iter().map(|k| k.5).sum::<u64>(),
+                prop("caches_count"),
+                "the node's caches_count"
+            );
             let free = c["free_memory"].as_u64().unwrap();
             assert!(free > 0 && free <= d["memory"].as_u64().unwrap(), "{d}");
             // The PCI device at that location holds the render node.
@@ -988,6 +1022,10 @@ fn devices_json_and_verbose_describe_the_compute_shape() {
             "{text}"
         );
         assert!(!text.contains("no copy engine"), "{text}");
+        assert!(
+            text.contains("L2 data cache: 6.0 MiB shared by 84 CUs, 1 of them"),
+            "{text}"
+        );
     }
     // A GPU whose kernel driver has no SDMA queue left says why, in both forms.
     let env = [("HCQ_EMU_SDMA_QUEUES", "0")];

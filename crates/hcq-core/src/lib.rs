@@ -201,6 +201,23 @@ pub struct DeviceInfo {
     pub compute: Option<ComputeInfo>,
 }
 
+/// One kind of cache of a GPU: every instance of it alike.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheInfo {
+    /// 1 for the caches closest to the SIMDs (KFD counts a gfx11 GPU's vector L0 and GL1
+    /// both as level 1), 2 for L2, 3 for the Infinity Cache.
+    pub level: u32,
+    /// Whether it caches data, instructions, or both.
+    pub data: bool,
+    pub instruction: bool,
+    /// Bytes of one instance.
+    pub bytes: u64,
+    /// Compute units sharing one instance.
+    pub shared_by_cus: u32,
+    /// Instances on the GPU.
+    pub instances: u32,
+}
+
 /// A GPU's compute shape and identity, as rocminfo shows them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ComputeInfo {
@@ -222,6 +239,9 @@ pub struct ComputeInfo {
     pub render_minor: u32,
     /// The kernel driver's interface version, e.g. `KFD 1.16`.
     pub driver_version: String,
+    /// The device's caches, one entry per kind (level, data or instructions, size, CUs sharing
+    /// it), smallest level first, as the kernel driver lists them; empty where it lists none.
+    pub caches: Vec<CacheInfo>,
     /// Why the device has no copy engine of its own, when it has none (the kernel driver had
     /// no SDMA queue left to give): copies then run on the compute queue, with the same
     /// results and order but no overlap with kernels.

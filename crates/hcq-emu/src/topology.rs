@@ -143,6 +143,15 @@ impl Topology {
                 },
             );
             t.dir(&format!("{dir}/caches"));
+            if let Some(g) = gpu {
+                let base = simd_id_base(node);
+                for (i, c) in gpu_caches(&g.shape).iter().enumerate() {
+                    t.file(
+                        &format!("{dir}/caches/{i}/properties"),
+                        c.properties(base, cus(&g.shape)),
+                    );
+                }
+            }
             t.dir(&format!("{dir}/io_links"));
         }
         t.root(KFD_CLASS);
@@ -242,6 +251,90 @@ pub(crate) fn gpu_queue_areas(s: &NodeShape) -> QueueAreas {
     QueueAreas::for_node(s).expect("every configurable gfx1100 shape has queue areas")
 }
 
+/// Compute units of a GPU of shape `s`.
+fn cus(s: &NodeShape) -> u32 {
+    s.simd_count / s.simd_per_cu.max(1)
+}
+
+/// The `simd_id_base` of GPU node `node` (the first CU's id in KFD's processor numbering).
+fn simd_id_base(node: u32) -> u64 {
+    2_147_488_032 + 0x100 * u64::from(node)
+}
+
+/// `type` bits of a KFD cache entry.
+const CACHE_DATA: u32 = 1;
+const CACHE_INSTRUCTION: u32 = 2;
+const CACHE_HSACU: u32 = 8;
+
+/// One cache instance of a GPU node's `caches/N/properties`.
+struct Cache {
+    level: u32,
+    kb: u32,
+    line: u32,
+    kind: u32,
+    /// The CUs that share it: `first_cu..first_cu + cus`.
+    first_cu: u32,
+    cus: u32,
+}
+
+impl Cache {
+    /// The file KFD writes (`kfd_cache_show`): sizes in KiB, and a sibling map of one 0/1
+    /// per CU of the GPU, marking those that share the instance.
+    fn properties(&self, simd_id_base: u64, gpu_cus: u32) -> String {
+        let map: Vec<&str> = (0..gpu_cus)
+            .map(|cu| {
+                if (self.first_cu..self.first_cu + self.cus).contains(&cu) {
+                    "1"
+                } else {
+                    "0"
+                }
+            })
+            .collect();
+        format!(
+            "processor_id_low {}\nlevel {}\nsize {}\ncache_line_size {}\ncache_lines_per_tag 1\n\
+             association 16\nlatency 1\ntype {}\nsibling_map {}\n",
+            simd_id_base + u64::from(self.first_cu),
+            self.level,
+            self.kb,
+            self.line,
+            self.kind,
+            map.join(",")
+        )
+    }
+}
+
+/// The caches KFD lists for a gfx1100 of shape `s` (206 on an RX 7900 XTX): per CU its 32 KiB
+/// vector L0 ("L1" to KFD); per pair of CUs (a WGP) a 32 KiB instruction and a 16 KiB scalar
+/// cache; per shader array a 256 KiB GL1; and one 6 MiB L2 and one 96 MiB Infinity Cache (L3)
+/// for all CUs.
+fn gpu_caches(s: &NodeShape) -> Vec<Cache> {
+    let n = cus(s);
+    let per_array = n / s.array_count.max(1);
+    let l1 = |kb, line, kind, first_cu, cus| Cache {
+        level: 1,
+        kb,
+        line,
+        kind: kind | CACHE_HSACU,
+        first_cu,
+        cus,
+    };
+    let mut caches: Vec<Cache> = (0..n).map(|cu| l1(32, 128, CACHE_DATA, cu, 1)).collect();
+    caches.extend((0..n / 2).map(|w| l1(32, 64, CACHE_INSTRUCTION, 2 * w, 2)));
+    caches.extend((0..n / 2).map(|w| l1(16, 64, CACHE_DATA, 2 * w, 2)));
+    caches.extend((0..s.array_count).map(|a| l1(256, 128, CACHE_DATA, a * per_array, per_array)));
+    for (level, kb) in [(2, 6 << 10), (3, 96 << 10)] {
+        caches.push(Cache {
+            level,
+            kb,
+            line: 128,
+            kind: CACHE_DATA | CACHE_HSACU,
+            first_cu: 0,
+            cus: n,
+        });
+    }
+    caches
+}
+
 /// The `properties` file of a GPU node, modelled on a Radeon RX 7900 XTX (gfx1100).
 fn gpu_properties(node: u32, g: &GpuNode) -> String {
     let s = g.shape;
@@ -249,11 +342,11 @@ fn gpu_properties(node: u32, g: &GpuNode) -> String {
         ("cpu_cores_count", 0),
         ("simd_count", s.simd_count.into()),
         ("mem_banks_count", 1),
-        ("caches_count", 206),
+        ("caches_count", gpu_caches(&s).len() as u64),
         ("io_links_count", 1),
         ("p2p_links_count", 0),
         ("cpu_core_id_base", 0),
-        ("simd_id_base", 2_147_488_032 + 0x100 * u64::from(node)),
+        ("simd_id_base", simd_id_base(node)),
         ("max_waves_per_simd", 16),
         ("lds_size_in_kb", s.lds_size_in_kb.into()),
         ("gds_size_in_kb", 0),
@@ -308,5 +401,34 @@ pub(crate) fn host_memory_bytes() -> u64 {
         (pages as u64).saturating_mul(size as u64)
     } else {
         0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_rx_7900_xtx_lists_the_206_caches_kfd_lists_for_it() {
+        // caches_count of a real RX 7900 XTX's topology node.
+        let caches = gpu_caches(&gpu_shape(96));
+        assert_eq!(caches.len(), 206);
+        let all: Vec<&Cache> = caches.iter().filter(|c| c.cus == 96).collect();
+        assert_eq!(all.len(), 2, "one L2 and one Infinity Cache for every CU");
+        // Every CU has its own vector cache, and each WGP's two CUs share the others.
+        for cu in 0..96 {
+            let mine = caches
+                .iter()
+                .filter(|c| c.level == 1 && (c.first_cu..c.first_cu + c.cus).contains(&cu))
+                .count();
+            assert_eq!(mine, 4, "CU {cu}: L0, instruction, scalar and GL1");
+        }
+        let text = caches[0].properties(simd_id_base(1), 96);
+        let map = text
+            .lines()
+            .find_map(|l| l.strip_prefix("sibling_map "))
+            .unwrap();
+        assert_eq!(map.split(',').count(), 96);
+        assert_eq!(map.split(',').filter(|b| *b == "1").count(), 1);
     }
 }

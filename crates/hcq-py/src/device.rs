@@ -206,6 +206,42 @@ pub struct PyComputeInfo {
     /// Why the device has no copy engine of its own (copies then run on the compute queue),
     /// or None when it has one.
     copy_engine_missing: Option<String>,
+    /// The caches, one `hcq.CacheInfo` per kind, smallest level first.
+    caches: Vec<PyCacheInfo>,
+}
+
+/// One kind of cache of a GPU: every instance of it alike.
+#[pyclass(frozen, get_all, module = "hcq", name = "CacheInfo")]
+#[derive(Clone)]
+pub struct PyCacheInfo {
+    /// 1 closest to the SIMDs (a gfx11 GPU's vector L0 and GL1 are both 1), 2 for L2, 3 for
+    /// the Infinity Cache.
+    level: u32,
+    /// Whether it caches data, instructions, or both.
+    data: bool,
+    instruction: bool,
+    /// Bytes of one instance.
+    nbytes: u64,
+    /// Compute units sharing one instance.
+    shared_by_cus: u32,
+    /// Instances on the GPU.
+    instances: u32,
+}
+
+#[pymethods]
+impl PyCacheInfo {
+    fn __repr__(&self) -> String {
+        format!(
+            "hcq.CacheInfo(level={}, data={}, instruction={}, nbytes={}, shared_by_cus={}, \
+             instances={})",
+            self.level,
+            if self.data { "True" } else { "False" },
+            if self.instruction { "True" } else { "False" },
+            self.nbytes,
+            self.shared_by_cus,
+            self.instances
+        )
+    }
 }
 
 impl From<hcq::ComputeInfo> for PyComputeInfo {
@@ -223,6 +259,18 @@ impl From<hcq::ComputeInfo> for PyComputeInfo {
             render_minor: c.render_minor,
             driver_version: c.driver_version,
             copy_engine_missing: c.copy_engine_missing,
+            caches: c
+                .caches
+                .into_iter()
+                .map(|k| PyCacheInfo {
+                    level: k.level,
+                    data: k.data,
+                    instruction: k.instruction,
+                    nbytes: k.bytes,
+                    shared_by_cus: k.shared_by_cus,
+                    instances: k.instances,
+                })
+                .collect(),
         }
     }
 }

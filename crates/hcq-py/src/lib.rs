@@ -26,6 +26,7 @@ fn _hcq(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<device::PyDevice>()?;
     module.add_class::<device::PyDeviceInfo>()?;
     module.add_class::<device::PyComputeInfo>()?;
+    module.add_class::<device::PyCacheInfo>()?;
     module.add_class::<buffer::PyBuffer>()?;
     module.add_class::<program::PyProgram>()?;
     module.add_class::<program::PyProgramInfo>()?;

@@ -30,6 +30,11 @@ def test_device_by_name_and_info(dev):
     assert c.render_minor >= 128 and c.driver_version.startswith("KFD 1.")
     assert 0 < c.free_memory <= info.memory
     assert c.copy_engine_missing is None
+    # The RX 7900 XTX's caches as KFD lists them: 206 instances, 6 MiB of L2.
+    assert sum(k.instances for k in c.caches) == 206
+    l2 = [k for k in c.caches if k.level == 2]
+    assert len(l2) == 1 and l2[0].nbytes == 6 << 20 and l2[0].shared_by_cus == 96
+    assert isinstance(c.caches[0], hcq.CacheInfo) and "level=1" in repr(c.caches[0])
     assert "amd-emu:0" in repr(info) and "amd-emu:0" in repr(dev)
 
 

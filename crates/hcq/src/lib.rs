@@ -58,7 +58,9 @@ pub use graph::{
     Var, VarSpec,
 };
 
-pub use hcq_core::{ArgBytes, ComputeInfo, DeviceInfo, Error, ProgramInfo, Result, ARG_BYTES_MAX};
+pub use hcq_core::{
+    ArgBytes, CacheInfo, ComputeInfo, DeviceInfo, Error, ProgramInfo, Result, ARG_BYTES_MAX,
+};
 #[cfg(target_os = "linux")]
 pub use hcq_emu::ShaderCounts;
 #[cfg(target_os = "linux")]

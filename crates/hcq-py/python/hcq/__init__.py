@@ -27,6 +27,7 @@ from ._errors import (
 )
 from ._hcq import (
     Buffer,
+    CacheInfo,
     ComputeInfo,
     Device,
     DeviceInfo,
@@ -44,6 +45,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Buffer",
     "CompileError",
+    "CacheInfo",
     "ComputeInfo",
     "Device",
     "DeviceFaultError",

@@ -29,6 +29,17 @@ class ComputeInfo:
     render_minor: int
     driver_version: str
     copy_engine_missing: Optional[str]
+    caches: List["CacheInfo"]
+
+class CacheInfo:
+    """One kind of cache of a GPU: every instance of it alike."""
+
+    level: int
+    data: bool
+    instruction: bool
+    nbytes: int
+    shared_by_cus: int
+    instances: int
 
 class DeviceInfo:
     """Properties of an opened device."""
