@@ -8,8 +8,8 @@
 //! Each GPU of the graph has up to two streams: its compute stream (the PM4 of its launches)
 //! and its copy stream (the SDMA packets of the copies its engine runs). A GPU without a copy
 //! engine ([`AmdDevice::copy_engine_missing`]) runs its copies in its compute stream instead,
-//! as CP DMA (`DMA_DATA`) between its launches, each ordered after the one before it. Items keep their
-//! recorded order within a stream. Each item declares what it reads and writes ([`Region`]);
+//! as CP DMA (`DMA_DATA`) between its launches, each ordered after the one before it. Items
+//! keep their recorded order within a stream. Each item declares what it reads and writes ([`Region`]);
 //! an item that conflicts with an earlier item of another stream (read-after-write,
 //! write-after-read, write-after-write) first waits until that stream's private progress
 //! signal reaches the earlier item's position, which the earlier item signals after it
