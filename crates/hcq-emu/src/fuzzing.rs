@@ -255,6 +255,9 @@ pub fn run_stream(data: &[u8]) {
     gpu.hold.readmit();
     let ring_dwords = (len as u64 / 4).min(STREAM_RING_BYTES / 4);
     let shared = QueueShared::new(&gpu.hold, rig.doorbell.clone());
+    // The input's engine is alone with its memory: a wait that does not hold at once ends the
+    // input (as the deadline would, milliseconds later).
+    shared.set_sole_writer();
     let desc = RingDesc {
         queue_id: 1,
         ring_base: STREAM_GPU_BASE,

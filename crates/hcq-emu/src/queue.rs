@@ -151,6 +151,10 @@ pub(crate) struct QueueShared {
     stop: Arc<AtomicBool>,
     /// Its GPU's engine hold: a doorbell rung while held wakes nobody until the release.
     hold: Arc<EngineHold>,
+    /// Set by the stream fuzzer, whose engine is the only writer of its memory: a wait that
+    /// does not hold at once never will, so the queue stops there instead of waiting for the
+    /// harness's deadline.
+    sole_writer: AtomicBool,
 }
 
 impl QueueShared {
@@ -163,6 +167,7 @@ impl QueueShared {
             cv: Condvar::new(),
             stop: Arc::default(),
             hold: Arc::clone(hold),
+            sole_writer: AtomicBool::new(false),
         });
         hold.register(&q);
         q
@@ -192,6 +197,17 @@ impl QueueShared {
         self.stop.store(true, Ordering::SeqCst);
         let _g = lock(&self.sleeping);
         self.cv.notify_all();
+    }
+
+    /// Marks the engine as the only writer of the memory it waits on ([`QueueShared`]'s
+    /// `sole_writer`).
+    pub fn set_sole_writer(&self) {
+        self.sole_writer.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the engine is the only writer of the memory it waits on.
+    pub fn sole_writer(&self) -> bool {
+        self.sole_writer.load(Ordering::Relaxed)
     }
 
     pub fn stopped(&self) -> bool {

@@ -100,6 +100,12 @@ impl Ring {
             if func.holds(read(&self.gpu)? & mask, reference) {
                 return Ok(());
             }
+            if self.queue.sole_writer() {
+                // Nothing else writes this memory: the wait would last until the queue is
+                // stopped, so stop it now.
+                self.queue.stop();
+                return Ok(());
+            }
             self.gpu.watch.wait(seen, sleep);
             sleep = (sleep * 2).min(POLL_MAX);
         }
