@@ -9,7 +9,7 @@
 //! doorbell. [`Doorbells::write`] (the seam's `write_doorbell`) stores the same way and also
 //! wakes the engine at once.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -147,6 +147,9 @@ pub(crate) struct QueueShared {
     /// The engine is blocked in a timed wait for its doorbell: only then does a doorbell need
     /// the wake-up system call.
     sleeping: Mutex<bool>,
+    /// `sleeping`'s value, readable without the lock: a doorbell that finds the engine awake
+    /// (busy, or polling its slot) needs neither the lock nor a wake-up.
+    asleep: AtomicBool,
     cv: Condvar,
     stop: Arc<AtomicBool>,
     /// Its GPU's engine hold: a doorbell rung while held wakes nobody until the release.
@@ -164,6 +167,7 @@ impl QueueShared {
             doorbell,
             rung: AtomicBool::new(false),
             sleeping: Mutex::new(false),
+            asleep: AtomicBool::new(false),
             cv: Condvar::new(),
             stop: Arc::default(),
             hold: Arc::clone(hold),
@@ -184,10 +188,11 @@ impl QueueShared {
     /// `write_doorbell` stored into this queue's slot: the engine looks at it now.
     fn ring(&self) {
         self.rung.store(true, Ordering::SeqCst);
-        // Read under the lock the engine holds from checking `rung` until it waits: either it
-        // sees `rung`, or it is waiting by the time this sees `sleeping`.
-        let sleeping = *lock(&self.sleeping);
-        if sleeping && !self.hold.is_held() {
+        // The engine sets `asleep` (under its lock) before it checks `rung`, and both sides'
+        // accesses are sequentially consistent: either it sees `rung` and does not wait, or
+        // this sees `asleep`, and then takes the lock, which the engine holds until it waits.
+        if self.asleep.load(Ordering::SeqCst) && !self.hold.is_held() {
+            let _g = lock(&self.sleeping);
             self.cv.notify_all();
         }
     }
@@ -248,12 +253,14 @@ impl QueueShared {
             }
             let mut sleeping = lock(&self.sleeping);
             *sleeping = true;
+            self.asleep.store(true, Ordering::SeqCst);
             let news =
                 self.stopped() || self.rung.load(Ordering::SeqCst) || self.doorbell.load() != seen;
             if !news {
                 sleeping = wait_timeout(&self.cv, sleeping, sleep);
             }
             *sleeping = false;
+            self.asleep.store(false, Ordering::SeqCst);
             drop(sleeping);
             sleep = (sleep * 2).min(POLL_SLEEP_MAX);
         }
@@ -317,8 +324,9 @@ struct DoorbellMapping {
 struct DoorbellState {
     mappings: Vec<DoorbellMapping>,
     /// This KFD context's region of each GPU (by index), created on first use.
-    regions: HashMap<usize, Arc<DoorbellRegion>>,
-    slots: HashMap<(usize, u32), Arc<QueueShared>>,
+    // Ordered maps: a doorbell looks up a handful of entries, faster than hashing the keys.
+    regions: BTreeMap<usize, Arc<DoorbellRegion>>,
+    slots: BTreeMap<(usize, u32), Arc<QueueShared>>,
     generations: u64,
 }
 
@@ -447,13 +455,9 @@ impl Doorbells {
             .get(&m.gpu)
             .is_some_and(|r| r.generation == m.generation);
         let slot = ((p - m.origin) / 8) as u32;
-        let queue = if current {
-            st.slots.get(&(m.gpu, slot)).cloned()
-        } else {
-            None
-        };
-        drop(st);
-        if let Some(q) = queue {
+        // Rung under the lock, which spares cloning the queue's `Arc`: `ring` takes only the
+        // queue's own lock, which nothing holds while it takes this one.
+        if let Some(q) = st.slots.get(&(m.gpu, slot)).filter(|_| current) {
             q.ring();
         }
     }
