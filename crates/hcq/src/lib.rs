@@ -62,9 +62,9 @@ pub use hcq_core::{
     ArgBytes, CacheInfo, ComputeInfo, DeviceInfo, Error, ProgramInfo, Result, ARG_BYTES_MAX,
 };
 #[cfg(target_os = "linux")]
-pub use hcq_emu::ShaderCounts;
-#[cfg(target_os = "linux")]
-pub use registry::{emulator_counters, hold_emulated_engines, real_amd_unavailable};
+pub use registry::{
+    emulator_counters, hold_emulated_engines, real_amd_unavailable, EmulatorCounters,
+};
 pub use registry::{list_devices, DeviceListing};
 
 #[cfg(target_os = "linux")]

@@ -236,15 +236,30 @@ pub fn list_devices() -> Vec<DeviceListing> {
         .collect()
 }
 
+/// What an emulated device's shader engines have executed so far ([`emulator_counters`]).
+#[cfg(target_os = "linux")]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EmulatorCounters {
+    pub dispatches: u64,
+    pub waves: u64,
+    /// Wave-instructions (one instruction of one wave, whatever its active lanes).
+    pub instructions: u64,
+}
+
 /// What an emulated device's shader engines have executed so far (dispatches, waves,
 /// wave-instructions), for benchmarks; `None` for real devices.
 #[cfg(target_os = "linux")]
-pub fn emulator_counters(device: &Device) -> Option<hcq_emu::ShaderCounts> {
+pub fn emulator_counters(device: &Device) -> Option<EmulatorCounters> {
     let (kind, index) = parse(device.name()).ok()?;
     if kind != EMULATED {
         return None;
     }
-    hcq_emu::kernel().ok()?.shader_stats(index)
+    let c = hcq_emu::kernel().ok()?.shader_stats(index)?;
+    Some(EmulatorCounters {
+        dispatches: c.dispatches,
+        waves: c.waves,
+        instructions: c.instructions,
+    })
 }
 
 /// For benchmarks: holds (`true`) or releases the engines of an emulated device. While held
