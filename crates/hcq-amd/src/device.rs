@@ -741,6 +741,7 @@ impl AmdDevice {
         let simds_per_cu = p("simd_per_cu").max(1);
         let location = p("location_id");
         let (major, minor) = self.driver.kfd_version;
+        let gtt = self.driver.kfd.memory_info(self.drm_fd).ok().map(|m| m.gtt);
         hcq_core::ComputeInfo {
             compute_units: (p("simd_count") / simds_per_cu) as u32,
             simds_per_cu: simds_per_cu as u32,
@@ -750,6 +751,8 @@ impl AmdDevice {
             shader_engines: (p("array_count") / p("simd_arrays_per_engine").max(1)) as u32,
             max_clock_mhz: p("max_engine_clk_fcompute") as u32,
             free_memory: self.driver.kfd.available_memory(self.node.gpu_id).ok(),
+            gtt_memory: gtt.map(|h| h.total_heap_size),
+            gtt_free: gtt.map(|h| h.usable_heap_size.saturating_sub(h.heap_usage)),
             // `location_id` is bus << 8 | device << 3 | function.
             pci_location: format!(
                 "{:04x}:{:02x}:{:02x}.{}",

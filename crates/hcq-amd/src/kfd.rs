@@ -236,6 +236,33 @@ impl Kfd {
         Ok(a)
     }
 
+    /// The GPU's memory heaps as amdgpu reports them on its render node `drm_fd`
+    /// (`DRM_IOCTL_AMDGPU_INFO`, `AMDGPU_INFO_MEMORY`): VRAM, host-visible VRAM and GTT, each
+    /// with its size and use.
+    pub fn memory_info(&self, drm_fd: Fd) -> Result<hcq_amd_sys::drm::AmdgpuMemoryInfo> {
+        use hcq_amd_sys::drm::{AmdgpuInfo, AmdgpuMemoryInfo, AMDGPU_INFO_MEMORY, IOC_AMDGPU_INFO};
+        let mut out = AmdgpuMemoryInfo::default();
+        let mut q = AmdgpuInfo {
+            return_pointer: &mut out as *mut AmdgpuMemoryInfo as u64,
+            return_size: std::mem::size_of::<AmdgpuMemoryInfo>() as u32,
+            query: AMDGPU_INFO_MEMORY,
+            ..Default::default()
+        };
+        reissue(true, || {
+            // SAFETY: `q` is the struct `IOC_AMDGPU_INFO` encodes, and its return pointer names
+            // `out`, writable for the size given, which outlives the call.
+            unsafe {
+                self.kernel
+                    .ioctl(drm_fd, IOC_AMDGPU_INFO, (&mut q as *mut AmdgpuInfo).cast())
+            }
+        })
+        .map_err(|source| Error::Driver {
+            call: "DRM_IOCTL_AMDGPU_INFO(AMDGPU_INFO_MEMORY)",
+            source,
+        })?;
+        Ok(out)
+    }
+
     /// VRAM of `gpu_id` the process can still allocate (`AMDKFD_IOC_AVAILABLE_MEMORY`).
     pub fn available_memory(&self, gpu_id: u32) -> Result<u64> {
         let mut a = abi::GetAvailableMemoryArgs {

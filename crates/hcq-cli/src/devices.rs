@@ -29,10 +29,16 @@ fn to_text(i: &DeviceInfo) -> String {
         let free = c
             .free_memory
             .map_or("unknown".to_string(), crate::format_bytes);
+        let gtt = c
+            .gtt_memory
+            .map_or("unknown".to_string(), crate::format_bytes);
+        let gtt_free = c
+            .gtt_free
+            .map_or("unknown".to_string(), crate::format_bytes);
         s += &format!(
             "  {} compute units in {} shader engines, {} SIMDs each, wave{}, at most {} waves \
-             per CU\n  {} bytes of LDS per workgroup, clock up to {} MHz, {free} free\n  PCI \
-             {}, /dev/dri/renderD{}, {}\n",
+             per CU\n  {} bytes of LDS per workgroup, clock up to {} MHz, {free} free\n  GTT \
+             (host memory it maps) {gtt}, {gtt_free} free\n  PCI {}, /dev/dri/renderD{}, {}\n",
             c.compute_units,
             c.shader_engines,
             c.simds_per_cu,
@@ -105,10 +111,12 @@ fn caches_json(caches: &[hcq::CacheInfo]) -> String {
 
 fn compute_json(c: &ComputeInfo) -> String {
     let free = c.free_memory.map_or("null".to_string(), |n| n.to_string());
+    let gtt = c.gtt_memory.map_or("null".to_string(), |n| n.to_string());
+    let gtt_free = c.gtt_free.map_or("null".to_string(), |n| n.to_string());
     format!(
         "{{\"compute_units\":{},\"shader_engines\":{},\"simds_per_cu\":{},\"wave_size\":{},\
          \"max_waves_per_cu\":{},\"lds_per_workgroup\":{},\"max_clock_mhz\":{},\
-         \"free_memory\":{free},\"pci_location\":{},\"render_minor\":{},\"driver_version\":{},\
+         \"free_memory\":{free},\"gtt_memory\":{gtt},\"gtt_free\":{gtt_free},\"pci_location\":{},\"render_minor\":{},\"driver_version\":{},\
          \"copy_engine_missing\":{},\"caches\":{}}}",
         c.compute_units,
         c.shader_engines,

@@ -1002,6 +1002,18 @@ fn devices_json_and_verbose_describe_the_compute_shape() {
             );
             let free = c["free_memory"].as_u64().unwrap();
             assert!(free > 0 && free <= d["memory"].as_u64().unwrap(), "{d}");
+            // GTT is the host's memory: the CPU node's memory bank.
+            let host = k
+                .read_to_string(&format!("{NODES}/0/mem_banks/0/properties"))
+                .unwrap()
+                .lines()
+                .find_map(|l| l.strip_prefix("size_in_bytes "))
+                .unwrap()
+                .trim()
+                .parse::<u64>()
+                .unwrap();
+            assert_eq!(c["gtt_memory"].as_u64(), Some(host), "{d}");
+            assert!(c["gtt_free"].as_u64().unwrap() <= host, "{d}");
             // The PCI device at that location holds the render node.
             let pci = c["pci_location"].as_str().unwrap();
             let minor = prop("drm_render_minor");

@@ -233,6 +233,10 @@ pub struct ComputeInfo {
     pub max_clock_mhz: u32,
     /// Device memory not allocated yet, in bytes, when the driver says.
     pub free_memory: Option<u64>,
+    /// Host memory the GPU can map (GTT), in bytes, and how much of it is not in use, when
+    /// the driver says.
+    pub gtt_memory: Option<u64>,
+    pub gtt_free: Option<u64>,
     /// PCI location, `domain:bus:device.function`.
     pub pci_location: String,
     /// Minor number of the render node (`/dev/dri/renderD<minor>`).

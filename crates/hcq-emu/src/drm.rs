@@ -184,7 +184,10 @@ pub(crate) unsafe fn render_ioctl(gpu: &Gpu, request: u64, arg: *mut c_void) -> 
                     let info = AmdgpuMemoryInfo {
                         vram,
                         cpu_accessible_vram: vram,
-                        gtt: heap(crate::topology::host_memory_bytes(), 0),
+                        gtt: heap(
+                            crate::topology::host_memory_bytes(),
+                            gpu.gtt_used.load(std::sync::atomic::Ordering::Relaxed),
+                        ),
                     };
                     answer(ptr, size, &info)
                 }

@@ -36,6 +36,8 @@ pub(crate) struct Gpu {
     pub render_minor: u32,
     pub vram_bytes: u64,
     pub vram_used: Mutex<u64>,
+    /// Bytes of GTT buffer objects allocated on this GPU (amdgpu's GTT heap usage).
+    pub gtt_used: std::sync::atomic::AtomicU64,
     /// The render node descriptor `ACQUIRE_VM` bound to this GPU.
     pub vm_fd: Mutex<Option<Fd>>,
     pub page_table: PageTable,
@@ -184,6 +186,7 @@ impl Gpu {
             render_minor: 128 + index as u32,
             vram_bytes,
             vram_used: Mutex::new(0),
+            gtt_used: Default::default(),
             vm_fd: Mutex::new(None),
             page_table: PageTable::default(),
             code_cache: CodeCache::new(),

@@ -295,6 +295,10 @@ impl EmuKernel {
             Ok((handle, offset)) => {
                 a.handle = handle;
                 a.mmap_offset = offset;
+                if kind == BoKind::Gtt {
+                    gpu.gtt_used
+                        .fetch_add(size, std::sync::atomic::Ordering::Relaxed);
+                }
                 Ok(())
             }
             Err(e) => {
@@ -372,10 +376,17 @@ impl EmuKernel {
         }
         let bo = bos.remove(handle).ok_or_else(|| errno(libc::EINVAL))?;
         drop(bos);
-        if bo.kind == BoKind::Vram {
-            if let Some(gpu) = self.gpus.get(bo.gpu) {
-                let mut used = lock(&gpu.vram_used);
-                *used = used.saturating_sub(bo.size);
+        if let Some(gpu) = self.gpus.get(bo.gpu) {
+            match bo.kind {
+                BoKind::Vram => {
+                    let mut used = lock(&gpu.vram_used);
+                    *used = used.saturating_sub(bo.size);
+                }
+                BoKind::Gtt => {
+                    gpu.gtt_used
+                        .fetch_sub(bo.size, std::sync::atomic::Ordering::Relaxed);
+                }
+                _ => {}
             }
         }
         // The storage is released when the last page-table snapshot using it is dropped.

@@ -530,6 +530,7 @@ impl EmuKernel {
         drop(bos);
         for g in &self.gpus {
             *lock(&g.vram_used) = 0;
+            g.gtt_used.store(0, std::sync::atomic::Ordering::Relaxed);
             *lock(&g.vm_fd) = None;
         }
         self.runtime_enabled

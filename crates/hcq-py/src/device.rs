@@ -197,6 +197,9 @@ pub struct PyComputeInfo {
     max_clock_mhz: u32,
     /// Device memory not allocated yet, in bytes, or None when the driver does not say.
     free_memory: Option<u64>,
+    /// Host memory the GPU can map (GTT), in bytes, and how much is not in use, or None.
+    gtt_memory: Option<u64>,
+    gtt_free: Option<u64>,
     /// PCI location, `domain:bus:device.function`.
     pci_location: String,
     /// Minor number of the render node (`/dev/dri/renderD<minor>`).
@@ -255,6 +258,8 @@ impl From<hcq::ComputeInfo> for PyComputeInfo {
             lds_per_workgroup: c.lds_per_workgroup,
             max_clock_mhz: c.max_clock_mhz,
             free_memory: c.free_memory,
+            gtt_memory: c.gtt_memory,
+            gtt_free: c.gtt_free,
             pci_location: c.pci_location,
             render_minor: c.render_minor,
             driver_version: c.driver_version,

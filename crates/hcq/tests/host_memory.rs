@@ -97,6 +97,16 @@ fn device_memory_and_ranges_past_the_end_are_refused() {
         host.host_read_range::<u64>(0, usize::MAX),
         Err(Error::InvalidArgument(_))
     ));
+    // Pinned memory is GTT: the driver's figure of GTT in use grows by it.
+    let free = || dev.info().compute.unwrap().gtt_free.unwrap();
+    let before = free();
+    let big = dev.alloc_host(64 << 20).unwrap();
+    let taken = before.saturating_sub(free()) as i64;
+    assert!(
+        (taken - (64 << 20)).abs() < 1 << 20,
+        "GTT in use grew by {taken} bytes"
+    );
+    drop(big);
     // Host buffers go back to the cache and come back as host buffers.
     drop(host);
     let again = dev.alloc_host(64).unwrap();

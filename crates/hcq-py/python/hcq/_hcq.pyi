@@ -25,6 +25,8 @@ class ComputeInfo:
     lds_per_workgroup: int
     max_clock_mhz: int
     free_memory: Optional[int]
+    gtt_memory: Optional[int]
+    gtt_free: Optional[int]
     pci_location: str
     render_minor: int
     driver_version: str
