@@ -5,7 +5,8 @@
 //!
 //! ```no_run
 //! # fn main() -> hcq::Result<()> {
-//! let dev = hcq::Device::default_device()?; // HCQ_DEVICE, else a real AMD GPU, else amd-emu:0
+//! // HCQ_DEVICE, else a real AMD GPU, else (without /dev/kfd) amd-emu:0
+//! let dev = hcq::Device::default_device()?;
 //! let lib = dev.compile(r#"extern "C" __attribute__((global)) void twice(float* x) {
 //!     x[__builtin_amdgcn_workitem_id_x()] *= 2.0f; }"#)?;
 //! let prg = dev.program(&lib, "twice")?;
@@ -44,6 +45,13 @@
 //! - Dropping a buffer that queued work still uses is safe: on AMD its memory goes to the
 //!   device's cache, is reused only by work queued later (which runs after), and is freed only
 //!   once queued work has finished; Metal keeps it alive for its command buffers.
+//! - What a fresh buffer holds is unspecified (dropped buffers are reused);
+//!   [`Device::alloc_zeros`] gives zeros. [`Buffer::fill`] and every copy are ordered with the
+//!   launches around them. Pinned host memory ([`Device::alloc_host`]) is also reached from
+//!   the host at once ([`Buffer::host_write_at`], [`Buffer::host_read_range`]), without that
+//!   order: synchronize first.
+//! - A device whose kernel driver gives it no copy engine copies on its compute queue, with
+//!   the same results and order ([`ComputeInfo::copy_engine_missing`] says why).
 //! - [`Buffer::view`] gives part of a buffer as a buffer; [`Program::launch_with`] takes
 //!   [`LaunchOptions`] (dynamic LDS, timing).
 //! - Graphs ([`GraphBuilder`], [`Graph`]) and the [`Jit`] replay captured launches with one
