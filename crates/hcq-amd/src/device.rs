@@ -847,6 +847,11 @@ impl AmdDevice {
         let aligned = AlignedCodeObject::new(code_object);
         let co = CodeObject::parse(aligned.bytes())?;
         co.check_target(&self.node.arch, &self.name)?;
+        // The caller's name (`scale`) for the program; its symbol (`_Z5scalePfPKffi` when C++
+        // mangled it) for the lookups.
+        let requested = name;
+        let symbol = co.resolve_kernel(name)?;
+        let name = symbol.as_str();
         let kd_offset = co.descriptor_offset(name)?;
         let image = self.alloc_mem(
             co.image_size,
@@ -907,7 +912,7 @@ impl AmdDevice {
             self.ensure_scratch(wave_scratch)?;
         }
         Ok(AmdProgram {
-            name: name.to_string(),
+            name: requested.to_string(),
             code_entry: image.va + entry,
             image: Arc::new(image),
             user_sgprs: descriptor.user_sgpr_layout(),

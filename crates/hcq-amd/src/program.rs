@@ -97,6 +97,38 @@ pub const MAX_IMAGE_BYTES: u64 = 256 << 20;
 /// Largest `.kernarg_segment_align` honoured: the argument ring starts on a page, so any
 /// alignment up to a page holds after the ring wraps.
 pub const MAX_KERNARG_ALIGN: u32 = 4096;
+/// The function a C++ (Itanium ABI) mangled symbol names: its qualified name (`ns::scale`) and
+/// its last component (`scale`); `None` for a symbol that is not a mangled function name.
+pub fn source_name(symbol: &str) -> Option<(String, String)> {
+    let rest = symbol.strip_prefix("_Z")?;
+    // One `<length><identifier>`; returns it and what follows.
+    fn ident(s: &str) -> Option<(&str, &str)> {
+        let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+        let len: usize = s.get(..digits)?.parse().ok()?;
+        let body = s.get(digits..digits.checked_add(len)?)?;
+        Some((body, &s[digits + len..]))
+    }
+    let parts: Vec<&str> = if let Some(mut nested) = rest.strip_prefix('N') {
+        // CV and ref qualifiers of a member function come first.
+        nested = nested.trim_start_matches(['K', 'V', 'r', 'R', 'O']);
+        let mut parts = Vec::new();
+        while !nested.starts_with('E') {
+            let (part, after) = ident(nested)?;
+            parts.push(part);
+            if after.starts_with('I') {
+                // A template's arguments: not a plain function name.
+                return None;
+            }
+            nested = after;
+        }
+        parts
+    } else {
+        vec![ident(rest)?.0]
+    };
+    let last = parts.last()?.to_string();
+    Some((parts.join("::"), last))
+}
+
 /// Kernel names listed at most in a "no kernel named" error.
 const NAMES_LISTED: usize = 32;
 
@@ -225,6 +257,39 @@ impl<'a> CodeObject<'a> {
             .filter_map(|s| s.name().ok()?.strip_suffix(".kd").map(str::to_string))
             .filter(|n| seen.insert(n.clone()))
             .collect()
+    }
+
+    /// The symbol of the kernel a caller names `name`: `name` itself when a kernel has that
+    /// symbol, else the one kernel whose C++-mangled symbol names a function `name` (`scale`
+    /// or `ns::scale` for `_Z5scalePfPKffi` or `_ZN2ns5scaleEPf`), as a HIP programmer calls
+    /// it. Several such kernels (overloads, or one name in two namespaces) are an error that
+    /// lists them; none leaves `name`, for [`CodeObject::descriptor_offset`] to report.
+    pub fn resolve_kernel(&self, name: &str) -> Result<String> {
+        let names = self.kernel_names();
+        if names.iter().any(|n| n == name) {
+            return Ok(name.to_string());
+        }
+        let matches: Vec<&String> = names
+            .iter()
+            .filter(|symbol| {
+                source_name(symbol)
+                    .is_some_and(|(qualified, last)| qualified == name || last == name)
+            })
+            .collect();
+        match matches[..] {
+            [] => Ok(name.to_string()),
+            [one] => Ok(one.clone()),
+            _ => Err(bad(format!(
+                "kernel name {name:?} is ambiguous: it names {} kernels ({}); pass the \
+                 mangled name of the one to load",
+                matches.len(),
+                matches
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
     }
 
     /// Address (relative to the image) of `<name>.kd`.
@@ -995,6 +1060,28 @@ fn describe(a: &ArgInfo) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mangled_symbols_give_the_function_they_name() {
+        let name = |s: &str| source_name(s);
+        let pair = |q: &str, l: &str| Some((q.to_string(), l.to_string()));
+        assert_eq!(name("_Z5scalePfPKffi"), pair("scale", "scale"));
+        assert_eq!(name("_ZN2ns5scaleEPf"), pair("ns::scale", "scale"));
+        assert_eq!(name("_ZN1a1b3fooEv"), pair("a::b::foo", "foo"));
+        assert_eq!(name("_ZNK3Foo3barEv"), pair("Foo::bar", "bar"));
+        assert_eq!(name("_Z5scaleIfEvPT_"), pair("scale", "scale"));
+        for not_a_name in [
+            "scale",
+            "_Z",
+            "_Z9short",
+            "_ZN2ns5scale",
+            "_ZSt4swap",
+            "_ZN2ns5scaleIiEEvv",
+            "",
+        ] {
+            assert_eq!(name(not_a_name), None, "{not_a_name}");
+        }
+    }
     use rmpv::Value;
 
     fn arg(name: &str, offset: i64, size: i64, kind: &str) -> Value {
