@@ -1075,8 +1075,8 @@ fn build_compute(
         let l = match work {
             Work::Launch(l) => l,
             Work::Copy(c) => {
-                let emit = |b: &mut Pm4Builder| -> Result<usize> {
-                    let (dst, src) = copy_ends(item, c, inputs)?;
+                let (dst, src) = copy_ends(item, c, inputs)?;
+                let emit = |b: &mut Pm4Builder| -> usize {
                     for &(t, value) in &order.waits[item] {
                         b.wait(sync_va + progress(t), value.into());
                     }
@@ -1086,10 +1086,10 @@ fn build_compute(
                         let position = order.placement[item].position;
                         b.signal(sync_va + progress(own), position.into(), 0, 0);
                     }
-                    Ok(start)
+                    start
                 };
                 let before = b.words.len();
-                let mut start = emit(&mut b)?;
+                let mut start = emit(&mut b);
                 if b.words.len() - segment_start + IndirectBuffer::DWORDS > limit {
                     if before == segment_start {
                         return Err(Error::InvalidArgument(format!(
@@ -1102,9 +1102,8 @@ fn build_compute(
                     chains.push(b.words.len());
                     b.chain_indirect_buffer(0, 0);
                     segment_start = b.words.len();
-                    start = emit(&mut b)?;
+                    start = emit(&mut b);
                 }
-                let (dst, src) = copy_ends(item, c, inputs)?;
                 let mut k = start;
                 while let Ok(Packet4::DmaData(pk)) = Packet4::decode(
                     Header::parse(b.words[k]),

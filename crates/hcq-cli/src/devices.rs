@@ -26,15 +26,8 @@ fn to_text(i: &DeviceInfo) -> String {
         crate::format_bytes(i.memory)
     );
     if let Some(c) = &i.compute {
-        let free = c
-            .free_memory
-            .map_or("unknown".to_string(), crate::format_bytes);
-        let gtt = c
-            .gtt_memory
-            .map_or("unknown".to_string(), crate::format_bytes);
-        let gtt_free = c
-            .gtt_free
-            .map_or("unknown".to_string(), crate::format_bytes);
+        let bytes = |n: Option<u64>| n.map_or("unknown".to_string(), crate::format_bytes);
+        let (free, gtt, gtt_free) = (bytes(c.free_memory), bytes(c.gtt_memory), bytes(c.gtt_free));
         s += &format!(
             "  {} compute units in {} shader engines, {} SIMDs each, wave{}, at most {} waves \
              per CU\n  {} bytes of LDS per workgroup, clock up to {} MHz, {free} free\n  GTT \
@@ -110,9 +103,12 @@ fn caches_json(caches: &[hcq::CacheInfo]) -> String {
 }
 
 fn compute_json(c: &ComputeInfo) -> String {
-    let free = c.free_memory.map_or("null".to_string(), |n| n.to_string());
-    let gtt = c.gtt_memory.map_or("null".to_string(), |n| n.to_string());
-    let gtt_free = c.gtt_free.map_or("null".to_string(), |n| n.to_string());
+    let number = |n: Option<u64>| n.map_or("null".to_string(), |n| n.to_string());
+    let (free, gtt, gtt_free) = (
+        number(c.free_memory),
+        number(c.gtt_memory),
+        number(c.gtt_free),
+    );
     format!(
         "{{\"compute_units\":{},\"shader_engines\":{},\"simds_per_cu\":{},\"wave_size\":{},\
          \"max_waves_per_cu\":{},\"lds_per_workgroup\":{},\"max_clock_mhz\":{},\
