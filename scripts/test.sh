@@ -41,7 +41,7 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 echo "== cargo test"
 cargo test --workspace 2>&1
 # The Rust examples, each checking its results (the test profile's build is already there).
-for example in saxpy reduction graph_symbolic two_devices; do
+for example in saxpy reduction graph_symbolic two_devices two_streams; do
   echo "== example $example"
   HCQ_DEVICE=amd-emu:0 cargo run --quiet --profile test -p hcq --example "$example"
 done

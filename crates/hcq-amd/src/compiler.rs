@@ -70,7 +70,7 @@ fn ends_with_caller(cmd: &mut Command) -> &mut Command {
 }
 
 /// Compiles HIP device code for one AMD target.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct HipCompiler {
     pub arch: String,
     /// Found at the first compile: opening a device must not start a process.

@@ -9,6 +9,7 @@ use crate::program::{
 };
 use crate::queue::{HwQueue, QueueKind};
 use crate::signal::{ExceptionEvents, GpuException, Signal};
+use crate::stream::Progress;
 use crate::topology::{self, GpuNode};
 use crate::GPU_TIMESTAMP_HZ;
 use hcq_amd_sys::kd::{self, KernelDescriptor};
@@ -18,7 +19,8 @@ use hcq_amd_sys::sdma::SdmaBuilder;
 use hcq_amd_sys::seam::{Fd, Kernel};
 use hcq_amd_sys::signal::{AmdSignal, SIGNAL_SIZE};
 use hcq_core::{Arg, CompileCache, DeviceInfo, Error, Result};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::AtomicU32;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
 const SIGNAL_COUNT: usize = 16384;
@@ -507,14 +509,33 @@ pub(crate) struct DeviceState {
     /// timeline reaches it, waits that need it fail at once with `Timeout` instead of waiting
     /// a full timeout again.
     stuck_at: Option<u64>,
-    /// Set when the kernel reported a fault that stops the device's queues for good (a VM
-    /// fault): what it was. From then on nothing is submitted and waits for work the GPU has
-    /// not finished fail at once with `DeviceLost`.
-    lost: Option<String>,
     /// Memory dropped while queued work may still use it (a program's code, host pages
     /// registered for an in-place copy whose wait failed), freed once that work has finished
     /// (or, with the queues, declared first, destroyed, when the device goes).
     pub(crate) retired: Vec<Arc<GpuMemory>>,
+    /// The timeline's progress as other streams and the buffer cache read it.
+    progress: Arc<Progress>,
+}
+
+impl DeviceState {
+    /// Moves past a submission that signals `timeline_value`.
+    pub(crate) fn advance(&mut self) {
+        self.progress
+            .submitted(self.timeline_swaps, self.timeline_value);
+        self.timeline_value += 1;
+    }
+}
+
+/// What the device and the streams opened from it share: they are queues of one GPU.
+pub(crate) struct GpuShared {
+    /// Set when the kernel reported a fault that stops the process's queues on the GPU for
+    /// good (a VM fault): what it was. From then on nothing is submitted and waits for work
+    /// the GPU has not finished fail at once with `DeviceLost`, on every stream.
+    lost: OnceLock<String>,
+    /// Numbers the streams in their names.
+    pub(crate) next_stream: AtomicU32,
+    /// The streams opened from the device, for [`AmdDevice::synchronize_streams`].
+    pub(crate) children: Mutex<Vec<Weak<AmdDevice>>>,
 }
 
 /// One AMD GPU, real or emulated.
@@ -529,11 +550,13 @@ pub struct AmdDevice {
     exceptions: Arc<ExceptionEvents>,
     pub compiler: HipCompiler,
     pub(crate) timeout: Duration,
-    cache: Arc<BufferCache>,
+    pub(crate) cache: Arc<BufferCache>,
     /// The timeline swaps to its shadow signal once it passes this value (2^31 in use).
     timeline_limit: u64,
     /// Why the device has no SDMA queue (copies then run on the compute queue).
     no_copy_engine: Option<String>,
+    pub(crate) shared: Arc<GpuShared>,
+    pub(crate) progress: Arc<Progress>,
 }
 
 /// Settings of a device that tests need to change; [`Default`] is what [`AmdDevice::open`] uses.
@@ -569,7 +592,7 @@ impl AmdDevice {
         index: usize,
         options: DeviceOptions,
     ) -> Result<AmdDevice> {
-        let timeout = wait_timeout()?;
+        wait_timeout()?;
         let name = format!("{}:{index}", driver.prefix);
         let node = driver.gpus.get(index).cloned().ok_or_else(|| {
             Error::NoDevice(format!(
@@ -586,6 +609,19 @@ impl AmdDevice {
                 "timeline options {options:?}"
             )));
         }
+        Self::assemble(driver, node, name, options, None)
+    }
+
+    /// A device on `node`: queues, timeline, argument ring. A stream (`parent` given) shares
+    /// the parent's buffer cache, compiler and fault state, and asks for no SDMA queue.
+    pub(crate) fn assemble(
+        driver: &Arc<AmdDriver>,
+        node: GpuNode,
+        name: String,
+        options: DeviceOptions,
+        parent: Option<&AmdDevice>,
+    ) -> Result<AmdDevice> {
+        let timeout = wait_timeout()?;
         // A trace file HCQ_TRACE names that cannot be written fails here, before any work.
         crate::trace::start_from_env()?;
         let drm_fd = driver.render_node(&node)?;
@@ -607,12 +643,36 @@ impl AmdDevice {
         // tinygrad learned on real GPUs that the SDMA queue may not be there (its PRs #13920
         // and #14036): any refusal leaves the device working, with copies on the compute
         // queue.
-        let (sdma, no_copy_engine) =
-            match HwQueue::create(&driver.kfd, drm_fd, &node, &name, QueueKind::Sdma) {
+        let (sdma, no_copy_engine) = match parent {
+            Some(_) => (
+                None,
+                Some("a stream copies on its own compute queue".to_string()),
+            ),
+            None => match HwQueue::create(&driver.kfd, drm_fd, &node, &name, QueueKind::Sdma) {
                 Ok(q) => (Some(q), None),
                 Err(e) => (None, Some(format!("KFD refused an SDMA queue: {e}"))),
-            };
-        let compiler = HipCompiler::new(&node.arch, CompileCache::from_env());
+            },
+        };
+        let (compiler, cache, shared) = match parent {
+            Some(p) => (p.compiler.clone(), p.cache.clone(), p.shared.clone()),
+            None => (
+                HipCompiler::new(&node.arch, CompileCache::from_env()),
+                Arc::new(BufferCache::default()),
+                Arc::new(GpuShared {
+                    lost: OnceLock::new(),
+                    next_stream: AtomicU32::new(1),
+                    children: Mutex::new(Vec::new()),
+                }),
+            ),
+        };
+        let progress = Arc::new(Progress::new(
+            driver.clone(),
+            [timeline.value_addr(), shadow_timeline.value_addr()],
+        ));
+        progress.submitted(0, options.timeline_start - 1);
+        if parent.is_none() {
+            cache.streams.add(&progress);
+        }
         Ok(AmdDevice {
             driver: driver.clone(),
             name: name.clone(),
@@ -635,16 +695,18 @@ impl AmdDevice {
                 tmpring_size: 0,
                 dispatch_id: 0,
                 stuck_at: None,
-                lost: None,
                 retired: Vec::new(),
+                progress: progress.clone(),
             }),
             kernargs,
             exceptions,
             compiler,
             timeout,
-            cache: Arc::new(BufferCache::default()),
+            cache,
             timeline_limit: options.timeline_limit,
             no_copy_engine,
+            shared,
+            progress,
             node,
         })
     }
@@ -794,9 +856,9 @@ impl AmdDevice {
     /// A buffer of `kind` through the cache.
     fn alloc_buffer(&self, size: u64, kind: MemoryKind) -> Result<AmdBuffer> {
         let fresh = || self.alloc_mem(size, kind, BUFFER_FLAGS);
-        let mem = self
-            .cache
-            .alloc(size, kind, BUFFER_FLAGS, fresh, || self.synchronize())?;
+        let mem = self.cache.alloc(size, kind, BUFFER_FLAGS, fresh, || {
+            self.synchronize_streams()
+        })?;
         Ok(AmdBuffer {
             mem: Some(mem),
             size,
@@ -814,7 +876,7 @@ impl AmdDevice {
     /// Frees the buffers the cache holds, once no queued work can still use them; returns the
     /// bytes released.
     pub fn free_cached(&self) -> Result<u64> {
-        self.synchronize()?;
+        self.synchronize_streams()?;
         Ok(self.cache.clear())
     }
 
@@ -924,6 +986,7 @@ impl AmdDevice {
             max_workgroup_size,
             info: crate::program::program_info(&self.node.arch, &descriptor, meta),
             device_gpu_id: self.node.gpu_id,
+            wave_scratch,
         })
     }
 
@@ -1004,8 +1067,13 @@ impl AmdDevice {
             )));
         }
         validate_dims(global, local)?;
+        if prg.wave_scratch > 0 {
+            // Loaded through another stream of the GPU, the program may need more scratch
+            // than this queue's ring has.
+            self.ensure_scratch(prg.wave_scratch)?;
+        }
         let mut st = lock(&self.state);
-        self.check_usable(&st)?;
+        self.check_usable()?;
         // Before the kernel arguments are placed: both of these may synchronise.
         self.wrap_timeline_if_due(&mut st)?;
         let stamps = self.trace_begin(&mut st, &prg.name)?;
@@ -1071,7 +1139,7 @@ impl AmdDevice {
         );
         st.queue.submit(&b.words, room_wait)?;
         Self::trace_commit(st, stamps, &prg.name, "compute");
-        st.timeline_value += 1;
+        st.advance();
         if !wait {
             return Ok(None);
         }
@@ -1103,8 +1171,8 @@ impl AmdDevice {
     /// again; one for an earlier value works; once the timeline moves past it, the device
     /// works as before.
     fn wait_timeline(&self, st: &mut DeviceState, target: u64) -> Result<()> {
-        if st.lost.is_some() && st.timeline.value() < target {
-            return Err(self.lost_error(st));
+        if self.shared.lost.get().is_some() && st.timeline.value() < target {
+            return Err(self.lost_error());
         }
         if let Some(stuck) = st.stuck_at {
             if st.timeline.value() >= stuck {
@@ -1115,7 +1183,7 @@ impl AmdDevice {
                 self.exceptions.poll(&self.driver.kfd, &mut seen)?;
                 let mine = self.driver.take_exceptions(seen, self.node.gpu_id);
                 if !mine.is_empty() {
-                    return Err(self.fault_error(st, &mine));
+                    return Err(self.fault_error(&mine));
                 }
                 return Err(Error::Timeout {
                     what: format!(
@@ -1138,7 +1206,7 @@ impl AmdDevice {
         );
         let mine = self.driver.take_exceptions(seen, self.node.gpu_id);
         if !mine.is_empty() {
-            return Err(self.fault_error(st, &mine));
+            return Err(self.fault_error(&mine));
         }
         if let Err(Error::Timeout { .. }) = &r {
             let reached = st.timeline.value();
@@ -1194,6 +1262,7 @@ impl AmdDevice {
             st.timeline.set(0);
             st.timeline_value = 1;
             st.timeline_swaps += 1;
+            st.progress.submitted(st.timeline_swaps, 0);
             if let Some(staging) = st.staging.as_mut() {
                 staging.done.fill(0);
             }
@@ -1204,7 +1273,7 @@ impl AmdDevice {
     /// The error for `exceptions` the kernel reported on this GPU, with the emulator's
     /// account of them when it gives one. A fault that stopped the queues marks the device
     /// lost.
-    fn fault_error(&self, st: &mut DeviceState, exceptions: &[GpuException]) -> Error {
+    fn fault_error(&self, exceptions: &[GpuException]) -> Error {
         let mut messages = Vec::new();
         while let Some(m) = self.driver.kfd.kernel.take_fault_report(self.node.gpu_id) {
             messages.push(m);
@@ -1220,7 +1289,7 @@ impl AmdDevice {
         }
         let mut message = messages.join("; ");
         if exceptions.iter().any(|e| e.stops_queues) {
-            st.lost = Some(message.clone());
+            let _ = self.shared.lost.set(message.clone());
             message.push_str(
                 "; the kernel driver has stopped this process's queues on the GPU for good \
                  (KFD evicts them after a memory fault), so no further work runs on it",
@@ -1232,31 +1301,51 @@ impl AmdDevice {
         }
     }
 
-    fn lost_error(&self, st: &DeviceState) -> Error {
+    fn lost_error(&self) -> Error {
         Error::DeviceLost {
             device: self.name.clone(),
             message: format!(
                 "the kernel driver stopped its queues after a fault ({}); KFD never restarts a \
                  process's queues on a GPU after a memory fault, so only a new process can use \
                  it again",
-                st.lost.as_deref().unwrap_or("unknown")
+                self.shared.lost.get().map_or("unknown", String::as_str)
             ),
         }
     }
 
     /// Fails with `DeviceLost` once a fault has stopped the queues: work submitted then would
     /// never run.
-    pub(crate) fn check_usable(&self, st: &DeviceState) -> Result<()> {
-        match st.lost {
-            Some(_) => Err(self.lost_error(st)),
+    pub(crate) fn check_usable(&self) -> Result<()> {
+        match self.shared.lost.get() {
+            Some(_) => Err(self.lost_error()),
             None => Ok(()),
         }
     }
 
-    /// Blocks until all submitted work has finished.
+    /// Blocks until all work submitted to this queue has finished.
     pub fn synchronize(&self) -> Result<()> {
         let mut st = lock(&self.state);
         self.wait_locked(&mut st)
+    }
+
+    /// Blocks until the work of this queue and of every stream opened from it has finished;
+    /// the first error, after waiting for all of them.
+    pub fn synchronize_streams(&self) -> Result<()> {
+        let streams: Vec<Arc<AmdDevice>> = {
+            let mut children = lock(&self.shared.children);
+            children.retain(|c| c.strong_count() > 0);
+            children.iter().filter_map(Weak::upgrade).collect()
+        };
+        let mine = self.synchronize();
+        streams
+            .iter()
+            .map(|s| s.synchronize())
+            .fold(mine, |first, r| first.and(r))
+    }
+
+    /// Bytes of the kernel-argument ring.
+    pub(crate) fn kernargs_bytes(&self) -> u64 {
+        self.kernargs.size
     }
 
     /// Frees `memory` (the last reference to it) once no queued work can still use it: for the

@@ -768,7 +768,7 @@ impl AmdGraph {
         }
         for (p, st) in states.iter_mut().enumerate() {
             applied.last_submission[p] = Some((st.timeline_swaps, st.timeline_value));
-            st.timeline_value += 1;
+            st.advance();
         }
         if self.sync.is_some() {
             applied.kickoff += 1;
@@ -818,7 +818,7 @@ impl AmdGraph {
 
     /// One stream on one device: wait for the timeline, call the stream, signal the timeline.
     fn submit_single(&self, dev: &AmdDevice, st: &mut DeviceState) -> Result<()> {
-        dev.check_usable(st)?;
+        dev.check_usable()?;
         let stamps = dev.trace_begin(st, TRACE_NAME)?;
         let value = st.timeline_value;
         let room_wait = dev.ring_wait(st);
@@ -856,8 +856,8 @@ impl AmdGraph {
         sync_va: u64,
         kickoff: u32,
     ) -> Result<()> {
-        for (d, st) in devs.iter().zip(states.iter()) {
-            d.check_usable(st)?;
+        for d in devs {
+            d.check_usable()?;
         }
         let stamps = devs[0].trace_begin(&mut states[0], TRACE_NAME)?;
         let prior: Vec<(u64, u64)> = states

@@ -17,6 +17,8 @@
 //!   caller's pages when large), device to device.
 //! - [`trace`]: Chrome-trace output of kernels and copies with their GPU times.
 //! - [`device`]: [`AmdDevice`], which puts them together.
+//! - [`stream`]: more compute queues on one GPU ([`AmdDevice::open_stream`]), and events
+//!   ([`AmdEvent`]) that order and time them.
 //! - [`graph`]: captured launches built once into a PM4 stream, replayed with one
 //!   `INDIRECT_BUFFER`.
 
@@ -31,12 +33,14 @@ pub mod memory;
 pub mod program;
 pub mod queue;
 pub mod signal;
+pub mod stream;
 pub mod topology;
 pub mod trace;
 pub mod transfer;
 
 pub use device::{AmdBuffer, AmdDevice, AmdDriver, DeviceOptions};
 pub use program::AmdProgram;
+pub use stream::AmdEvent;
 
 /// Frequency of the clock that `RELEASE_MEM` timestamps count (gfx11: 100 MHz).
 pub const GPU_TIMESTAMP_HZ: u64 = 100_000_000;

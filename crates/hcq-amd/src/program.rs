@@ -723,6 +723,9 @@ pub struct AmdProgram {
     /// Its resources and occupancy on the device it was loaded on.
     pub info: ProgramInfo,
     pub(crate) device_gpu_id: u32,
+    /// Bytes of scratch each wave needs (0 for none): every queue that launches the program
+    /// needs a scratch ring at least this large.
+    pub(crate) wave_scratch: u64,
 }
 
 /// What kernel `d` (with metadata `meta`) asks of a device of architecture `arch`, and the

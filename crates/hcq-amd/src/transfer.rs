@@ -59,7 +59,7 @@ impl AmdDevice {
     /// Queues `transfer` on the copy engine (or, without one, the compute queue) after
     /// everything queued before it, signalling the next timeline value, which it returns.
     fn queue_transfer(&self, st: &mut DeviceState, transfer: Transfer, what: &str) -> Result<u64> {
-        self.check_usable(st)?;
+        self.check_usable()?;
         self.wrap_timeline_if_due(st)?;
         let stamps = self.trace_begin(st, what)?;
         let value = st.timeline_value;
@@ -67,7 +67,7 @@ impl AmdDevice {
         let waits = [(st.timeline.value_addr(), value - 1)];
         submit_transfer(st, &waits, stamps, transfer, room_wait)?;
         Self::trace_commit(st, stamps, what, "copy");
-        st.timeline_value += 1;
+        st.advance();
         Ok(value)
     }
 
@@ -325,8 +325,10 @@ impl AmdDevice {
         }
         // The source GPU's copy engine writes into the destination's memory.
         dst.memory().map_to(self.node.gpu_id)?;
-        // Lock in a global order so two transfers in opposite directions cannot deadlock.
-        let (mut s, mut d) = if self.node.gpu_id < dst_device.node.gpu_id {
+        // Lock in a global order so two transfers in opposite directions cannot deadlock
+        // (streams of one GPU share its id: their addresses break the tie).
+        let rank = |d: &AmdDevice| (d.node.gpu_id, d as *const AmdDevice as usize);
+        let (mut s, mut d) = if rank(self) < rank(dst_device) {
             let s = lock(&self.state);
             (s, lock(&dst_device.state))
         } else {
@@ -334,8 +336,8 @@ impl AmdDevice {
             (lock(&self.state), d)
         };
         let (s, d) = (&mut *s, &mut *d);
-        self.check_usable(s)?;
-        dst_device.check_usable(d)?;
+        self.check_usable()?;
+        dst_device.check_usable()?;
         self.wrap_timeline_if_due(s)?;
         dst_device.wrap_timeline_if_due(d)?;
         // The source's engine does the copy, so the span goes on the source's copy track.
@@ -354,7 +356,7 @@ impl AmdDevice {
         };
         submit_transfer(s, &waits, stamps, copy, room_wait)?;
         Self::trace_commit(s, stamps, &span, "copy");
-        s.timeline_value += 1;
+        s.advance();
         // The destination's compute queue holds its later work until the copy is done, and
         // its timeline records that point.
         let pm4 = &mut d.builder;
@@ -370,7 +372,7 @@ impl AmdDevice {
         let r = d.queue.submit(&words, dst_device.ring_wait(d));
         d.builder.words = words;
         r?;
-        d.timeline_value += 1;
+        d.advance();
         Ok(())
     }
 }

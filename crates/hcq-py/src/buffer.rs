@@ -2,6 +2,7 @@
 
 use crate::device::PyDevice;
 use crate::errors::{invalid_argument, IntoPyResult};
+use crate::stream::{stream_or_default, PyStream};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PySlice};
 
@@ -59,22 +60,34 @@ impl PyBuffer {
 
     /// Copies `data` (bytes, bytearray, memoryview, a numpy array: anything with the buffer
     /// protocol, in C order) into the buffer at `offset`. Raises `InvalidArgumentError` if it
-    /// does not fit. Ordered after the work queued before it.
-    #[pyo3(signature = (data, offset = 0))]
-    fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>, offset: usize) -> PyResult<()> {
+    /// does not fit. Ordered after the work queued before it (on `stream`, default the
+    /// device's own queue).
+    #[pyo3(signature = (data, offset = 0, *, stream = None))]
+    fn write(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        offset: usize,
+        stream: Option<&Bound<'_, PyStream>>,
+    ) -> PyResult<()> {
         let bytes = host_bytes(data)?;
         let bytes = bytes.as_bytes();
-        py.detach(|| self.buffer.copy_in(offset, bytes)).or_raise()
+        let stream = stream_or_default(stream, self.buffer.device());
+        py.detach(|| stream.copy_in(&self.buffer, offset, bytes))
+            .or_raise()
     }
 
-    /// The buffer's bytes (or `nbytes` of them from `offset`), after the work queued before.
-    #[pyo3(signature = (offset = 0, nbytes = None))]
+    /// The buffer's bytes (or `nbytes` of them from `offset`), after the work queued before
+    /// (on `stream`, default the device's own queue).
+    #[pyo3(signature = (offset = 0, nbytes = None, *, stream = None))]
     fn read<'py>(
         &self,
         py: Python<'py>,
         offset: usize,
         nbytes: Option<usize>,
+        stream: Option<&Bound<'py, PyStream>>,
     ) -> PyResult<Bound<'py, PyBytes>> {
+        let stream = stream_or_default(stream, self.buffer.device());
         let nbytes = match nbytes {
             Some(n) => n,
             None => self.buffer.size().checked_sub(offset).ok_or_else(|| {
@@ -89,20 +102,24 @@ impl PyBuffer {
         self.buffer.view(offset, nbytes).or_raise()?;
         // The new bytes object is not visible to any other thread until it is returned.
         PyBytes::new_with(py, nbytes, |out| {
-            py.detach(|| self.buffer.copy_out(offset, out)).or_raise()
+            py.detach(|| stream.copy_out(&self.buffer, offset, out))
+                .or_raise()
         })
     }
 
     /// The whole buffer as a new (writable) numpy array of `dtype`, shaped `shape` when given
     /// (numpy's reshape rules; by default one dimension). The buffer's size must be a whole
-    /// number of `dtype` items.
-    #[pyo3(signature = (dtype, shape = None))]
+    /// number of `dtype` items. Read after the work queued on `stream` (default: the device's
+    /// own queue).
+    #[pyo3(signature = (dtype, shape = None, *, stream = None))]
     fn numpy<'py>(
         &self,
         py: Python<'py>,
         dtype: &Bound<'py, PyAny>,
         shape: Option<&Bound<'py, PyAny>>,
+        stream: Option<&Bound<'py, PyStream>>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let stream = stream_or_default(stream, self.buffer.device());
         let numpy = py.import("numpy")?;
         let dtype = numpy.getattr("dtype")?.call1((dtype,))?;
         let itemsize: usize = dtype.getattr("itemsize")?.extract()?;
@@ -116,7 +133,8 @@ impl PyBuffer {
         // A bytearray, so that the array numpy builds on it is writable; nothing else sees it
         // while the GIL is released.
         let storage = PyByteArray::new_with(py, nbytes, |out| {
-            py.detach(|| self.buffer.copy_out(0, out)).or_raise()
+            py.detach(|| stream.copy_out(&self.buffer, 0, out))
+                .or_raise()
         })?;
         let array = numpy.getattr("frombuffer")?.call1((storage, dtype))?;
         match shape {
@@ -156,8 +174,10 @@ impl PyBuffer {
 
     /// Copies `nbytes` (default: all of this buffer) from this buffer at `src_offset` into
     /// `dst` at `dst_offset`, on the GPU (between two GPUs without passing through the host).
-    /// Ordered after the work queued on both devices.
-    #[pyo3(signature = (dst, nbytes = None, *, src_offset = 0, dst_offset = 0))]
+    /// Ordered after the work queued on both devices. With `stream` (of this buffer's
+    /// device), after the work queued on it instead of the device's own queue, and on one
+    /// device ordered on that stream only.
+    #[pyo3(signature = (dst, nbytes = None, *, src_offset = 0, dst_offset = 0, stream = None))]
     fn copy_to(
         &self,
         py: Python<'_>,
@@ -165,18 +185,28 @@ impl PyBuffer {
         nbytes: Option<usize>,
         src_offset: usize,
         dst_offset: usize,
+        stream: Option<&Bound<'_, PyStream>>,
     ) -> PyResult<()> {
         let dst = &dst.get().buffer;
         let nbytes = nbytes.unwrap_or_else(|| self.buffer.size().saturating_sub(src_offset));
-        py.detach(|| self.buffer.copy_to(src_offset, dst, dst_offset, nbytes))
+        let stream = stream_or_default(stream, self.buffer.device());
+        py.detach(|| stream.copy(&self.buffer, src_offset, dst, dst_offset, nbytes))
             .or_raise()
     }
 
     /// Sets every element of the buffer to `value`, on the device, ordered with the work
     /// queued before and after it: a numpy scalar (or `bytes`) of 1, 2 or 4 bytes gives the
     /// pattern (`np.float32(1.5)`, `np.uint16(7)`); a Python int is one byte, 0 to 255, as
-    /// with memset. The buffer must be a whole number of elements.
-    fn fill(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// with memset. The buffer must be a whole number of elements. `stream` queues it there
+    /// instead of on the device's own queue.
+    #[pyo3(signature = (value, *, stream = None))]
+    fn fill(
+        &self,
+        py: Python<'_>,
+        value: &Bound<'_, PyAny>,
+        stream: Option<&Bound<'_, PyStream>>,
+    ) -> PyResult<()> {
+        let stream = stream_or_default(stream, self.buffer.device());
         let pattern: Vec<u8> = match host_bytes(value) {
             Ok(bytes) => bytes.as_bytes().to_vec(),
             Err(_) => match value.extract::<i64>() {
@@ -198,11 +228,12 @@ impl PyBuffer {
         };
         let buffer = &self.buffer;
         py.detach(|| match pattern.len() {
-            1 => buffer.fill(pattern[0]),
-            2 => buffer.fill(u16::from_ne_bytes([pattern[0], pattern[1]])),
-            4 => buffer.fill(u32::from_ne_bytes([
-                pattern[0], pattern[1], pattern[2], pattern[3],
-            ])),
+            1 => stream.fill(buffer, pattern[0]),
+            2 => stream.fill(buffer, u16::from_ne_bytes([pattern[0], pattern[1]])),
+            4 => stream.fill(
+                buffer,
+                u32::from_ne_bytes([pattern[0], pattern[1], pattern[2], pattern[3]]),
+            ),
             n => Err(hcq::Error::InvalidArgument(format!(
                 "fill takes values of 1, 2 or 4 bytes, not {n}"
             ))),

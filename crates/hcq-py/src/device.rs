@@ -3,6 +3,7 @@
 use crate::buffer::{host_bytes, PyBuffer};
 use crate::errors::IntoPyResult;
 use crate::program::PyProgram;
+use crate::stream::{PyEvent, PyStream};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::path::PathBuf;
@@ -50,10 +51,37 @@ impl PyDevice {
         PyDeviceInfo::new(py, self.device.info())
     }
 
-    /// Waits until all work queued on the device has finished; raises the fault of any that
-    /// failed (`DeviceFaultError`), or `TimeoutError`.
+    /// Waits until all work queued on the device (its own queue and every stream) has
+    /// finished; raises the fault of any that failed (`DeviceFaultError`), or `TimeoutError`.
     fn synchronize(&self, py: Python<'_>) -> PyResult<()> {
         py.detach(|| self.device.synchronize()).or_raise()
+    }
+
+    /// Opens a new stream (`hcq.Stream`): an in-order queue of its own, whose work may overlap
+    /// the device's other streams. `UnsupportedError` on Metal.
+    fn stream(&self, py: Python<'_>) -> PyResult<PyStream> {
+        let stream = py.detach(|| self.device.stream()).or_raise()?;
+        Ok(PyStream { stream })
+    }
+
+    /// The device's own queue as an `hcq.Stream`: what calls without `stream=` use.
+    #[getter]
+    fn default_stream(&self) -> PyStream {
+        PyStream {
+            stream: self.device.default_stream(),
+        }
+    }
+
+    /// Records an event on the device's own queue (`Stream.record_event`).
+    fn record_event(&self, py: Python<'_>) -> PyResult<PyEvent> {
+        let event = py.detach(|| self.device.record_event()).or_raise()?;
+        Ok(PyEvent { event })
+    }
+
+    /// Makes the device's own queue wait for `event` from now on (`Stream.wait_event`).
+    fn wait_event(&self, py: Python<'_>, event: &Bound<'_, PyEvent>) -> PyResult<()> {
+        let event = &event.get().event;
+        py.detach(|| self.device.wait_event(event)).or_raise()
     }
 
     /// Compiles kernel source (HIP C++ on AMD) into a code object, through the on-disk

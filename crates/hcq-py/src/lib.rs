@@ -10,6 +10,7 @@ mod device;
 mod errors;
 mod graph;
 mod program;
+mod stream;
 
 use pyo3::prelude::*;
 
@@ -34,5 +35,7 @@ fn _hcq(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<graph::PyGraph>()?;
     module.add_class::<graph::PyDim>()?;
     module.add_class::<graph::PyInput>()?;
+    module.add_class::<stream::PyStream>()?;
+    module.add_class::<stream::PyEvent>()?;
     Ok(())
 }

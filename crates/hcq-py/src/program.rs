@@ -3,6 +3,7 @@
 use crate::buffer::PyBuffer;
 use crate::device::PyDevice;
 use crate::errors::{invalid_argument, IntoPyResult};
+use crate::stream::{stream_or_default, PyStream};
 use hcq::{Arg, ArgBytes, ArgInfo, ArgKind, LaunchOptions};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -89,8 +90,10 @@ impl PyProgram {
     /// Arguments, in the kernel's order: `hcq.Buffer`s, numpy scalars (their dtype gives the
     /// size), Python ints, floats and bools (sized from the kernel's metadata), and `bytes`
     /// for structs. Returns at once with None; with `timed=True` it waits for the kernel and
-    /// returns its GPU time in seconds.
-    #[pyo3(signature = (*args, grid, block = None, lds = 0, timed = false))]
+    /// returns its GPU time in seconds. `stream` queues it on an `hcq.Stream` of the device
+    /// (default: the device's own queue).
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (*args, grid, block = None, lds = 0, timed = false, stream = None))]
     fn __call__(
         &self,
         py: Python<'_>,
@@ -99,6 +102,7 @@ impl PyProgram {
         block: Option<&Bound<'_, PyAny>>,
         lds: u32,
         timed: bool,
+        stream: Option<&Bound<'_, PyStream>>,
     ) -> PyResult<Option<f64>> {
         let grid = dims(grid, "grid")?;
         let block = match block {
@@ -116,12 +120,10 @@ impl PyProgram {
             dynamic_lds_bytes: lds,
             timed,
         };
+        let stream = stream_or_default(stream, self.program.device());
         // Released even when not timed: a launch waits when the command ring is full.
         let time = py
-            .detach(|| {
-                self.program
-                    .launch_with(&launch_args, grid, block, &options)
-            })
+            .detach(|| stream.launch_with(&self.program, &launch_args, grid, block, &options))
             .or_raise()?;
         Ok(time.map(|t| t.as_secs_f64()))
     }

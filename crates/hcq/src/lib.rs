@@ -26,8 +26,9 @@
 //!   on a Mac.
 //!
 //! ## Contracts
-//! - Work on one device executes in submission order. Copies wait for the work queued before
-//!   them; launches return as soon as the work is queued.
+//! - Work on one queue executes in submission order. Copies wait for the work queued before
+//!   them; launches return as soon as the work is queued. A device has its own queue and any
+//!   number of [`Stream`]s, which run independently of each other; an [`Event`] orders them.
 //! - A fault on the GPU (bad memory access, illegal instruction) surfaces as
 //!   [`Error::DeviceFault`] from the next wait on that device. A GPU memory fault ends the
 //!   device for the rest of the process, as Linux does: KFD stops every queue the process has
@@ -43,8 +44,10 @@
 //!   instructions per wave), waits that need it, drops included, fail at once with `Timeout`
 //!   instead of waiting again; after that it works as before.
 //! - Dropping a buffer that queued work still uses is safe: on AMD its memory goes to the
-//!   device's cache, is reused only by work queued later (which runs after), and is freed only
-//!   once queued work has finished; Metal keeps it alive for its command buffers.
+//!   device's cache, is reused only by work queued later (which runs after; with several
+//!   streams open, only once every stream has finished the work queued before the drop), and
+//!   is freed only once queued work has finished; Metal keeps it alive for its command
+//!   buffers.
 //! - What a fresh buffer holds is unspecified (dropped buffers are reused);
 //!   [`Device::alloc_zeros`] gives zeros. [`Buffer::fill`] and every copy are ordered with the
 //!   launches around them. Pinned host memory ([`Device::alloc_host`]) is also reached from
@@ -60,6 +63,7 @@
 
 mod graph;
 mod registry;
+mod stream;
 
 pub use graph::{
     DimExpr, DimExprs, Graph, GraphArg, GraphBuf, GraphBuilder, Input, Jit, JitArg, JitRecorder,
@@ -74,6 +78,7 @@ pub use registry::{
     emulator_counters, hold_emulated_engines, real_amd_unavailable, EmulatorCounters,
 };
 pub use registry::{list_devices, DeviceListing};
+pub use stream::{Event, Stream};
 
 #[cfg(target_os = "linux")]
 use hcq_amd::{AmdBuffer, AmdDevice, AmdProgram};
@@ -163,6 +168,15 @@ fn metal_buffer<'b>(b: &'b &Buffer) -> Result<(&'b MetalBuffer<ObjcMetal>, usize
     match &b.shared.inner {
         BufferInner::Metal(mb) => Ok((mb, b.offset)),
     }
+}
+
+/// The queue an operation goes to: a device's own, or a stream's.
+#[derive(Clone, Copy)]
+enum Queue<'a> {
+    #[cfg(target_os = "linux")]
+    Amd(&'a AmdDevice),
+    #[cfg(target_os = "macos")]
+    Metal(&'a hcq_metal::ThreadSafeMetalDevice),
 }
 
 /// An opened GPU. Cloning is cheap; clones share the device.
@@ -341,11 +355,12 @@ impl Device {
         }
     }
 
-    /// Waits for all queued work.
+    /// Waits for all queued work: on the device's own queue and on every stream opened from
+    /// it ([`Stream::synchronize`] waits for one stream).
     pub fn synchronize(&self) -> Result<()> {
         match &*self.backend {
             #[cfg(target_os = "linux")]
-            Backend::Amd(d) => d.synchronize(),
+            Backend::Amd(d) => d.synchronize_streams(),
             #[cfg(target_os = "macos")]
             Backend::Metal(d) => d.synchronize(),
         }
@@ -374,6 +389,16 @@ impl Device {
 
     fn same(&self, other: &Device) -> bool {
         Arc::ptr_eq(&self.backend, &other.backend)
+    }
+
+    /// The device's own queue.
+    fn queue(&self) -> Queue<'_> {
+        match &*self.backend {
+            #[cfg(target_os = "linux")]
+            Backend::Amd(d) => Queue::Amd(d),
+            #[cfg(target_os = "macos")]
+            Backend::Metal(d) => Queue::Metal(d),
+        }
     }
 }
 
@@ -448,25 +473,36 @@ impl Buffer {
         }
     }
 
-    /// Copies host bytes into the buffer at `offset`.
+    /// Copies host bytes into the buffer at `offset`, after the work queued on its device
+    /// (its own queue: see [`Stream::copy_in`] for a stream's). Returns once the bytes are
+    /// taken (`src` may be reused); the copy completes in order.
     pub fn copy_in(&self, offset: usize, src: &[u8]) -> Result<()> {
+        self.copy_in_on(self.device().queue(), offset, src)
+    }
+
+    fn copy_in_on(&self, queue: Queue<'_>, offset: usize, src: &[u8]) -> Result<()> {
         let at = self.within(offset, src.len(), "copy")?;
-        match (&*self.shared.device.backend, &self.shared.inner) {
+        match (queue, &self.shared.inner) {
             #[cfg(target_os = "linux")]
-            (Backend::Amd(d), BufferInner::Amd(b)) => d.copy_in(b, at as u64, src),
+            (Queue::Amd(d), BufferInner::Amd(b)) => d.copy_in(b, at as u64, src),
             #[cfg(target_os = "macos")]
-            (Backend::Metal(d), BufferInner::Metal(b)) => d.copy_in(b, at, src),
+            (Queue::Metal(d), BufferInner::Metal(b)) => d.copy_in(b, at, src),
         }
     }
 
-    /// Copies bytes out of the buffer at `offset` into `dst`.
+    /// Copies bytes out of the buffer at `offset` into `dst`, after the work queued on its
+    /// device's own queue, and returns once they are there.
     pub fn copy_out(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
+        self.copy_out_on(self.device().queue(), offset, dst)
+    }
+
+    fn copy_out_on(&self, queue: Queue<'_>, offset: usize, dst: &mut [u8]) -> Result<()> {
         let at = self.within(offset, dst.len(), "copy")?;
-        match (&*self.shared.device.backend, &self.shared.inner) {
+        match (queue, &self.shared.inner) {
             #[cfg(target_os = "linux")]
-            (Backend::Amd(d), BufferInner::Amd(b)) => d.copy_out(dst, b, at as u64),
+            (Queue::Amd(d), BufferInner::Amd(b)) => d.copy_out(dst, b, at as u64),
             #[cfg(target_os = "macos")]
-            (Backend::Metal(d), BufferInner::Metal(b)) => d.copy_out(dst, b, at),
+            (Queue::Metal(d), BufferInner::Metal(b)) => d.copy_out(dst, b, at),
         }
     }
 
@@ -480,30 +516,37 @@ impl Buffer {
         dst_offset: usize,
         size: usize,
     ) -> Result<()> {
+        let (src_queue, dst_queue) = (self.device().queue(), dst.device().queue());
+        self.copy_to_on(src_queue, src_offset, dst, dst_queue, dst_offset, size)
+    }
+
+    /// [`Buffer::copy_to`] by `src_queue` (of this buffer's GPU), ordered before the work
+    /// queued on `dst_queue` (of `dst`'s) afterwards.
+    fn copy_to_on(
+        &self,
+        src_queue: Queue<'_>,
+        src_offset: usize,
+        dst: &Buffer,
+        dst_queue: Queue<'_>,
+        dst_offset: usize,
+        size: usize,
+    ) -> Result<()> {
         let src_at = self.within(src_offset, size, "copy")?;
         let dst_at = dst.within(dst_offset, size, "copy")?;
-        match (
-            &*self.shared.device.backend,
-            &self.shared.inner,
-            &*dst.shared.device.backend,
-            &dst.shared.inner,
-        ) {
+        match (src_queue, &self.shared.inner, dst_queue, &dst.shared.inner) {
             #[cfg(target_os = "linux")]
-            (Backend::Amd(s), BufferInner::Amd(sb), Backend::Amd(d), BufferInner::Amd(db)) => {
+            (Queue::Amd(s), BufferInner::Amd(sb), Queue::Amd(d), BufferInner::Amd(db)) => {
                 s.transfer(d, db, dst_at as u64, sb, src_at as u64, size as u64)
             }
             // A blit on the device that holds both buffers.
             #[cfg(target_os = "macos")]
-            (
-                Backend::Metal(s),
-                BufferInner::Metal(sb),
-                Backend::Metal(_),
-                BufferInner::Metal(db),
-            ) if self.shared.device.same(&dst.shared.device) => {
+            (Queue::Metal(s), BufferInner::Metal(sb), Queue::Metal(_), BufferInner::Metal(db))
+                if self.shared.device.same(&dst.shared.device) =>
+            {
                 s.copy(db, dst_at, sb, src_at, size)
             }
             #[cfg(target_os = "macos")]
-            (Backend::Metal(_), _, Backend::Metal(_), _) => Err(Error::Unsupported(format!(
+            (Queue::Metal(_), _, Queue::Metal(_), _) => Err(Error::Unsupported(format!(
                 "copies between Metal devices ({} to {})",
                 self.shared.device.name(),
                 dst.shared.device.name()
@@ -619,6 +662,10 @@ impl Buffer {
     /// fill does it (no host data moves but the up to 3 bytes at each end of an unaligned
     /// view); on Metal the pattern is written from the host.
     pub fn fill<T: bytemuck::Pod>(&self, value: T) -> Result<()> {
+        self.fill_on(self.device().queue(), value)
+    }
+
+    fn fill_on<T: bytemuck::Pod>(&self, queue: Queue<'_>, value: T) -> Result<()> {
         let pattern = bytemuck::bytes_of(&value);
         let n = pattern.len();
         if !matches!(n, 1 | 2 | 4) {
@@ -632,15 +679,15 @@ impl Buffer {
                 self.size
             )));
         }
-        match &self.shared.inner {
+        match (queue, &self.shared.inner) {
             #[cfg(target_os = "linux")]
-            BufferInner::Amd(b) => match &*self.shared.device.backend {
-                Backend::Amd(d) => d.fill(b, self.offset as u64, self.size as u64, pattern),
-            },
+            (Queue::Amd(d), BufferInner::Amd(b)) => {
+                d.fill(b, self.offset as u64, self.size as u64, pattern)
+            }
             #[cfg(target_os = "macos")]
-            BufferInner::Metal(_) => {
+            (Queue::Metal(_), BufferInner::Metal(_)) => {
                 let bytes: Vec<u8> = (0..self.size).map(|k| pattern[k % n]).collect();
-                self.copy_in(0, &bytes)
+                self.copy_in_on(queue, 0, &bytes)
             }
         }
     }
@@ -809,21 +856,32 @@ impl Program {
         local: [u32; 3],
         options: &LaunchOptions,
     ) -> Result<Option<Duration>> {
+        self.launch_on(self.device().queue(), args, global, local, options)
+    }
+
+    fn launch_on(
+        &self,
+        queue: Queue<'_>,
+        args: &[Arg<'_>],
+        global: [u32; 3],
+        local: [u32; 3],
+        options: &LaunchOptions,
+    ) -> Result<Option<Duration>> {
         self.check_args(args)?;
         let LaunchOptions {
             dynamic_lds_bytes,
             timed,
         } = *options;
-        match (&*self.shared.device.backend, &self.shared.inner) {
+        match (queue, &self.shared.inner) {
             #[cfg(target_os = "linux")]
-            (Backend::Amd(d), ProgramInner::Amd(p)) => {
+            (Queue::Amd(d), ProgramInner::Amd(p)) => {
                 let address_of = |b: &&Buffer| match &b.shared.inner {
                     BufferInner::Amd(ab) => Ok(ab.gpu_address() + b.offset as u64),
                 };
                 d.launch_with_lds(p, args, address_of, global, local, dynamic_lds_bytes, timed)
             }
             #[cfg(target_os = "macos")]
-            (Backend::Metal(d), ProgramInner::Metal(p)) => d.launch_at(
+            (Queue::Metal(d), ProgramInner::Metal(p)) => d.launch_at(
                 p,
                 args,
                 metal_buffer,

@@ -37,6 +37,8 @@ from ._hcq import (
     Input,
     Program,
     ProgramInfo,
+    Stream,
+    Event,
     devices,
 )
 
@@ -54,6 +56,7 @@ __all__ = [
     "Dim",
     "DriverError",
     "Error",
+    "Event",
     "Graph",
     "GraphBuilder",
     "Input",
@@ -64,6 +67,7 @@ __all__ = [
     "OutOfMemoryError",
     "Program",
     "ProgramInfo",
+    "Stream",
     "TimeoutError",
     "UnsupportedError",
     "devices",

@@ -73,7 +73,17 @@ class Device:
     @property
     def info(self) -> DeviceInfo: ...
     def synchronize(self) -> None:
-        """Waits for all queued work; raises the fault of any that failed."""
+        """Waits for all queued work (the device's own queue and every stream); raises the
+        fault of any that failed."""
+    def stream(self) -> Stream:
+        """Opens a new in-order queue whose work may overlap the device's other streams."""
+    @property
+    def default_stream(self) -> Stream:
+        """The device's own queue, which calls without ``stream=`` use."""
+    def record_event(self) -> Event:
+        """An event on the device's own queue."""
+    def wait_event(self, event: Event) -> None:
+        """Makes the device's own queue wait for ``event`` from now on, on the GPU."""
     def compile(self, source: str) -> bytes:
         """HIP C++ source to a code object, through the compile cache (no flags: hcq's Rust
         API takes none)."""
@@ -111,13 +121,23 @@ class Buffer:
     @property
     def device(self) -> Device: ...
     def __len__(self) -> int: ...
-    def write(self, data: _BytesLike, offset: int = 0) -> None:
+    def write(self, data: _BytesLike, offset: int = 0, *, stream: Optional[Stream] = None) -> None:
         """Copies ``data`` (C order) into the buffer at ``offset``; it must fit."""
-    def read(self, offset: int = 0, nbytes: Optional[int] = None) -> bytes:
+    def read(
+        self, offset: int = 0, nbytes: Optional[int] = None, *, stream: Optional[Stream] = None
+    ) -> bytes:
         """The buffer's bytes, or ``nbytes`` of them from ``offset``."""
-    def numpy(self, dtype: DTypeLike, shape: Union[int, Sequence[int], None] = None) -> numpy.ndarray:
+    def numpy(
+        self,
+        dtype: DTypeLike,
+        shape: Union[int, Sequence[int], None] = None,
+        *,
+        stream: Optional[Stream] = None,
+    ) -> numpy.ndarray:
         """The whole buffer as a new writable numpy array of ``dtype`` (and ``shape``)."""
-    def fill(self, value: Union[int, bytes, "numpy.generic"]) -> None:
+    def fill(
+        self, value: Union[int, bytes, "numpy.generic"], *, stream: Optional[Stream] = None
+    ) -> None:
         """Sets every element to ``value``: a numpy scalar or bytes of 1, 2 or 4 bytes, or an
         int byte (0 to 255), on the device."""
     def view(self, offset: int, nbytes: int) -> Buffer:
@@ -131,9 +151,40 @@ class Buffer:
         *,
         src_offset: int = 0,
         dst_offset: int = 0,
+        stream: Optional[Stream] = None,
     ) -> None:
         """Copies on the GPU (or between two GPUs) into ``dst``; ``nbytes`` defaults to all
         of this buffer from ``src_offset``."""
+
+class Stream:
+    """An in-order queue of work on a device, independent of its other streams; pass it as
+    ``stream=`` to a program call or a buffer's ``write``, ``read``, ``numpy``, ``copy_to``
+    and ``fill``."""
+
+    @property
+    def device(self) -> Device: ...
+    @property
+    def is_default(self) -> bool:
+        """Whether this is the device's own queue."""
+    def record_event(self) -> Event:
+        """The point after everything queued on this stream so far, with the GPU clock."""
+    def wait_event(self, event: Event) -> None:
+        """Makes this stream's later work wait for ``event`` (any stream, any device)."""
+    def synchronize(self) -> None:
+        """Waits for the work queued on this stream only."""
+
+class Event:
+    """A point in a stream's work, with the GPU clock there."""
+
+    @property
+    def done(self) -> bool:
+        """Whether the work its stream queued before it has finished."""
+    @property
+    def stream(self) -> Stream: ...
+    def synchronize(self) -> None:
+        """Waits for the work its stream queued before it."""
+    def elapsed_since(self, earlier: Event) -> float:
+        """GPU seconds from ``earlier`` (complete, same GPU) to this event."""
 
 class ProgramInfo:
     """A kernel's resources from its code object, and the waves per SIMD they allow."""
@@ -172,6 +223,7 @@ class Program:
         block: Optional[_Dims] = None,
         lds: int = 0,
         timed: Literal[False] = False,
+        stream: Optional[Stream] = None,
     ) -> None: ...
     @overload
     def __call__(
@@ -181,6 +233,7 @@ class Program:
         block: Optional[_Dims] = None,
         lds: int = 0,
         timed: Literal[True],
+        stream: Optional[Stream] = None,
     ) -> float:
         """Launches over ``grid`` workgroups of ``block`` work-items with ``lds`` bytes of
         dynamic LDS. Returns None at once, or with ``timed=True`` waits and returns the GPU
