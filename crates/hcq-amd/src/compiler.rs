@@ -6,6 +6,10 @@
 //! clang reports every file it read (`-MD`), and the cache entry lists them with their
 //! hashes, so an entry is used only while those files are unchanged.
 //!
+//! Every compile includes hcq's own HIP header first ([`HIP_HEADERS`], as hipcc includes
+//! ROCm's): `__global__`, `threadIdx`, `__syncthreads`, atomics, shuffles, `__half` and the
+//! float math library work with no ROCm installed.
+//!
 //! Nothing of a compile outlives it: the source goes in through a pipe, the object and the
 //! dependency list come back through pipes, and clang's own temporary files go to a private
 //! directory that is removed afterwards. clang runs in its own process group and is killed
@@ -90,11 +94,65 @@ pub fn base_flags(arch: &str) -> Vec<String> {
         "-nogpuinc",
         "-O3",
         "-fno-exceptions",
+        // clang names a symbol after a hash of the command line, which holds the compile's
+        // private directory: without this the same source would give a new object each time.
+        "-fuse-cuid=none",
     ]
     .iter()
     .map(|s| s.to_string())
     .chain([format!("--offload-arch={arch}")])
     .collect()
+}
+
+/// hcq's HIP headers (`include/hip/` in this crate): device code as hipcc compiles it,
+/// without ROCm. Every compile gets them in its private directory, first on the system
+/// include path, with `hip/hip_runtime.h` included before the source (as hipcc does), so an
+/// `#include <hip/hip_runtime.h>` is optional.
+pub const HIP_HEADERS: [(&str, &str); 3] = [
+    (
+        "hip/hip_runtime.h",
+        include_str!("../include/hip/hip_runtime.h"),
+    ),
+    ("hip/hip_fp16.h", include_str!("../include/hip/hip_fp16.h")),
+    (
+        "hip/hip_runtime_api.h",
+        include_str!("../include/hip/hip_runtime_api.h"),
+    ),
+];
+
+/// A digest of [`HIP_HEADERS`] for the cache key: the headers are not files a compile's
+/// dependency list can name for long (they live in its private directory).
+fn hip_headers_digest() -> String {
+    // FNV-1a, 64-bit: enough to tell one version of the headers from another.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for (name, text) in HIP_HEADERS {
+        for &b in name.as_bytes().iter().chain(text.as_bytes()) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    format!("hcq-hip-headers-{h:016x}")
+}
+
+/// Writes [`HIP_HEADERS`] under `dir/include` and returns the flags that use them.
+fn install_hip_headers(dir: &Path) -> Result<Vec<String>> {
+    let include = dir.join("include");
+    for (name, text) in HIP_HEADERS {
+        let path = include.join(name);
+        let written = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(&path, text));
+        written.map_err(|source| Error::Io {
+            what: format!("writing {}", path.display()),
+            source,
+        })?;
+    }
+    Ok(vec![
+        "-isystem".to_string(),
+        include.to_string_lossy().into_owned(),
+        "-include".to_string(),
+        "hip/hip_runtime.h".to_string(),
+    ])
 }
 
 /// The descriptor clang writes its dependency list to (`-MF /dev/fd/3`).
@@ -192,6 +250,7 @@ impl HipCompiler {
     fn compile_input(&self, source: &str, input: Input<'_>, dir: &Path) -> Result<Vec<u8>> {
         let identity = self.identity()?;
         let mut flags = base_flags(&self.arch);
+        flags.push(hip_headers_digest());
         // The input's path is what `__FILE__` expands to.
         flags.push(match &input {
             Input::Text(_) => "-".to_string(),
@@ -209,9 +268,11 @@ impl HipCompiler {
 
     fn run_clang(&self, input: &Input<'_>, dir: &Path) -> Result<CompileOutput> {
         let mut running = Running::start()?;
+        let headers = install_hip_headers(&running.scratch)?;
         let (depfile_read, depfile_write) = pipe()?;
         let mut cmd = Command::new(self.clang());
         cmd.args(base_flags(&self.arch))
+            .args(&headers)
             .args(PLUMBING_FLAGS)
             .current_dir(dir)
             // clang's temporary objects go where they are removed with the compile.
@@ -284,9 +345,10 @@ impl HipCompiler {
                 log,
             });
         }
+        // The bundled headers are in the cache key, not in the list of files to recheck.
         let inputs = parse_depfile(&String::from_utf8_lossy(&depfile))
             .into_iter()
-            .filter(|p| p.as_os_str() != "<stdin>")
+            .filter(|p| p.as_os_str() != "<stdin>" && !p.starts_with(&running.scratch))
             .collect();
         Ok(CompileOutput { object, inputs })
     }
