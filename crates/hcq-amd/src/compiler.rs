@@ -17,7 +17,7 @@
 //! signal handler end running compiles and clean up before the process exits. A private
 //! directory left by a process killed outright is removed by the next compile.
 
-use hcq_core::{CompileCache, CompileKey, CompileOutput, Error, Result};
+use hcq_core::{CompileCache, CompileKey, CompileOptions, CompileOutput, Error, Result};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -212,18 +212,28 @@ impl HipCompiler {
     /// Compiles HIP source text (or returns the cached object). Its quoted `#include`s
     /// resolve from the working directory, as with `clang -x hip -`.
     pub fn compile(&self, source: &str) -> Result<Vec<u8>> {
+        self.compile_with(source, &CompileOptions::default())
+    }
+
+    /// [`HipCompiler::compile`] with `options` (`-I`, `-D`, `-O`, other flags).
+    pub fn compile_with(&self, source: &str, options: &CompileOptions) -> Result<Vec<u8>> {
         if source.trim().is_empty() {
             return Err(Error::InvalidArgument(
                 "the HIP source is empty: there is no kernel to compile".into(),
             ));
         }
         let dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-        self.compile_input(source, Input::Text(source), &dir)
+        self.compile_input(source, Input::Text(source), &dir, options)
     }
 
     /// Compiles a HIP source file (or returns the cached object). Its `#include "..."`s
     /// resolve relative to the file, as with clang or hipcc, from any working directory.
     pub fn compile_file(&self, path: &Path) -> Result<Vec<u8>> {
+        self.compile_file_with(path, &CompileOptions::default())
+    }
+
+    /// [`HipCompiler::compile_file`] with `options` (`-I`, `-D`, `-O`, other flags).
+    pub fn compile_file_with(&self, path: &Path, options: &CompileOptions) -> Result<Vec<u8>> {
         let bytes = std::fs::read(path).map_err(|source| Error::Io {
             what: format!("reading {}", path.display()),
             source,
@@ -244,13 +254,22 @@ impl HipCompiler {
             path.to_path_buf()
         };
         let dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-        self.compile_input(&source, Input::File(as_named), &dir)
+        self.compile_input(&source, Input::File(as_named), &dir, options)
     }
 
-    fn compile_input(&self, source: &str, input: Input<'_>, dir: &Path) -> Result<Vec<u8>> {
+    fn compile_input(
+        &self,
+        source: &str,
+        input: Input<'_>,
+        dir: &Path,
+        options: &CompileOptions,
+    ) -> Result<Vec<u8>> {
+        options.check()?;
+        let extra = options.to_args();
         let identity = self.identity()?;
         let mut flags = base_flags(&self.arch);
         flags.push(hip_headers_digest());
+        flags.extend(extra.iter().cloned());
         // The input's path is what `__FILE__` expands to.
         flags.push(match &input {
             Input::Text(_) => "-".to_string(),
@@ -262,17 +281,36 @@ impl HipCompiler {
             compiler: &identity,
             flags: &flags,
         };
-        self.cache
-            .get_or_compile_reading(&key, dir, || self.run_clang(&input, dir))
+        let started = Instant::now();
+        let compiled = std::cell::Cell::new(false);
+        let object = self.cache.get_or_compile_reading(&key, dir, || {
+            compiled.set(true);
+            self.run_clang(&input, dir, &extra)
+        })?;
+        let what = match &input {
+            Input::Text(_) => "source text".to_string(),
+            Input::File(path) => path.display().to_string(),
+        };
+        tracing::debug!(
+            target: "hcq::compile",
+            "{}: {what}{} ({}) in {:.1} ms, {} bytes",
+            self.arch,
+            if extra.is_empty() { String::new() } else { format!(" with {}", extra.join(" ")) },
+            if compiled.get() { "compiled" } else { "from the cache" },
+            started.elapsed().as_secs_f64() * 1e3,
+            object.len()
+        );
+        Ok(object)
     }
 
-    fn run_clang(&self, input: &Input<'_>, dir: &Path) -> Result<CompileOutput> {
+    fn run_clang(&self, input: &Input<'_>, dir: &Path, extra: &[String]) -> Result<CompileOutput> {
         let mut running = Running::start()?;
         let headers = install_hip_headers(&running.scratch)?;
         let (depfile_read, depfile_write) = pipe()?;
         let mut cmd = Command::new(self.clang());
         cmd.args(base_flags(&self.arch))
             .args(&headers)
+            .args(extra)
             .args(PLUMBING_FLAGS)
             .current_dir(dir)
             // clang's temporary objects go where they are removed with the compile.
@@ -351,6 +389,62 @@ impl HipCompiler {
             .filter(|p| p.as_os_str() != "<stdin>" && !p.starts_with(&running.scratch))
             .collect();
         Ok(CompileOutput { object, inputs })
+    }
+}
+
+impl HipCompiler {
+    /// Links a relocatable AMDGPU object (`clang -c` for OpenCL or plain C, LLVM's code
+    /// generator) into a loadable code object with ld.lld, through clang's driver as hipcc
+    /// links. Runs like a compile: in a private directory, in its own process group, ending
+    /// with the caller.
+    pub fn link_relocatable(&self, object: &[u8]) -> Result<Vec<u8>> {
+        let mut running = Running::start()?;
+        let input = running.scratch.join("relocatable.o");
+        let output = running.scratch.join("linked.hsaco");
+        std::fs::write(&input, object).map_err(|source| Error::Io {
+            what: format!("writing {}", input.display()),
+            source,
+        })?;
+        let mut cmd = Command::new(self.clang());
+        cmd.arg("--target=amdgcn-amd-amdhsa")
+            .arg(format!("-mcpu={}", self.arch))
+            .arg("-nostdlib")
+            .arg("-o")
+            .arg(&output)
+            .arg(&input)
+            .env("TMPDIR", &running.scratch)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        ends_with_caller(&mut cmd);
+        let child = cmd.spawn().map_err(|e| Error::Compile {
+            message: format!(
+                "cannot run {} to link a relocatable object: {e} (install clang-19 and lld-19, \
+                 or set HCQ_CLANG)",
+                self.clang().display()
+            ),
+            log: String::new(),
+        })?;
+        running.spawned(child.id() as i32);
+        let out = child.wait_with_output().map_err(|source| Error::Io {
+            what: "waiting for the linker".into(),
+            source,
+        })?;
+        let log = String::from_utf8_lossy(&out.stderr).into_owned()
+            + &String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() {
+            // The object is what is wrong (the linker ran): a bad code object, with its words.
+            return Err(Error::InvalidCodeObject(format!(
+                "a relocatable object that ld.lld cannot link for {}: {}",
+                self.arch,
+                log.trim_end()
+            )));
+        }
+        std::fs::read(&output).map_err(|source| Error::Io {
+            what: format!("reading {}", output.display()),
+            source,
+        })
     }
 }
 

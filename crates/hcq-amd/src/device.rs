@@ -143,6 +143,16 @@ impl AmdDriver {
         if (v.major_version, v.minor_version) >= RUNTIME_ENABLE_SINCE {
             kfd.runtime_enable(0)?;
         }
+        tracing::info!(
+            target: "hcq::device",
+            "{prefix}: KFD {}.{}, {} GPU(s){}",
+            v.major_version,
+            v.minor_version,
+            gpus.len(),
+            gpus.iter()
+                .map(|g| format!(" {} (gpu_id {})", g.arch, g.gpu_id))
+                .collect::<String>()
+        );
         Ok(Arc::new(AmdDriver {
             kfd: Arc::new(kfd),
             gpus,
@@ -350,6 +360,8 @@ const TRACE_SLOTS: u64 = 4096;
 /// A traced command whose timestamps the engine has yet to write.
 pub(crate) struct PendingSpan {
     name: String,
+    /// What the command did (launch dimensions, bytes), for the log.
+    detail: String,
     queue: &'static str,
     /// Its place in the sequence of reserved slots (the slot is `seq % TRACE_SLOTS`).
     seq: u64,
@@ -403,9 +415,17 @@ impl TraceStamps {
 
     /// Records the submitted command of `slot`, which signals timeline value `value`; its span
     /// is written once it has finished.
-    pub(crate) fn commit(&mut self, slot: TraceSlot, name: &str, queue: &'static str, value: u64) {
+    pub(crate) fn commit(
+        &mut self,
+        slot: TraceSlot,
+        name: &str,
+        detail: String,
+        queue: &'static str,
+        value: u64,
+    ) {
         self.pending.push(PendingSpan {
             name: name.to_string(),
+            detail,
             queue,
             seq: slot.seq,
             value,
@@ -452,6 +472,14 @@ impl TraceStamps {
                 self.to_host_us(end.max(start)),
                 true,
             );
+            let us = end.saturating_sub(start) as f64 * 1e6 / GPU_TIMESTAMP_HZ as f64;
+            tracing::debug!(
+                target: "hcq::kernel",
+                "{device} {:<7} {}{}: {us:.2} us",
+                p.queue,
+                p.name,
+                p.detail
+            );
         }
     }
 
@@ -470,6 +498,13 @@ impl TraceStamps {
                     start_us,
                     now_us.max(start_us),
                     false,
+                );
+                tracing::debug!(
+                    target: "hcq::kernel",
+                    "{device} {:<7} {}{}: started, never finished",
+                    p.queue,
+                    p.name,
+                    p.detail
                 );
             }
         }
@@ -665,6 +700,14 @@ impl AmdDevice {
                 }),
             ),
         };
+        match &no_copy_engine {
+            None => {
+                tracing::info!(target: "hcq::device", "{name}: opened ({}, a compute queue and a copy engine)", node.arch)
+            }
+            Some(why) => {
+                tracing::info!(target: "hcq::device", "{name}: opened ({}, a compute queue; copies on it: {why})", node.arch)
+            }
+        }
         let progress = Arc::new(Progress::new(
             driver.clone(),
             [timeline.value_addr(), shadow_timeline.value_addr()],
@@ -727,7 +770,10 @@ impl AmdDevice {
         st: &mut DeviceState,
         name: &str,
     ) -> Result<Option<TraceSlot>> {
-        if !crate::trace::enabled() {
+        // The GPU stamps each command when a trace records it or the log prints its time.
+        if !crate::trace::enabled()
+            && !tracing::enabled!(target: "hcq::kernel", tracing::Level::DEBUG)
+        {
             return Ok(None);
         }
         crate::trace::submit(&self.name, name);
@@ -763,9 +809,21 @@ impl AmdDevice {
         name: &str,
         queue: &'static str,
     ) {
+        Self::trace_commit_with(st, slot, name, String::new, queue);
+    }
+
+    /// [`AmdDevice::trace_commit`] with what the command did (`detail`, made only when it is
+    /// traced or logged): its launch dimensions, its bytes.
+    pub(crate) fn trace_commit_with(
+        st: &mut DeviceState,
+        slot: Option<TraceSlot>,
+        name: &str,
+        detail: impl FnOnce() -> String,
+        queue: &'static str,
+    ) {
         let value = st.timeline_value;
         if let (Some(slot), Some(t)) = (slot, st.trace.as_mut()) {
-            t.commit(slot, name, queue, value);
+            t.commit(slot, name, detail(), queue, value);
         }
     }
 
@@ -855,10 +913,14 @@ impl AmdDevice {
 
     /// A buffer of `kind` through the cache.
     fn alloc_buffer(&self, size: u64, kind: MemoryKind) -> Result<AmdBuffer> {
-        let fresh = || self.alloc_mem(size, kind, BUFFER_FLAGS);
+        let fresh = || {
+            tracing::debug!(target: "hcq::memory", "{}: {size} bytes of {kind:?} from the kernel driver", self.name);
+            self.alloc_mem(size, kind, BUFFER_FLAGS)
+        };
         let mem = self.cache.alloc(size, kind, BUFFER_FLAGS, fresh, || {
             self.synchronize_streams()
         })?;
+        tracing::debug!(target: "hcq::memory", "{}: buffer of {size} bytes of {kind:?} at 0x{:x}", self.name, mem.va);
         Ok(AmdBuffer {
             mem: Some(mem),
             size,
@@ -904,8 +966,36 @@ impl AmdDevice {
         self.compiler.compile_file(path)
     }
 
+    /// [`AmdDevice::compile`] with `options` (`-I`, `-D`, `-O`, other flags).
+    pub fn compile_with(
+        &self,
+        source: &str,
+        options: &hcq_core::CompileOptions,
+    ) -> Result<Vec<u8>> {
+        self.compiler.compile_with(source, options)
+    }
+
+    /// [`AmdDevice::compile_file`] with `options`.
+    pub fn compile_file_with(
+        &self,
+        path: &std::path::Path,
+        options: &hcq_core::CompileOptions,
+    ) -> Result<Vec<u8>> {
+        self.compiler.compile_file_with(path, options)
+    }
+
     /// Uploads kernel `name` from a code object.
+    ///
+    /// A relocatable object (ELF type `ET_REL`: `clang -c` for OpenCL or C, LLVM's code
+    /// generator) is linked with ld.lld first.
     pub fn load_program(&self, code_object: &[u8], name: &str) -> Result<AmdProgram> {
+        let linked;
+        let code_object = if crate::program::is_relocatable_amdgpu(code_object) {
+            linked = self.compiler.link_relocatable(code_object)?;
+            &linked[..]
+        } else {
+            code_object
+        };
         let aligned = AlignedCodeObject::new(code_object);
         let co = CodeObject::parse(aligned.bytes())?;
         co.check_target(&self.node.arch, &self.name)?;
@@ -1138,7 +1228,16 @@ impl AmdDevice {
             st.timeline.event_id,
         );
         st.queue.submit(&b.words, room_wait)?;
-        Self::trace_commit(st, stamps, &prg.name, "compute");
+        Self::trace_commit_with(
+            st,
+            stamps,
+            &prg.name,
+            || {
+                let [g, l] = [global, local].map(|d| format!("{}x{}x{}", d[0], d[1], d[2]));
+                format!(" grid {g} block {l} lds {lds}")
+            },
+            "compute",
+        );
         st.advance();
         if !wait {
             return Ok(None);

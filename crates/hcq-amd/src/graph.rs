@@ -64,6 +64,7 @@ use crate::device::{
 };
 use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
 use crate::program::{AmdProgram, ArgKind};
+use crate::stream::Progress;
 use hcq_amd_sys::kd::KernelDescriptor;
 use hcq_amd_sys::pm4::{
     DispatchPatch, DmaData, Header, IndirectBuffer, Packet as Packet4, Pm4Builder, IB_MAX_DWORDS,
@@ -292,6 +293,8 @@ struct Applied {
     last_submission: Vec<Option<(u64, u64)>>,
     /// Number of the last replay, in the kickoff word (graphs with sync memory).
     kickoff: u32,
+    /// The queue of the last replay (single-GPU graphs replay on any stream of their GPU).
+    last_queue: Option<std::sync::Arc<Progress>>,
 }
 
 /// A captured list of launches and copies on one or more AMD GPUs of one driver, replayable
@@ -310,6 +313,12 @@ pub struct AmdGraph {
     var_patches: Vec<Vec<usize>>,
     dim_patches: Vec<DimPatch>,
     applied: Mutex<Applied>,
+    /// The queue the graph was built on (its timeline's progress): a single-GPU graph also
+    /// replays on another stream of the GPU when nothing ties it to this queue's memory.
+    built_on: std::sync::Arc<Progress>,
+    /// Whether a kernel of the graph uses scratch memory: the dispatches name the ring of the
+    /// queue the graph was built on, which another queue may use at the same time.
+    uses_scratch: bool,
 }
 
 impl std::fmt::Debug for AmdGraph {
@@ -597,8 +606,14 @@ impl AmdGraph {
                 dims: None,
                 last_submission: vec![None; parts.len()],
                 kickoff: 0,
+                last_queue: None,
             }),
             parts,
+            built_on: lead.progress.clone(),
+            uses_scratch: items.iter().any(|item| match &item.work {
+                Work::Launch(l) => l.program.wave_scratch > 0,
+                Work::Copy(_) => false,
+            }),
         })
     }
 
@@ -705,6 +720,7 @@ impl AmdGraph {
             None => false,
         };
         if let [dev] = devs {
+            self.switch_queue(dev, &mut applied)?;
             let mut st = lock(&dev.state);
             return self.replay_locked(
                 devs,
@@ -725,6 +741,44 @@ impl AmdGraph {
             .map(|g| g.expect("locked above"))
             .collect();
         self.replay_locked(devs, &mut states, &mut applied, values, dims_changed)
+    }
+
+    /// Before a single-GPU replay on `dev`: a queue other than the one the graph was built on
+    /// must be able to run it, and when the queue differs from the last replay's, that replay
+    /// must have finished (the caller waits for it: replays of one graph share its memory).
+    fn switch_queue(&self, dev: &AmdDevice, applied: &mut Applied) -> Result<()> {
+        if !std::sync::Arc::ptr_eq(&dev.progress, &self.built_on) {
+            if self.sync.is_some() || self.parts.iter().any(|p| p.copy.is_some()) {
+                return Err(Error::Unsupported(format!(
+                    "replaying on {} a graph whose copies run on the copy engine: it replays \
+                     on the device's own queue",
+                    dev.name
+                )));
+            }
+            if self.uses_scratch {
+                return Err(Error::Unsupported(format!(
+                    "replaying on {} a graph whose kernels use scratch memory: its dispatches \
+                     name the scratch ring of the device's own queue, where it replays",
+                    dev.name
+                )));
+            }
+        }
+        if let Some(last) = &applied.last_queue {
+            if !std::sync::Arc::ptr_eq(last, &dev.progress) {
+                if let Some((swaps, value)) = applied.last_submission[0] {
+                    if !last.passed(swaps, value) {
+                        return Err(Error::InvalidArgument(format!(
+                            "the graph's last replay, on another queue, has not finished: \
+                             synchronize that queue before replaying it on {}",
+                            dev.name
+                        )));
+                    }
+                }
+                applied.last_submission[0] = None;
+            }
+        }
+        applied.last_queue = Some(dev.progress.clone());
+        Ok(())
     }
 
     fn replay_locked(

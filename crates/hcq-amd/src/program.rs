@@ -177,6 +177,7 @@ impl<'a> CodeObject<'a> {
         }
         let e_type = hdr.e_type(e);
         if e_type != elf::ET_DYN {
+            // (`AmdDevice::load_program` links a relocatable object before it gets here.)
             return Err(bad(format!(
                 "ELF type {e_type} is not a shared object ({}); an AMDHSA code object is \
                  linked (clang without -c, or ld.lld -shared)",
@@ -697,6 +698,17 @@ pub fn check_arg_layout(
         }
     }
     Ok(())
+}
+
+/// Whether `bytes` is a relocatable AMDGPU ELF object (`ET_REL`, `EM_AMDGPU`), which must be
+/// linked before it loads.
+pub fn is_relocatable_amdgpu(bytes: &[u8]) -> bool {
+    let half = |at: usize| {
+        bytes
+            .get(at..at + 2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+    };
+    bytes.starts_with(b"\x7fELF") && half(16) == Some(1) && half(18) == Some(224)
 }
 
 /// A kernel uploaded to a GPU, ready to launch.

@@ -36,6 +36,13 @@ pub(crate) struct Progress {
     _driver: Arc<AmdDriver>,
 }
 
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (swaps, value) = self.point();
+        write!(f, "Progress(submitted {value} after {swaps} swaps)")
+    }
+}
+
 impl Progress {
     pub(crate) fn new(driver: Arc<AmdDriver>, values: [u64; 2]) -> Progress {
         Progress {
@@ -70,7 +77,7 @@ impl Progress {
 
     /// Whether the timeline has reached `value` of epoch `swaps`. A value of an earlier epoch
     /// has been: the timeline swaps only once everything submitted before has finished.
-    fn passed(&self, swaps: u64, value: u64) -> bool {
+    pub(crate) fn passed(&self, swaps: u64, value: u64) -> bool {
         let (now, _) = self.point();
         now != swaps || self.reached(swaps) >= value
     }

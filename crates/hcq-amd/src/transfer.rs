@@ -65,8 +65,11 @@ impl AmdDevice {
         let value = st.timeline_value;
         let room_wait = self.ring_wait(st);
         let waits = [(st.timeline.value_addr(), value - 1)];
+        let bytes = match transfer {
+            Transfer::Copy { size, .. } | Transfer::Fill { size, .. } => size,
+        };
         submit_transfer(st, &waits, stamps, transfer, room_wait)?;
-        Self::trace_commit(st, stamps, what, "copy");
+        Self::trace_commit_with(st, stamps, what, || format!(" {bytes} bytes"), "copy");
         st.advance();
         Ok(value)
     }

@@ -158,7 +158,13 @@ fn the_header_must_be_an_amdhsa_shared_object() {
         "add_i32",
         &["OS/ABI 0 is not AMDHSA"],
     );
-    invalid(&demo_with(|b| put(b, 16, 2, 1)), "add_i32", &["ELF type 1"]);
+    // Type 1 (relocatable) goes to the linker, which refuses a linked object's sections.
+    invalid(
+        &demo_with(|b| put(b, 16, 2, 1)),
+        "add_i32",
+        &["relocatable object that ld.lld cannot link"],
+    );
+    invalid(&demo_with(|b| put(b, 16, 2, 2)), "add_i32", &["ELF type 2"]);
     invalid(
         &demo_with(|b| put(b, 18, 2, 62)),
         "add_i32",

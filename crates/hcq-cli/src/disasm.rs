@@ -12,12 +12,17 @@ use rdna3::decode::{decode, Inst};
 /// The architecture occupancy is given for.
 const ARCH: &str = "gfx1100";
 
-pub fn run(file: &Path, kernel: Option<&str>, arch: &str) -> Result<(), String> {
+pub fn run(
+    file: &Path,
+    kernel: Option<&str>,
+    arch: &str,
+    options: &hcq::CompileOptions,
+) -> Result<(), String> {
     let bytes = std::fs::read(file).map_err(|e| format!("reading {}: {e}", file.display()))?;
     let object = if bytes.starts_with(b"\x7fELF") {
         bytes
     } else {
-        hcq::compile_hip_file(file, arch).map_err(|e| e.to_string())?
+        hcq::compile_hip_file_with(file, arch, options).map_err(|e| e.to_string())?
     };
     print!("{}", disassemble(&object, kernel)?);
     Ok(())

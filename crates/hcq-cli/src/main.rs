@@ -32,7 +32,8 @@ Environment:
   HCQ_EMU_WRAPPED_RPTR 1: engines report read pointers as offsets within the ring [0]
   HCQ_EMU_SDMA_QUEUES  SDMA queues each emulated GPU gives out, 0 to 12 [12]
   HCQ_EXEC_LIB         `hcq exec`'s libhcq_exec.so [beside the hcq executable]
-  RUST_BACKTRACE       1: a backtrace with an internal error";
+  RUST_BACKTRACE       1: a backtrace with an internal error
+  RUST_LOG             what to log to stderr, e.g. hcq=debug or hcq::kernel=debug [-v: hcq=debug]";
 
 #[derive(Parser)]
 #[command(
@@ -42,11 +43,48 @@ Environment:
     after_help = ENVIRONMENT
 )]
 struct Cli {
+    /// Log to stderr what hcq does: devices opened, compiles (cache hit or miss, time),
+    /// allocations, and each kernel and copy with its GPU time (RUST_LOG=hcq=debug; RUST_LOG,
+    /// when set, chooses instead).
+    #[arg(short = 'v', long = "log")]
+    log: bool,
     /// Write a Chrome trace (Perfetto) of every kernel and copy to this file.
     #[arg(long, global = true, value_name = "FILE")]
     trace: Option<std::path::PathBuf>,
     #[command(subcommand)]
     command: Command,
+}
+
+/// How HIP source is compiled (`run`, `compile`, `disasm`); part of the compile cache's key.
+#[derive(clap::Args, Debug, Clone, Default)]
+struct CompileArgs {
+    /// Search DIR for #include files (after the source file's own directory); repeatable.
+    #[arg(short = 'I', value_name = "DIR")]
+    include: Vec<std::path::PathBuf>,
+    /// Define a macro, NAME or NAME=VALUE; repeatable.
+    #[arg(short = 'D', value_name = "NAME[=VALUE]", value_parser = parse_define)]
+    define: Vec<(String, Option<String>)>,
+    /// Optimisation level, 0 to 3 [default: 3].
+    #[arg(short = 'O', value_name = "N", value_parser = clap::value_parser!(u8).range(0..=3))]
+    opt_level: Option<u8>,
+    /// Pass ARG to clang as it is (e.g. --flag=-ffast-math); repeatable.
+    #[arg(long = "flag", value_name = "ARG", allow_hyphen_values = true)]
+    flags: Vec<String>,
+}
+
+impl CompileArgs {
+    fn options(&self) -> hcq::CompileOptions {
+        hcq::CompileOptions {
+            include_dirs: self.include.clone(),
+            defines: self.define.clone(),
+            opt_level: self.opt_level,
+            flags: self.flags.clone(),
+        }
+    }
+}
+
+fn parse_define(text: &str) -> Result<(String, Option<String>), String> {
+    hcq::CompileOptions::parse_define(text).map_err(|e| e.to_string())
 }
 
 #[derive(Subcommand)]
@@ -96,6 +134,8 @@ enum Command {
         /// Device to run on (default: HCQ_DEVICE, else the first real AMD GPU, else amd-emu:0).
         #[arg(long)]
         device: Option<String>,
+        #[command(flatten)]
+        compile: CompileArgs,
     },
     /// Disassemble a code object, or HIP source (compiled through the cache): each kernel's
     /// instructions in llvm-objdump's syntax, after its resources and occupancy.
@@ -109,6 +149,8 @@ enum Command {
         /// Target architecture, for HIP source.
         #[arg(long, default_value = "gfx1100")]
         arch: String,
+        #[command(flatten)]
+        compile: CompileArgs,
     },
     /// Compile HIP source to a code object (through the compile cache).
     Compile {
@@ -120,6 +162,8 @@ enum Command {
         /// Target architecture.
         #[arg(long, default_value = "gfx1100")]
         arch: String,
+        #[command(flatten)]
+        compile: CompileArgs,
     },
     /// Benchmarks; each prints its figure and a baseline measured in the same run.
     Bench {
@@ -229,9 +273,20 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Command::Demo { device, n } => demo::run(device.as_deref(), n),
         #[cfg(target_os = "linux")]
-        Command::Disasm { file, kernel, arch } => disasm::run(&file, kernel.as_deref(), &arch),
-        Command::Compile { file, output, arch } => {
-            let lib = hcq::compile_hip_file(&file, &arch).map_err(|e| e.to_string())?;
+        Command::Disasm {
+            file,
+            kernel,
+            arch,
+            compile,
+        } => disasm::run(&file, kernel.as_deref(), &arch, &compile.options()),
+        Command::Compile {
+            file,
+            output,
+            arch,
+            compile,
+        } => {
+            let lib = hcq::compile_hip_file_with(&file, &arch, &compile.options())
+                .map_err(|e| e.to_string())?;
             std::fs::write(&output, lib).map_err(|e| format!("writing {}: {e}", output.display()))
         }
         Command::Run {
@@ -242,6 +297,7 @@ fn run(cli: Cli) -> Result<(), String> {
             args,
             lds,
             device,
+            compile,
         } => run::run(run::RunOptions {
             file,
             kernel,
@@ -250,6 +306,7 @@ fn run(cli: Cli) -> Result<(), String> {
             args,
             dynamic_lds: lds,
             device,
+            compile: compile.options(),
         }),
         Command::Bench {
             which,
@@ -315,6 +372,23 @@ fn exit_cleanly_on_signals() {
     });
 }
 
+/// Logs to stderr through `tracing`: what `RUST_LOG` selects, else with `-v` hcq's debug
+/// lines, else nothing.
+fn start_logging(verbose: bool) {
+    use tracing_subscriber::EnvFilter;
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(spec) if !spec.trim().is_empty() => EnvFilter::new(spec),
+        _ if verbose => EnvFilter::new("hcq=debug"),
+        _ => return,
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .with_ansi(false)
+        .try_init();
+}
+
 fn main() -> ExitCode {
     // Like other Unix tools, end quietly when the reader of our output goes away
     // (`hcq bench launch | head`) instead of panicking on a failed print.
@@ -322,6 +396,7 @@ fn main() -> ExitCode {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     exit_cleanly_on_signals();
     let cli = Cli::parse();
+    start_logging(cli.log);
     #[cfg(target_os = "linux")]
     if let Command::Exec {
         gpus,

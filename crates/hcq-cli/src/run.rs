@@ -306,6 +306,8 @@ pub struct RunOptions {
     /// Bytes of dynamic LDS per workgroup.
     pub dynamic_lds: u32,
     pub device: Option<String>,
+    /// How HIP source is compiled.
+    pub compile: hcq::CompileOptions,
 }
 
 pub fn run(o: RunOptions) -> Result<(), String> {
@@ -320,7 +322,8 @@ pub fn run(o: RunOptions) -> Result<(), String> {
         ));
     } else {
         // From the file, so that its includes resolve next to it.
-        dev.compile_file(&o.file).map_err(|e| e.to_string())?
+        dev.compile_file_with(&o.file, &o.compile)
+            .map_err(|e| e.to_string())?
     };
     let prg = dev.program(&lib, &o.kernel).map_err(|e| e.to_string())?;
     if let Some(params) = prg.arguments() {

@@ -1132,3 +1132,147 @@ fn a_wrong_argument_kind_lists_every_kind() {
         }
     }
 }
+
+#[test]
+fn run_compile_and_disasm_take_compile_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let inc = dir.path().join("inc");
+    std::fs::create_dir(&inc).unwrap();
+    std::fs::write(inc.join("step.h"), "#define STEP 7\n").unwrap();
+    let k = dir.path().join("k.hip");
+    std::fs::write(
+        &k,
+        "#include \"step.h\"\n__global__ void fill(int* o) { o[threadIdx.x] = threadIdx.x * STEP + BASE; }\n",
+    )
+    .unwrap();
+    let (k, out) = (k.to_str().unwrap(), dir.path().join("o.bin"));
+    let inc = inc.to_str().unwrap();
+    let out_arg = format!("out:{}:256", out.display());
+    let ints = |path: &std::path::Path| -> Vec<i32> {
+        std::fs::read(path)
+            .unwrap()
+            .chunks(4)
+            .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    let want = |base: i32| (0..64).map(|t| t * 7 + base).collect::<Vec<i32>>();
+    let o = hcq(
+        &[
+            "run",
+            k,
+            "--kernel",
+            "fill",
+            "--grid",
+            "1",
+            "--block",
+            "64",
+            "--arg",
+            &out_arg,
+            "-I",
+            inc,
+            "-D",
+            "BASE=-5",
+            "-O",
+            "1",
+            "--flag=-ffast-math",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(ints(&out), want(-5));
+    // Attached forms, and `hcq compile` then `hcq run` of the object.
+    let object = dir.path().join("k.hsaco");
+    let object = object.to_str().unwrap();
+    let inc_attached = format!("-I{inc}");
+    let o = hcq(
+        &["compile", k, "-o", object, &inc_attached, "-DBASE=40"],
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = hcq(
+        &[
+            "run", object, "--kernel", "fill", "--grid", "1", "--block", "64", "--arg", &out_arg,
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(ints(&out), want(40));
+    let o = hcq(&["disasm", k, "-I", inc, "-D", "BASE=1"], &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout(&o).contains("s_endpgm"), "{}", stdout(&o));
+    // Mistakes: a missing include directory, a bad macro, a level past 3, a reserved flag.
+    for (args, needle) in [
+        (vec!["-I", "/no/such/dir", "-D", "BASE=1"], "/no/such/dir"),
+        (vec!["-D", "9BASE=1"], "9BASE"),
+        (vec!["-O", "7"], "0..=3"),
+        (vec!["-D", "BASE=1", "--flag=-E"], "-E"),
+    ] {
+        let mut cmd = vec!["compile", k, "-o", object];
+        cmd.extend(args.iter().copied());
+        let o = hcq(&cmd, &[]);
+        assert!(!o.status.success(), "{cmd:?} succeeded");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(needle), "{cmd:?}: {err}");
+    }
+}
+
+#[test]
+fn verbose_logs_devices_compiles_allocations_and_kernels() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = dir.path().join("k.hip");
+    std::fs::write(
+        &k,
+        "__global__ void fill(int* o) { o[blockIdx.x * 64 + threadIdx.x] = 5; }\n",
+    )
+    .unwrap();
+    // Older than the 2 s the cache waits before it trusts a file that was just written.
+    std::fs::File::options()
+        .write(true)
+        .open(&k)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(60))
+        .unwrap();
+    let k = k.to_str().unwrap();
+    let out_arg = format!("out:{}:512", dir.path().join("o.bin").display());
+    let cache = dir.path().join("cache");
+    let cache = cache.to_str().unwrap();
+    let run = [
+        "run", k, "--kernel", "fill", "--grid", "2", "--block", "64", "--arg", &out_arg,
+    ];
+    let stderr = |o: &Output| String::from_utf8_lossy(&o.stderr).into_owned();
+    let mut verbose = vec!["-v"];
+    verbose.extend_from_slice(&run);
+    let o = hcq(&verbose, &[("HCQ_CACHE_DIR", cache)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let log = stderr(&o);
+    for needle in [
+        "amd-emu: KFD 1.",
+        "amd-emu:0: opened (gfx1100",
+        "(compiled) in",
+        "512 bytes of Vram",
+        "fill grid 2x1x1 block 64x1x1 lds 0: ",
+        " us",
+        "copy out",
+    ] {
+        assert!(log.contains(needle), "{needle:?} is not in the log:\n{log}");
+    }
+    // The second compile comes from the cache, and says so.
+    let o = hcq(&verbose, &[("HCQ_CACHE_DIR", cache)]);
+    assert!(stderr(&o).contains("(from the cache)"), "{}", stderr(&o));
+    // Without -v nothing is logged; RUST_LOG chooses what is.
+    let o = hcq(&run, &[("HCQ_CACHE_DIR", cache)]);
+    assert!(
+        o.status.success() && stderr(&o).is_empty(),
+        "{}",
+        stderr(&o)
+    );
+    let o = hcq(
+        &run,
+        &[("HCQ_CACHE_DIR", cache), ("RUST_LOG", "hcq::compile=debug")],
+    );
+    let log = stderr(&o);
+    assert!(
+        log.contains("from the cache") && !log.contains("grid"),
+        "{log}"
+    );
+}

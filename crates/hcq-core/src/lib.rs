@@ -3,9 +3,11 @@
 //! by the `hcq` crate.
 
 mod cache;
+pub mod compile_options;
 mod error;
 
 pub use cache::{CompileCache, CompileKey, CompileOutput};
+pub use compile_options::CompileOptions;
 pub use error::{Error, Result};
 
 /// Most bytes an [`Arg::Bytes`] holds.

@@ -4,6 +4,7 @@ use crate::buffer::{host_bytes, PyBuffer};
 use crate::errors::IntoPyResult;
 use crate::program::PyProgram;
 use crate::stream::{PyEvent, PyStream};
+use hcq::CompileOptions;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::path::PathBuf;
@@ -86,16 +87,35 @@ impl PyDevice {
 
     /// Compiles kernel source (HIP C++ on AMD) into a code object, through the on-disk
     /// compile cache (`HCQ_CACHE_DIR`). Quoted `#include`s resolve from the working
-    /// directory. There are no compiler flags: hcq's Rust API takes none.
-    fn compile<'py>(&self, py: Python<'py>, source: String) -> PyResult<Bound<'py, PyBytes>> {
-        let code = py.detach(|| self.device.compile(&source)).or_raise()?;
+    /// directory. `flags` are compiler arguments: `-IDIR`, `-DNAME[=VALUE]`, `-ON` and any
+    /// other clang flag (part of the cache key).
+    #[pyo3(signature = (source, flags = None))]
+    fn compile<'py>(
+        &self,
+        py: Python<'py>,
+        source: String,
+        flags: Option<Vec<String>>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let options = CompileOptions::from_args(&flags.unwrap_or_default()).or_raise()?;
+        let code = py
+            .detach(|| self.device.compile_with(&source, &options))
+            .or_raise()?;
         Ok(PyBytes::new(py, &code))
     }
 
     /// Compiles a kernel source file, through the compile cache; its `#include "..."`s
-    /// resolve relative to the file.
-    fn compile_file<'py>(&self, py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyBytes>> {
-        let code = py.detach(|| self.device.compile_file(&path)).or_raise()?;
+    /// resolve relative to the file. `flags` as for `compile`.
+    #[pyo3(signature = (path, flags = None))]
+    fn compile_file<'py>(
+        &self,
+        py: Python<'py>,
+        path: PathBuf,
+        flags: Option<Vec<String>>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let options = CompileOptions::from_args(&flags.unwrap_or_default()).or_raise()?;
+        let code = py
+            .detach(|| self.device.compile_file_with(&path, &options))
+            .or_raise()?;
         Ok(PyBytes::new(py, &code))
     }
 

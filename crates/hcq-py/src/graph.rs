@@ -341,15 +341,23 @@ impl Drop for PyGraph {
 impl PyGraph {
     /// Replays the graph with `inputs` (one buffer per input, in order) and `vars` (one int
     /// per variable, in order). Returns once the work is queued; on an error nothing ran.
-    #[pyo3(signature = (inputs = Vec::new(), vars = Vec::new()))]
+    /// `stream` replays it on an `hcq.Stream` of its device (single-GPU graphs whose copies
+    /// run on the compute queue and whose kernels use no scratch memory).
+    #[pyo3(signature = (inputs = Vec::new(), vars = Vec::new(), *, stream = None))]
     fn replay(
         &self,
         py: Python<'_>,
         inputs: Vec<Bound<'_, PyBuffer>>,
         vars: Vec<i32>,
+        stream: Option<Bound<'_, crate::stream::PyStream>>,
     ) -> PyResult<()> {
         let buffers: Vec<&hcq::Buffer> = inputs.iter().map(|b| &b.get().buffer).collect();
-        py.detach(|| self.graph.replay(&buffers, &vars)).or_raise()
+        let stream = stream.map(|s| s.get().stream.clone());
+        py.detach(|| match &stream {
+            Some(s) => self.graph.replay_on(s, &buffers, &vars),
+            None => self.graph.replay(&buffers, &vars),
+        })
+        .or_raise()
     }
 
     /// The device that leads replays.

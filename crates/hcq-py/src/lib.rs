@@ -23,6 +23,16 @@ fn drop_without_gil<T: Send>(value: T) {
 
 #[pymodule]
 fn _hcq(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    // hcq's log (devices, compiles, allocations, each kernel's GPU time) on stderr, as the
+    // CLI writes it, when RUST_LOG asks for it (e.g. RUST_LOG=hcq=debug).
+    if let Ok(spec) = std::env::var("RUST_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(spec))
+            .with_writer(std::io::stderr)
+            .without_time()
+            .with_ansi(false)
+            .try_init();
+    }
     module.add_function(wrap_pyfunction!(device::devices, module)?)?;
     module.add_class::<device::PyDevice>()?;
     module.add_class::<device::PyDeviceInfo>()?;

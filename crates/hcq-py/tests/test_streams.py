@@ -116,3 +116,31 @@ def test_device_waits_for_streams_and_events_cross_gpus(dev, dev1, kernel, slow_
     e = dev.record_event()
     e.synchronize()
     assert e.done and "Event" in repr(e) and "Stream" in repr(s)
+
+
+def test_graphs_replay_on_streams(dev, kernel, slow_result):
+    saxpy, busy = kernel("saxpy"), kernel("busy")
+    s = dev.stream()
+    n = LANES
+    x_buf = dev.alloc(n * 4)
+    y = np.full(n, 10, np.float32)
+    ys, out = dev.alloc(n * 4), dev.alloc(n * 4)
+    ys.write(y)
+    g = hcq.GraphBuilder()
+    x = g.input(x_buf)
+    # a = 1: x + y rounds once whether or not the kernel fuses it.
+    g.launch(saxpy, out, x, ys, 1.0, n, grid=1, block=LANES)
+    graph = g.build()
+    # busy writes ints into `src` on s; the graph, replayed on s, reads them after it.
+    src = dev.alloc_zeros(n * 4)
+    dev.synchronize()
+    busy(src, np.int32(ROUNDS), grid=1, block=LANES, stream=s)
+    graph.replay([src], stream=s)
+    s.synchronize()
+    expected = slow_result.view(np.float32) + y
+    np.testing.assert_array_equal(out.numpy(np.float32), expected)
+    # And back on the device's own queue.
+    xs = np.arange(n, dtype=np.float32)
+    x_buf.write(xs)
+    graph.replay([x_buf])
+    np.testing.assert_array_equal(out.numpy(np.float32), xs + y)

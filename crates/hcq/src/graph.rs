@@ -2,11 +2,15 @@
 //! submission per queue, and [`Jit`],
 //! which captures a closure's launches and replays them.
 //!
-//! ```no_run
+//! ```
 //! # fn main() -> hcq::Result<()> {
 //! # let dev = hcq::Device::default_device()?;
-//! # let prg = dev.program(&[], "add_f32")?;
-//! # let (a, b, c) = (dev.alloc(4096)?, dev.alloc(4096)?, dev.alloc(4096)?);
+//! # let lib = dev.compile("__global__ void add_f32(float* c, const float* a, const float* b, \
+//! #     int n) { int i = blockIdx.x * 64 + threadIdx.x; if (i < n) c[i] = a[i] + b[i]; }")?;
+//! # let prg = dev.program(&lib, "add_f32")?;
+//! # let (a, b, c) = (dev.alloc(4096)?, dev.alloc(4096)?, dev.alloc_zeros::<f32>(1024)?);
+//! # a.write(&[1.5f32; 1024])?;
+//! # b.write(&[2.0f32; 1024])?;
 //! use hcq::{DimExpr, GraphArg, GraphBuilder};
 //! let mut g = GraphBuilder::new();
 //! let n = g.var("n", 1, 1024)?;                 // a symbolic int32 with inclusive bounds
@@ -19,6 +23,8 @@
 //! )?;
 //! let graph = g.build()?;
 //! graph.replay(&[&a], &[1000])?;                // inputs and variable values, in order
+//! # let out: Vec<f32> = c.read()?;
+//! # assert!(out[..1000].iter().all(|&v| v == 3.5) && out[1000..].iter().all(|&v| v == 0.0));
 //! # Ok(()) }
 //! ```
 //!
@@ -738,6 +744,8 @@ impl GraphBuilder {
                 addresses: self.inputs.iter().map(address).collect(),
                 vars: None,
                 dims: Vec::new(),
+                last_stream: None,
+                replayed: false,
             }),
         })
     }
@@ -958,6 +966,9 @@ struct ReplayState {
     /// Variable values the dimensions were last evaluated with.
     vars: Option<Vec<i32>>,
     dims: Vec<([u32; 3], [u32; 3])>,
+    /// The stream of the last replay (`None`: the device's own queue).
+    last_stream: Option<crate::Stream>,
+    replayed: bool,
 }
 
 /// A built graph: replay it with [`Graph::replay`].
@@ -1125,8 +1136,59 @@ impl Graph {
     /// per variable, in order). Returns once the work is queued. On an error nothing changed
     /// and the graph stays usable.
     pub fn replay(&self, inputs: &[&Buffer], vars: &[i32]) -> Result<()> {
+        self.replay_queued(None, inputs, vars)
+    }
+
+    /// [`Graph::replay`] on `stream`, a stream of the graph's device: after the work queued
+    /// there, ordered with it and not with the device's own queue. A graph replayed on a
+    /// stream other than its last one first waits (on the host) for its last replay, whose
+    /// memory it shares. AMD, single-GPU graphs whose copies run on the compute queue and
+    /// whose kernels use no scratch memory; others are `Unsupported` on a stream that is not
+    /// the device's own (`dev.default_stream()` is always fine).
+    pub fn replay_on(
+        &self,
+        stream: &crate::Stream,
+        inputs: &[&Buffer],
+        vars: &[i32],
+    ) -> Result<()> {
+        if !stream.device().same(&self.devices[0]) {
+            return Err(Error::InvalidArgument(format!(
+                "a graph of {} replayed on a stream of {}",
+                self.devices[0].name(),
+                stream.device().name()
+            )));
+        }
+        if stream.is_default() {
+            return self.replay(inputs, vars);
+        }
+        if self.devices.len() > 1 {
+            return Err(Error::Unsupported(
+                "replaying a graph of several GPUs on a stream".into(),
+            ));
+        }
+        self.replay_queued(Some(stream), inputs, vars)
+    }
+
+    fn replay_queued(
+        &self,
+        stream: Option<&crate::Stream>,
+        inputs: &[&Buffer],
+        vars: &[i32],
+    ) -> Result<()> {
         self.check(inputs, vars)?;
         let mut state = crate::lock(&self.state);
+        let same_queue = match (&state.last_stream, stream) {
+            (None, None) => true,
+            (Some(a), Some(b)) => a.same_queue(b),
+            _ => false,
+        };
+        if state.replayed && !same_queue {
+            // Its memory (arguments, patched words) is the last replay's: let that finish.
+            match &state.last_stream {
+                Some(last) => last.synchronize()?,
+                None => self.devices[0].default_stream().synchronize()?,
+            }
+        }
         let dims_stale = state.vars.as_deref() != Some(vars);
         if dims_stale && !self.symbolic_dims.is_empty() {
             let mut dims = Vec::with_capacity(self.symbolic_dims.len());
@@ -1165,7 +1227,10 @@ impl Graph {
                     dims: (dims_stale && !self.symbolic_dims.is_empty()).then_some(&state.dims[..]),
                 };
                 if let [_] = &self.devices[..] {
-                    g.replay(&[d], &values)
+                    match stream {
+                        Some(s) => g.replay(&[s.amd_queue()], &values),
+                        None => g.replay(&[d], &values),
+                    }
                 } else {
                     let devs: Vec<&AmdDevice> = self.devices.iter().map(amd_device).collect();
                     g.replay(&devs, &values)
@@ -1187,6 +1252,8 @@ impl Graph {
         };
         match result {
             Ok(()) => {
+                state.last_stream = stream.cloned();
+                state.replayed = true;
                 if dims_stale {
                     state.vars = Some(vars.to_vec());
                 }

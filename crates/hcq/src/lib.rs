@@ -3,17 +3,17 @@
 //! A GPU compute runtime built on hardware command queues: it talks to the kernel driver
 //! directly, writes the GPU's command packets into rings it owns and rings the doorbell itself.
 //!
-//! ```no_run
+//! ```
 //! # fn main() -> hcq::Result<()> {
 //! // HCQ_DEVICE, else a real AMD GPU, else (without /dev/kfd) amd-emu:0
 //! let dev = hcq::Device::default_device()?;
-//! let lib = dev.compile(r#"extern "C" __attribute__((global)) void twice(float* x) {
-//!     x[__builtin_amdgcn_workitem_id_x()] *= 2.0f; }"#)?;
+//! let lib = dev.compile("__global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }")?;
 //! let prg = dev.program(&lib, "twice")?;
 //! let buf = dev.alloc(64 * 4)?;
-//! buf.write(&[1.0f32; 64])?;
+//! buf.write(&[1.5f32; 64])?;
 //! prg.launch(&[hcq::Arg::Buffer(&buf)], [1, 1, 1], [64, 1, 1])?;
 //! let out: Vec<f32> = buf.read()?;
+//! assert_eq!(out, [3.0f32; 64]);
 //! # Ok(()) }
 //! ```
 //!
@@ -71,7 +71,8 @@ pub use graph::{
 };
 
 pub use hcq_core::{
-    ArgBytes, CacheInfo, ComputeInfo, DeviceInfo, Error, ProgramInfo, Result, ARG_BYTES_MAX,
+    ArgBytes, CacheInfo, CompileOptions, ComputeInfo, DeviceInfo, Error, ProgramInfo, Result,
+    ARG_BYTES_MAX,
 };
 #[cfg(target_os = "linux")]
 pub use registry::{
@@ -103,8 +104,18 @@ pub fn compile_hip(source: &str, arch: &str) -> Result<Vec<u8>> {
 /// directory; the cached object is used only while every file the compile read is unchanged.
 #[cfg(target_os = "linux")]
 pub fn compile_hip_file(path: impl AsRef<std::path::Path>, arch: &str) -> Result<Vec<u8>> {
+    compile_hip_file_with(path, arch, &CompileOptions::default())
+}
+
+/// [`compile_hip_file`] with `options` (`-I`, `-D`, `-O`, other clang flags).
+#[cfg(target_os = "linux")]
+pub fn compile_hip_file_with(
+    path: impl AsRef<std::path::Path>,
+    arch: &str,
+    options: &CompileOptions,
+) -> Result<Vec<u8>> {
     hcq_amd::compiler::HipCompiler::new(arch, hcq_core::CompileCache::from_env())
-        .compile_file(path.as_ref())
+        .compile_file_with(path.as_ref(), options)
 }
 
 /// Ends the compiles running in this process (killing their clang) and removes their
@@ -323,6 +334,50 @@ impl Device {
                 d.compile(&source)
             }
         }
+    }
+
+    /// [`Device::compile`] with `options`: include directories (`-I`), macros (`-D`), the
+    /// optimisation level (`-O`) and other compiler flags, all part of the compile cache's
+    /// key. A directory that does not exist, a bad macro name or a flag that would break the
+    /// compile (`-o`, `-E`, `--offload-arch`, ...) is an [`Error::InvalidArgument`]. AMD
+    /// only: Metal says `Unsupported` unless `options` is empty.
+    pub fn compile_with(&self, source: &str, options: &CompileOptions) -> Result<Vec<u8>> {
+        match &*self.backend {
+            #[cfg(target_os = "linux")]
+            Backend::Amd(d) => d.compile_with(source, options),
+            #[cfg(target_os = "macos")]
+            Backend::Metal(d) => {
+                Self::metal_takes_no_options(options)?;
+                d.compile(source)
+            }
+        }
+    }
+
+    /// [`Device::compile_file`] with `options` ([`Device::compile_with`]).
+    pub fn compile_file_with(
+        &self,
+        path: impl AsRef<std::path::Path>,
+        options: &CompileOptions,
+    ) -> Result<Vec<u8>> {
+        match &*self.backend {
+            #[cfg(target_os = "linux")]
+            Backend::Amd(d) => d.compile_file_with(path.as_ref(), options),
+            #[cfg(target_os = "macos")]
+            Backend::Metal(_) => {
+                Self::metal_takes_no_options(options)?;
+                self.compile_file(path)
+            }
+        }
+    }
+
+    #[cfg(target_os = "macos")]
+    fn metal_takes_no_options(options: &CompileOptions) -> Result<()> {
+        if options.is_default() {
+            return Ok(());
+        }
+        Err(Error::Unsupported(
+            "compile options for Metal Shading Language".into(),
+        ))
     }
 
     /// Loads kernel `name` from a code object.

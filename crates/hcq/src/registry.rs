@@ -152,6 +152,15 @@ fn platform_default_name() -> Result<String> {
 /// whether `/dev/kfd` exists.
 #[cfg(target_os = "linux")]
 fn choose_default(real: Result<usize>, kfd_exists: bool) -> Result<String> {
+    match &real {
+        Ok(0) => {
+            tracing::info!(target: "hcq::device", "no AMD GPU in KFD's topology: the default device is the emulator")
+        }
+        Err(e) if !kfd_exists => {
+            tracing::info!(target: "hcq::device", "no /dev/kfd ({e}): the default device is the emulator")
+        }
+        _ => {}
+    }
     match real {
         Ok(gpus) if gpus > 0 => Ok(format!("{REAL}:0")),
         // No AMD GPU, or KFD without a GPU node: the emulator is what there is.

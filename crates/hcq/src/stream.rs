@@ -16,7 +16,8 @@ use std::time::Duration;
 /// Buffers and programs belong to the device and are used on any of its streams. Memory of a
 /// buffer dropped while several streams are open is reused only once every stream has
 /// finished the work queued before the drop. [`Device::synchronize`] waits for every stream,
-/// [`Stream::synchronize`] for one. Graphs replay on the device's own queue.
+/// [`Stream::synchronize`] for one. [`crate::Graph::replay_on`] replays a graph on a
+/// stream.
 ///
 /// On AMD a stream is a compute queue of its own, with its own kernel-argument ring and
 /// scratch memory; it copies on that queue (CP DMA), leaving the GPU's few copy-engine
@@ -96,6 +97,25 @@ impl Stream {
             StreamQueue::Default => self.device.queue(),
             #[cfg(target_os = "linux")]
             StreamQueue::Amd(s) => Queue::Amd(s),
+        }
+    }
+
+    /// Whether the two are the same queue.
+    pub(crate) fn same_queue(&self, other: &Stream) -> bool {
+        match (&self.queue, &other.queue) {
+            (StreamQueue::Default, StreamQueue::Default) => self.device.same(&other.device),
+            #[cfg(target_os = "linux")]
+            (StreamQueue::Amd(a), StreamQueue::Amd(b)) => Arc::ptr_eq(a, b),
+            #[cfg(target_os = "linux")]
+            _ => false,
+        }
+    }
+
+    /// The AMD queue behind the stream.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn amd_queue(&self) -> &AmdDevice {
+        match self.queue() {
+            Queue::Amd(d) => d,
         }
     }
 

@@ -382,3 +382,76 @@ fn work_of_another_device_on_a_stream_is_refused() {
     s0.copy(&b0, 0, &b1, 0, 64).unwrap();
     assert_eq!(b1.read::<u8>().unwrap(), vec![9; 64]);
 }
+
+#[test]
+fn graphs_replay_on_streams() {
+    let dev = device(0);
+    let (prg, scratch_prg) = programs(&dev);
+    let (s1, s2) = (dev.stream().unwrap(), dev.stream().unwrap());
+    let a = run_buffers(&dev, 9);
+    let b = run_buffers(&dev, 10);
+    // A graph of one launch: out = in * 3 + 1, its input swappable.
+    let mut g = hcq::GraphBuilder::new();
+    let input = g.input(&a.inp);
+    let args = [
+        hcq::GraphArg::Buffer(&a.out),
+        hcq::GraphArg::Input(input),
+        hcq::GraphArg::Buffer(&a.sink),
+        hcq::GraphArg::I32(N as i32),
+        hcq::GraphArg::I32(1),
+    ];
+    let to_dims = |d: [u32; 3]| d.map(hcq::DimExpr::from);
+    g.launch(&prg, &args, to_dims([1, 1, 1]), to_dims([64, 1, 1]))
+        .unwrap();
+    let graph = g.build().unwrap();
+    // On s1, after a slow kernel there that writes the graph's input: ordered on s1 alone.
+    let fresh: Vec<i32> = (0..N as i32).map(|i| 7 - i).collect();
+    s1.copy_in(&b.inp, 0, bytemuck::cast_slice(&fresh)).unwrap();
+    slow(&s1, &prg, &b.out, &b.inp, &b.sink, ROUNDS);
+    graph.replay_on(&s1, &[&b.out], &[]).unwrap();
+    s1.synchronize().unwrap();
+    let once: Vec<i32> = fresh.iter().map(|x| x * 3 + 1).collect();
+    let twice: Vec<i32> = once.iter().map(|x| x * 3 + 1).collect();
+    assert_eq!(a.out.read::<i32>().unwrap(), twice);
+    // Then on s2 (it waits for the replay on s1), and on the device's own queue.
+    graph.replay_on(&s2, &[&a.inp], &[]).unwrap();
+    s2.synchronize().unwrap();
+    let from_a: Vec<i32> = a.input.iter().map(|x| x * 3 + 1).collect();
+    assert_eq!(a.out.read::<i32>().unwrap(), from_a);
+    graph
+        .replay_on(&dev.default_stream(), &[&b.out], &[])
+        .unwrap();
+    assert_eq!(a.out.read::<i32>().unwrap(), twice);
+    // Back and forth without waiting in between: each switch waits for the last replay.
+    for round in 0..4 {
+        let s = if round % 2 == 0 { &s1 } else { &s2 };
+        graph.replay_on(s, &[&a.inp], &[]).unwrap();
+        graph.replay(&[&b.out], &[]).unwrap();
+    }
+    dev.synchronize().unwrap();
+    assert_eq!(a.out.read::<i32>().unwrap(), twice);
+
+    // A graph whose kernel uses scratch memory replays on the device's own queue only.
+    let mut g = hcq::GraphBuilder::new();
+    let n = 64;
+    let out = dev.alloc(n * 4).unwrap();
+    let args = [
+        hcq::GraphArg::Buffer(&out),
+        hcq::GraphArg::Buffer(&a.inp),
+        hcq::GraphArg::I32(n as i32),
+    ];
+    g.launch(&scratch_prg, &args, to_dims([1, 1, 1]), to_dims([64, 1, 1]))
+        .unwrap();
+    let scratchy = g.build().unwrap();
+    assert!(matches!(
+        scratchy.replay_on(&s1, &[], &[]),
+        Err(Error::Unsupported(_))
+    ));
+    scratchy.replay(&[], &[]).unwrap();
+    // A graph of another device.
+    let other = device(1).stream().unwrap();
+    assert!(matches!(
+        graph.replay_on(&other, &[&a.inp], &[]),
+        Err(Error::InvalidArgument(_))
+    ));
+}

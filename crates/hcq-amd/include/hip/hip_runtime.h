@@ -239,6 +239,22 @@ __HCQ_FN int __hcq_bpermute(int lane, int value) {
   return __builtin_amdgcn_ds_bpermute(lane << 2, value);
 }
 
+// The _sync forms (CUDA's spelling): every lane of a hcq wave takes part, so the mask only
+// documents the caller's intent.
+#define __HCQ_SYNC_SHUFFLES(T)                                                                \
+  __HCQ_FN T __shfl_sync(unsigned long long, T var, int src, int width = warpSize) {          \
+    return __shfl(var, src, width);                                                           \
+  }                                                                                           \
+  __HCQ_FN T __shfl_up_sync(unsigned long long, T var, unsigned int d, int width = warpSize) { \
+    return __shfl_up(var, d, width);                                                          \
+  }                                                                                           \
+  __HCQ_FN T __shfl_down_sync(unsigned long long, T var, unsigned int d, int width = warpSize) { \
+    return __shfl_down(var, d, width);                                                        \
+  }                                                                                           \
+  __HCQ_FN T __shfl_xor_sync(unsigned long long, T var, int mask, int width = warpSize) {     \
+    return __shfl_xor(var, mask, width);                                                      \
+  }
+
 #define __HCQ_SHUFFLES(T, TO_INT, FROM_INT)                                                 \
   __HCQ_FN T __shfl(T var, int src, int width = warpSize) {                                \
     return FROM_INT(__hcq_bpermute(__hcq_shfl_lane(src, width), TO_INT(var)));             \
@@ -252,18 +268,7 @@ __HCQ_FN int __hcq_bpermute(int lane, int value) {
   __HCQ_FN T __shfl_xor(T var, int mask, int width = warpSize) {                           \
     return FROM_INT(__hcq_bpermute(__hcq_shfl_xor_lane(mask, width), TO_INT(var)));        \
   }                                                                                        \
-  __HCQ_FN T __shfl_sync(unsigned long long, T var, int src, int width = warpSize) {       \
-    return __shfl(var, src, width);                                                        \
-  }                                                                                        \
-  __HCQ_FN T __shfl_up_sync(unsigned long long, T var, unsigned int d, int width = warpSize) { \
-    return __shfl_up(var, d, width);                                                       \
-  }                                                                                        \
-  __HCQ_FN T __shfl_down_sync(unsigned long long, T var, unsigned int d, int width = warpSize) { \
-    return __shfl_down(var, d, width);                                                     \
-  }                                                                                        \
-  __HCQ_FN T __shfl_xor_sync(unsigned long long, T var, int mask, int width = warpSize) {  \
-    return __shfl_xor(var, mask, width);                                                   \
-  }
+  __HCQ_SYNC_SHUFFLES(T)
 #define __HCQ_SAME(x) (x)
 #define __HCQ_FLOAT_BITS(x) __builtin_bit_cast(int, x)
 #define __HCQ_BITS_FLOAT(x) __builtin_bit_cast(float, x)
@@ -275,49 +280,28 @@ __HCQ_SHUFFLES(float, __HCQ_FLOAT_BITS, __HCQ_BITS_FLOAT)
 #undef __HCQ_SHUFFLES
 
 // 64-bit values move as two 32-bit halves.
-#define __HCQ_SHUFFLES64(T)                                                               \
-  __HCQ_FN T __hcq_join64(int lo, int hi) {                                              \
-    unsigned long long v = (unsigned long long)(unsigned int)lo |                       \
-                           ((unsigned long long)(unsigned int)hi << 32);                \
-    return __builtin_bit_cast(T, v);                                                     \
-  }                                                                                      \
-  __HCQ_FN int __hcq_lo64(T var) { return (int)__builtin_bit_cast(unsigned long long, var); } \
-  __HCQ_FN int __hcq_hi64(T var) {                                                       \
-    return (int)(__builtin_bit_cast(unsigned long long, var) >> 32);                     \
-  }
 __HCQ_FN unsigned long long __hcq_u64(int lo, int hi) {
   return (unsigned long long)(unsigned int)lo | ((unsigned long long)(unsigned int)hi << 32);
 }
-#define __HCQ_SHUFFLE64_ONE(name, lanefn, T, ARG)                                        \
-  __HCQ_FN T name(T var, ARG, int width = warpSize) {                                   \
-    unsigned long long bits = __builtin_bit_cast(unsigned long long, var);              \
-    int lane = lanefn;                                                                   \
+#define __HCQ_SHUFFLE64(name, lanefn, T, ARG)                                              \
+  __HCQ_FN T name(T var, ARG, int width = warpSize) {                                     \
+    unsigned long long bits = __builtin_bit_cast(unsigned long long, var);                \
+    int lane = lanefn;                                                                     \
     int lo = __hcq_bpermute(lane, (int)bits), hi = __hcq_bpermute(lane, (int)(bits >> 32)); \
-    return __builtin_bit_cast(T, __hcq_u64(lo, hi));                                     \
+    return __builtin_bit_cast(T, __hcq_u64(lo, hi));                                       \
   }
-#define __HCQ_SHUFFLES64_ALL(T)                                                           \
-  __HCQ_SHUFFLE64_ONE(__shfl, __hcq_shfl_lane(a, width), T, int a)                       \
-  __HCQ_SHUFFLE64_ONE(__shfl_up, __hcq_shfl_up_lane(a, width), T, unsigned int a)        \
-  __HCQ_SHUFFLE64_ONE(__shfl_down, __hcq_shfl_down_lane(a, width), T, unsigned int a)    \
-  __HCQ_SHUFFLE64_ONE(__shfl_xor, __hcq_shfl_xor_lane(a, width), T, int a)              \
-  __HCQ_FN T __shfl_sync(unsigned long long, T var, int a, int width = warpSize) {      \
-    return __shfl(var, a, width);                                                        \
-  }                                                                                      \
-  __HCQ_FN T __shfl_up_sync(unsigned long long, T var, unsigned int a, int width = warpSize) { \
-    return __shfl_up(var, a, width);                                                     \
-  }                                                                                      \
-  __HCQ_FN T __shfl_down_sync(unsigned long long, T var, unsigned int a, int width = warpSize) { \
-    return __shfl_down(var, a, width);                                                   \
-  }                                                                                      \
-  __HCQ_FN T __shfl_xor_sync(unsigned long long, T var, int a, int width = warpSize) {  \
-    return __shfl_xor(var, a, width);                                                    \
-  }
-__HCQ_SHUFFLES64_ALL(long long)
-__HCQ_SHUFFLES64_ALL(unsigned long long)
-__HCQ_SHUFFLES64_ALL(double)
-#undef __HCQ_SHUFFLES64_ALL
-#undef __HCQ_SHUFFLE64_ONE
+#define __HCQ_SHUFFLES64(T)                                                         \
+  __HCQ_SHUFFLE64(__shfl, __hcq_shfl_lane(a, width), T, int a)                      \
+  __HCQ_SHUFFLE64(__shfl_up, __hcq_shfl_up_lane(a, width), T, unsigned int a)       \
+  __HCQ_SHUFFLE64(__shfl_down, __hcq_shfl_down_lane(a, width), T, unsigned int a)   \
+  __HCQ_SHUFFLE64(__shfl_xor, __hcq_shfl_xor_lane(a, width), T, int a)             \
+  __HCQ_SYNC_SHUFFLES(T)
+__HCQ_SHUFFLES64(long long)
+__HCQ_SHUFFLES64(unsigned long long)
+__HCQ_SHUFFLES64(double)
 #undef __HCQ_SHUFFLES64
+#undef __HCQ_SHUFFLE64
+#undef __HCQ_SYNC_SHUFFLES
 
 // ---- integer intrinsics --------------------------------------------------------------------
 __HCQ_FN int __popc(unsigned int x) { return __builtin_popcount(x); }

@@ -84,10 +84,12 @@ class Device:
         """An event on the device's own queue."""
     def wait_event(self, event: Event) -> None:
         """Makes the device's own queue wait for ``event`` from now on, on the GPU."""
-    def compile(self, source: str) -> bytes:
-        """HIP C++ source to a code object, through the compile cache (no flags: hcq's Rust
-        API takes none)."""
-    def compile_file(self, path: Union[str, "os.PathLike[str]"]) -> bytes:
+    def compile(self, source: str, flags: Optional[Sequence[str]] = None) -> bytes:
+        """HIP C++ source to a code object, through the compile cache; ``flags``: ``-IDIR``,
+        ``-DNAME[=VALUE]``, ``-ON`` and other clang flags."""
+    def compile_file(
+        self, path: Union[str, "os.PathLike[str]"], flags: Optional[Sequence[str]] = None
+    ) -> bytes:
         """A source file to a code object; its ``#include "..."`` resolve next to it."""
     def program(self, code_object: _BytesLike, name: str) -> Program:
         """Loads kernel ``name`` from a code object."""
@@ -290,8 +292,15 @@ class GraphBuilder:
 class Graph:
     """A built graph."""
 
-    def replay(self, inputs: Sequence[Buffer] = ..., vars: Sequence[int] = ...) -> None:
-        """Replays with one buffer per input and one int per variable; returns once queued."""
+    def replay(
+        self,
+        inputs: Sequence[Buffer] = ...,
+        vars: Sequence[int] = ...,
+        *,
+        stream: Optional[Stream] = None,
+    ) -> None:
+        """Replays with one buffer per input and one int per variable (on ``stream`` when
+        given); returns once queued."""
     @property
     def device(self) -> Device: ...
     @property
