@@ -360,8 +360,9 @@ const TRACE_SLOTS: u64 = 4096;
 /// A traced command whose timestamps the engine has yet to write.
 pub(crate) struct PendingSpan {
     name: String,
-    /// What the command did (launch dimensions, bytes), for the log.
-    detail: String,
+    /// What the command did (launch dimensions, bytes), for the trace and the log.
+    args: Vec<(&'static str, String)>,
+    flow: u64,
     queue: &'static str,
     /// Its place in the sequence of reserved slots (the slot is `seq % TRACE_SLOTS`).
     seq: u64,
@@ -369,11 +370,20 @@ pub(crate) struct PendingSpan {
     value: u64,
 }
 
+impl PendingSpan {
+    /// Its arguments as the log prints them: ` grid 2x1x1 block 64x1x1 lds 0`.
+    fn detail(&self) -> String {
+        self.args.iter().map(|(k, v)| format!(" {k} {v}")).collect()
+    }
+}
+
 /// The timestamp slots reserved for one command: committed once it is submitted, so a command
 /// that fails before reaching the GPU leaves no span behind.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct TraceSlot {
     seq: u64,
+    /// The flow from the host's submission to the command's span.
+    flow: u64,
     /// GPU addresses of the start and end stamps.
     pub start: u64,
     pub end: u64,
@@ -408,6 +418,7 @@ impl TraceStamps {
         let at = self.stamps.va + (seq % TRACE_SLOTS) * 16;
         Some(TraceSlot {
             seq,
+            flow: 0,
             start: at,
             end: at + 8,
         })
@@ -419,13 +430,14 @@ impl TraceStamps {
         &mut self,
         slot: TraceSlot,
         name: &str,
-        detail: String,
+        args: Vec<(&'static str, String)>,
         queue: &'static str,
         value: u64,
     ) {
         self.pending.push(PendingSpan {
             name: name.to_string(),
-            detail,
+            args,
+            flow: slot.flow,
             queue,
             seq: slot.seq,
             value,
@@ -464,21 +476,23 @@ impl TraceStamps {
             if start == 0 {
                 continue;
             }
-            crate::trace::span(
+            crate::trace::span(crate::trace::SpanRecord {
                 device,
-                p.queue,
-                &p.name,
-                self.to_host_us(start),
-                self.to_host_us(end.max(start)),
-                true,
-            );
+                queue: p.queue,
+                name: &p.name,
+                start_us: self.to_host_us(start),
+                end_us: self.to_host_us(end.max(start)),
+                finished: true,
+                flow: p.flow,
+                args: &p.args,
+            });
             let us = end.saturating_sub(start) as f64 * 1e6 / GPU_TIMESTAMP_HZ as f64;
             tracing::debug!(
                 target: "hcq::kernel",
                 "{device} {:<7} {}{}: {us:.2} us",
                 p.queue,
                 p.name,
-                p.detail
+                p.detail()
             );
         }
     }
@@ -491,20 +505,22 @@ impl TraceStamps {
             let (start, _) = self.stamps_of(&p);
             if start != 0 {
                 let start_us = self.to_host_us(start);
-                crate::trace::span(
+                crate::trace::span(crate::trace::SpanRecord {
                     device,
-                    p.queue,
-                    &p.name,
+                    queue: p.queue,
+                    name: &p.name,
                     start_us,
-                    now_us.max(start_us),
-                    false,
-                );
+                    end_us: now_us.max(start_us),
+                    finished: false,
+                    flow: p.flow,
+                    args: &p.args,
+                });
                 tracing::debug!(
                     target: "hcq::kernel",
                     "{device} {:<7} {}{}: started, never finished",
                     p.queue,
                     p.name,
-                    p.detail
+                    p.detail()
                 );
             }
         }
@@ -776,7 +792,7 @@ impl AmdDevice {
         {
             return Ok(None);
         }
-        crate::trace::submit(&self.name, name);
+        let flow = crate::trace::submit(&self.name, name);
         if st.trace.is_none() {
             let clocks = self.driver.kfd.clock_counters(self.node.gpu_id)?;
             let stamps = self.alloc_mem(
@@ -795,11 +811,16 @@ impl AmdDevice {
                 host0_us: clocks.cpu_clock_counter as f64 / 1e3,
             });
         }
+        let with_flow = |slot: TraceSlot| TraceSlot { flow, ..slot };
         if let Some(slot) = st.trace.as_mut().and_then(TraceStamps::begin) {
-            return Ok(Some(slot));
+            return Ok(Some(with_flow(slot)));
         }
         self.wait_locked(st)?;
-        Ok(st.trace.as_mut().and_then(TraceStamps::begin))
+        Ok(st
+            .trace
+            .as_mut()
+            .and_then(TraceStamps::begin)
+            .map(with_flow))
     }
 
     /// Records the command submitted with `slot` (from [`AmdDevice::trace_begin`]).
@@ -809,21 +830,21 @@ impl AmdDevice {
         name: &str,
         queue: &'static str,
     ) {
-        Self::trace_commit_with(st, slot, name, String::new, queue);
+        Self::trace_commit_with(st, slot, name, Vec::new, queue);
     }
 
-    /// [`AmdDevice::trace_commit`] with what the command did (`detail`, made only when it is
+    /// [`AmdDevice::trace_commit`] with what the command did (`args`, made only when it is
     /// traced or logged): its launch dimensions, its bytes.
     pub(crate) fn trace_commit_with(
         st: &mut DeviceState,
         slot: Option<TraceSlot>,
         name: &str,
-        detail: impl FnOnce() -> String,
+        args: impl FnOnce() -> Vec<(&'static str, String)>,
         queue: &'static str,
     ) {
         let value = st.timeline_value;
         if let (Some(slot), Some(t)) = (slot, st.trace.as_mut()) {
-            t.commit(slot, name, detail(), queue, value);
+            t.commit(slot, name, args(), queue, value);
         }
     }
 
@@ -1234,7 +1255,15 @@ impl AmdDevice {
             &prg.name,
             || {
                 let [g, l] = [global, local].map(|d| format!("{}x{}x{}", d[0], d[1], d[2]));
-                format!(" grid {g} block {l} lds {lds}")
+                vec![
+                    ("grid", g),
+                    ("block", l),
+                    ("lds", lds.to_string()),
+                    (
+                        "code object",
+                        format!("0x{:x} ({} bytes)", prg.image.va, prg.image.size),
+                    ),
+                ]
             },
             "compute",
         );

@@ -6,6 +6,10 @@
 //! (`RELEASE_MEM` with the GPU clock, SDMA `TIMESTAMP`), converted to host time with the clock
 //! pair KFD reports when the device opens.
 //!
+//! Each span carries what the command did in its `args` (a kernel's grid, block, LDS and code
+//! object; a copy's bytes and direction), and a flow arrow leads from the host's submission
+//! (an instant on the device's `host` track) to the GPU work it started.
+//!
 //! The trace file is the only file this touches: it is opened (created or truncated) when the
 //! trace starts, so a path that cannot be written is an error then, and written in place, with
 //! no temporary file. Events are appended at each flush (a wait, a failed wait, the device
@@ -33,14 +37,21 @@ enum Event {
         start_us: f64,
         end_us: f64,
         finished: bool,
+        /// The flow from the submission that started it (0: none).
+        flow: u64,
+        args: Vec<(&'static str, String)>,
     },
-    /// A host-side submission: `ph: i`.
+    /// A host-side submission: `ph: i`, and the start of a flow (`ph: s`) when `flow` is not 0.
     Submit {
         device: String,
         name: String,
         at_us: f64,
+        flow: u64,
     },
 }
+
+/// Numbers the flows from submissions to their spans.
+static NEXT_FLOW: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 const HEADER: &str = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
 const FOOTER: &str = "\n]}\n";
@@ -149,17 +160,49 @@ impl Trace {
                 self.named.push((p, th));
                 lines.push(format!("{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{p},\"tid\":{th},\"args\":{{\"name\":\"{q}\"}}}}"));
             }
-            lines.push(match e {
-                Event::Span { name, start_us, end_us, finished, .. } => format!(
-                    "{{\"ph\":\"X\",\"cat\":\"{q}\",\"name\":\"{}\",\"pid\":{p},\"tid\":{th},\"ts\":{start_us:.3},\"dur\":{:.3},\"args\":{{\"finished\":{finished}}}}}",
-                    escape(&name),
-                    (end_us - start_us).max(0.0)
-                ),
-                Event::Submit { name, at_us, .. } => format!(
-                    "{{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"submit\",\"name\":\"{}\",\"pid\":{p},\"tid\":{th},\"ts\":{at_us:.3}}}",
-                    escape(&name)
-                ),
-            });
+            match e {
+                Event::Span {
+                    name,
+                    start_us,
+                    end_us,
+                    finished,
+                    flow,
+                    args,
+                    ..
+                } => {
+                    let extra: String = args
+                        .iter()
+                        .map(|(k, v)| match v.parse::<u64>() {
+                            Ok(n) => format!(",\"{}\":{n}", escape(k)),
+                            Err(_) => format!(",\"{}\":\"{}\"", escape(k), escape(v)),
+                        })
+                        .collect();
+                    lines.push(format!(
+                        "{{\"ph\":\"X\",\"cat\":\"{q}\",\"name\":\"{}\",\"pid\":{p},\"tid\":{th},\"ts\":{start_us:.3},\"dur\":{:.3},\"args\":{{\"finished\":{finished}{extra}}}}}",
+                        escape(&name),
+                        (end_us - start_us).max(0.0)
+                    ));
+                    if flow != 0 {
+                        // The arrow's head binds to the span that encloses its time.
+                        lines.push(format!(
+                            "{{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"submission\",\"name\":\"submission\",\"id\":{flow},\"pid\":{p},\"tid\":{th},\"ts\":{start_us:.3}}}"
+                        ));
+                    }
+                }
+                Event::Submit {
+                    name, at_us, flow, ..
+                } => {
+                    lines.push(format!(
+                        "{{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"submit\",\"name\":\"{}\",\"pid\":{p},\"tid\":{th},\"ts\":{at_us:.3}}}",
+                        escape(&name)
+                    ));
+                    if flow != 0 {
+                        lines.push(format!(
+                            "{{\"ph\":\"s\",\"cat\":\"submission\",\"name\":\"submission\",\"id\":{flow},\"pid\":{p},\"tid\":{th},\"ts\":{at_us:.3}}}"
+                        ));
+                    }
+                }
+            }
         }
         let mut out = String::new();
         for line in lines {
@@ -282,32 +325,47 @@ pub fn host_now_us() -> f64 {
     ts.tv_sec as f64 * 1e6 + ts.tv_nsec as f64 / 1e3
 }
 
-pub(crate) fn submit(device: &str, name: &str) {
-    if let Some(t) = lock().as_mut() {
-        t.events.push(Event::Submit {
-            device: device.to_string(),
-            name: name.to_string(),
-            at_us: host_now_us(),
-        });
+/// Records a host-side submission; returns the flow that leads to its span (0 when no trace
+/// is recording).
+pub(crate) fn submit(device: &str, name: &str) -> u64 {
+    match lock().as_mut() {
+        Some(t) => {
+            let flow = NEXT_FLOW.fetch_add(1, Ordering::Relaxed);
+            t.events.push(Event::Submit {
+                device: device.to_string(),
+                name: name.to_string(),
+                at_us: host_now_us(),
+                flow,
+            });
+            flow
+        }
+        None => 0,
     }
 }
 
-pub(crate) fn span(
-    device: &str,
-    queue: &'static str,
-    name: &str,
-    start_us: f64,
-    end_us: f64,
-    finished: bool,
-) {
+/// A command the GPU ran (or was running when the trace was settled).
+pub(crate) struct SpanRecord<'a> {
+    pub device: &'a str,
+    pub queue: &'static str,
+    pub name: &'a str,
+    pub start_us: f64,
+    pub end_us: f64,
+    pub finished: bool,
+    pub flow: u64,
+    pub args: &'a [(&'static str, String)],
+}
+
+pub(crate) fn span(s: SpanRecord<'_>) {
     if let Some(t) = lock().as_mut() {
         t.events.push(Event::Span {
-            device: device.to_string(),
-            queue,
-            name: name.to_string(),
-            start_us,
-            end_us,
-            finished,
+            device: s.device.to_string(),
+            queue: s.queue,
+            name: s.name.to_string(),
+            start_us: s.start_us,
+            end_us: s.end_us,
+            finished: s.finished,
+            flow: s.flow,
+            args: s.args.to_vec(),
         });
     }
 }
@@ -343,6 +401,7 @@ mod tests {
             device: "amd-emu:0".into(),
             name: name.into(),
             at_us,
+            flow: 0,
         }
     }
 
@@ -354,6 +413,8 @@ mod tests {
             start_us,
             end_us,
             finished,
+            flow: 0,
+            args: Vec::new(),
         }
     }
 

@@ -69,7 +69,18 @@ impl AmdDevice {
             Transfer::Copy { size, .. } | Transfer::Fill { size, .. } => size,
         };
         submit_transfer(st, &waits, stamps, transfer, room_wait)?;
-        Self::trace_commit_with(st, stamps, what, || format!(" {bytes} bytes"), "copy");
+        Self::trace_commit_with(
+            st,
+            stamps,
+            what,
+            || {
+                vec![
+                    ("bytes", bytes.to_string()),
+                    ("direction", direction(what).into()),
+                ]
+            },
+            "copy",
+        );
         st.advance();
         Ok(value)
     }
@@ -358,7 +369,18 @@ impl AmdDevice {
             size,
         };
         submit_transfer(s, &waits, stamps, copy, room_wait)?;
-        Self::trace_commit(s, stamps, &span, "copy");
+        Self::trace_commit_with(
+            s,
+            stamps,
+            &span,
+            || {
+                vec![
+                    ("bytes", size.to_string()),
+                    ("direction", "device to device".into()),
+                ]
+            },
+            "copy",
+        );
         s.advance();
         // The destination's compute queue holds its later work until the copy is done, and
         // its timeline records that point.
@@ -377,6 +399,16 @@ impl AmdDevice {
         r?;
         d.advance();
         Ok(())
+    }
+}
+
+/// Which way a traced copy (named by `queue_transfer`'s callers) moves its bytes.
+fn direction(what: &str) -> &'static str {
+    match what {
+        "copy in" => "host to device",
+        "copy out" => "device to host",
+        "fill" => "none (a fill)",
+        _ => "device to device",
     }
 }
 

@@ -1250,7 +1250,7 @@ fn verbose_logs_devices_compiles_allocations_and_kernels() {
         "amd-emu:0: opened (gfx1100",
         "(compiled) in",
         "512 bytes of Vram",
-        "fill grid 2x1x1 block 64x1x1 lds 0: ",
+        "fill grid 2x1x1 block 64x1x1 lds 0 code object 0x",
         " us",
         "copy out",
     ] {

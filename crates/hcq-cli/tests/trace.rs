@@ -39,6 +39,8 @@ fn demo_trace_has_every_kernel_and_copy() {
                 assert!(ts > 0.0 && dur >= 0.0, "{e}");
             }
             "i" => assert!(e["ts"].as_f64().is_some(), "{e}"),
+            // The two ends of an arrow from a submission to its work.
+            "s" | "f" => assert!(e["id"].is_u64() && e["ts"].as_f64().is_some(), "{e}"),
             other => panic!("unexpected phase {other}"),
         }
     }
