@@ -33,7 +33,7 @@ pub(crate) struct Progress {
     /// the timeline after an even number of swaps.
     values: [u64; 2],
     /// Keeps the signal page (owned by the driver) mapped.
-    _driver: Arc<AmdDriver>,
+    driver: Arc<AmdDriver>,
 }
 
 impl std::fmt::Debug for Progress {
@@ -48,7 +48,7 @@ impl Progress {
         Progress {
             submitted: AtomicU64::new(0),
             values,
-            _driver: driver,
+            driver,
         }
     }
 
@@ -68,7 +68,7 @@ impl Progress {
     fn reached(&self, swaps: u64) -> u64 {
         let addr = self.values[(swaps & 1) as usize];
         // SAFETY: `addr` is the 8-byte aligned value field of a signal slot in the driver's
-        // signal page, which stays mapped while `_driver` lives; the GPU and the host only
+        // signal page, which stays mapped while `driver` lives; the GPU and the host only
         // ever access it atomically. A slot given to another signal after its stream went
         // reads that signal's value, which only makes a fence look unpassed.
         let cell = unsafe { &*(addr as *const AtomicI64) };
@@ -255,6 +255,13 @@ impl AmdDevice {
     /// Makes the work queued on this stream from now on wait, on the GPU, for `event` (of any
     /// stream, of any GPU of the same driver). Returns at once.
     pub fn wait_event(&self, event: &AmdEvent) -> Result<()> {
+        if !Arc::ptr_eq(&event.progress.driver, &self.driver) {
+            // Its signal is in another driver's page, which this GPU has not mapped.
+            return Err(Error::InvalidArgument(format!(
+                "an event of {} waited for by {}: they belong to different kernel drivers",
+                event.stream, self.name
+            )));
+        }
         if Arc::ptr_eq(&event.progress, &self.progress) || event.is_complete() {
             // A stream's own events are behind everything queued after them already.
             return Ok(());

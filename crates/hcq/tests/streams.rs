@@ -455,3 +455,25 @@ fn graphs_replay_on_streams() {
         Err(Error::InvalidArgument(_))
     ));
 }
+
+#[test]
+fn an_event_of_another_driver_is_refused() {
+    use hcq_amd::{AmdDevice, AmdDriver};
+    use hcq_emu::{EmuConfig, EmuKernel};
+    let dev = device(0);
+    // A second emulated kernel driver: its signal page is not mapped on the first's GPUs.
+    let kernel: std::sync::Arc<dyn hcq_amd_sys::seam::Kernel> =
+        std::sync::Arc::new(EmuKernel::new(EmuConfig {
+            gpus: 1,
+            vram_bytes: 1 << 30,
+            ..EmuConfig::default()
+        }));
+    let driver = AmdDriver::new(kernel, "private", true).unwrap();
+    let other = Device::from_amd(AmdDevice::open(&driver, 0).unwrap());
+    let theirs = other.record_event().unwrap();
+    match dev.stream().unwrap().wait_event(&theirs) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("different kernel drivers"), "{m}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    theirs.synchronize().unwrap();
+}
