@@ -320,7 +320,7 @@ impl Cp {
                 let first = usize::from(s.reg);
                 if first
                     .checked_add(s.values.len())
-                    .map_or(true, |e| e > SH_REGS)
+                    .is_none_or(|e| e > SH_REGS)
                 {
                     self.fault(
                         FaultClass::Hw,
@@ -532,7 +532,7 @@ impl Cp {
             Some("DST_SEL 2 (reserved)".into())
         } else if d.src_is_register || d.dst_is_register {
             Some("register space (SAS or DAS)".into())
-        } else if (d.src_no_increment || d.dst_no_increment) && d.byte_count % 4 != 0 {
+        } else if (d.src_no_increment || d.dst_no_increment) && !d.byte_count.is_multiple_of(4) {
             Some(format!(
                 "a fixed address (SAIC or DAIC) with a byte count of {} (not whole dwords)",
                 d.byte_count

@@ -358,7 +358,7 @@ pub fn current_limits() -> Vec<Limit> {
     let mut limits = match read("/proc/self/cgroup") {
         Some(membership) => {
             let mut cached = DIRS.lock().unwrap_or_else(|e| e.into_inner());
-            if !cached.as_ref().is_some_and(|(m, _)| *m == membership) {
+            if cached.as_ref().is_none_or(|(m, _)| *m != membership) {
                 let dirs = cgroup_dirs(&membership, &read);
                 *cached = Some((membership, dirs));
             }

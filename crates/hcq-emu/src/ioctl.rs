@@ -261,7 +261,7 @@ impl EmuKernel {
             .ok_or_else(|| errno(libc::EINVAL))?;
         let va = a.va_addr;
         let end = va.checked_add(size).ok_or_else(|| errno(libc::EINVAL))?;
-        if va == 0 || va % PAGE != 0 || end > (1 << 47) {
+        if va == 0 || !va.is_multiple_of(PAGE) || end > (1 << 47) {
             return Err(errno(libc::EINVAL));
         }
         let mut bos = lock(&self.bos);
@@ -270,7 +270,7 @@ impl EmuKernel {
         }
         if kind == BoKind::Vram {
             let mut used = lock(&gpu.vram_used);
-            if used.checked_add(size).map_or(true, |u| u > gpu.vram_bytes) {
+            if used.checked_add(size).is_none_or(|u| u > gpu.vram_bytes) {
                 return Err(self.vram_exhausted(gpu.vram_bytes, *used));
             }
             *used += size;
@@ -482,15 +482,15 @@ impl EmuKernel {
         }
         if !a.ring_size.is_power_of_two()
             || a.ring_size < MIN_RING_BYTES
-            || a.ring_base_address % 256 != 0
+            || !a.ring_base_address.is_multiple_of(256)
         {
             return Err(errno(libc::EINVAL));
         }
         let snap = gpu.page_table.snapshot();
         let mapped = |addr: u64, len: u64| snap.translate(addr, len).is_some();
         if !mapped(a.ring_base_address, u64::from(a.ring_size))
-            || a.read_pointer_address % 8 != 0
-            || a.write_pointer_address % 8 != 0
+            || !a.read_pointer_address.is_multiple_of(8)
+            || !a.write_pointer_address.is_multiple_of(8)
             || !mapped(a.read_pointer_address, 8)
             || !mapped(a.write_pointer_address, 8)
         {
@@ -605,7 +605,7 @@ impl EmuKernel {
         let start = addr as usize as u64;
         if fixed {
             let end = start.checked_add(len).ok_or_else(|| errno(libc::EINVAL))?;
-            if start % PAGE != 0 {
+            if !start.is_multiple_of(PAGE) {
                 return Err(errno(libc::EINVAL));
             }
             // A fixed mapping may replace a buffer's CPU view only through the render node.
@@ -645,8 +645,8 @@ impl EmuKernel {
                 let bo = bos.by_offset(offset).ok_or_else(|| errno(libc::EINVAL))?;
                 let rel = offset - bo.mmap_offset;
                 if bo.gpu != g
-                    || rel % PAGE != 0
-                    || rel.checked_add(len).map_or(true, |e| e > bo.size)
+                    || !rel.is_multiple_of(PAGE)
+                    || rel.checked_add(len).is_none_or(|e| e > bo.size)
                 {
                     return Err(errno(libc::EINVAL));
                 }
@@ -677,7 +677,7 @@ impl EmuKernel {
             .filter(|&l| l > 0)
             .ok_or_else(|| errno(libc::EINVAL))?;
         let end = addr.checked_add(len).ok_or_else(|| errno(libc::EINVAL))?;
-        if addr % PAGE != 0 {
+        if !addr.is_multiple_of(PAGE) {
             return Err(errno(libc::EINVAL));
         }
         self.doorbells.remove_overlapping(addr, end);

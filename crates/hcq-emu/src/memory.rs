@@ -350,7 +350,7 @@ impl BoTable {
         self.by_va
             .range(..end)
             .next_back()
-            .map_or(true, |(_, &e)| e <= start)
+            .is_none_or(|(_, &e)| e <= start)
     }
 
     /// Registers a BO at GPU address `va` (checked free with [`BoTable::va_free`]); returns
@@ -628,7 +628,7 @@ impl Snapshot {
 
     /// Atomic 32-bit load (`addr` must be 4-byte aligned).
     pub fn load_u32(&self, addr: u64) -> Option<u32> {
-        if addr % 4 != 0 {
+        if !addr.is_multiple_of(4) {
             return None;
         }
         let p = self.translate(addr, 4)?;
@@ -640,7 +640,7 @@ impl Snapshot {
 
     /// Atomic 32-bit store (`addr` must be 4-byte aligned).
     pub fn store_u32(&self, addr: u64, value: u32) -> Option<()> {
-        if addr % 4 != 0 {
+        if !addr.is_multiple_of(4) {
             return None;
         }
         let p = self.translate(addr, 4)?;
@@ -651,7 +651,7 @@ impl Snapshot {
 
     /// 64-bit store: one atomic store when 8-byte aligned, else two 32-bit ones (low first).
     pub fn store_u64(&self, addr: u64, value: u64) -> Option<()> {
-        if addr % 8 == 0 {
+        if addr.is_multiple_of(8) {
             let p = self.translate(addr, 8)?;
             // SAFETY: `p` is 8-byte aligned and points to 8 mapped bytes kept alive by
             // `self`, as in `load_u32`.

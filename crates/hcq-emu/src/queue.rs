@@ -442,7 +442,7 @@ impl Doorbells {
         else {
             return;
         };
-        if (p - m.origin) % 8 != 0 {
+        if !(p - m.origin).is_multiple_of(8) {
             return;
         }
         // SAFETY: `ptr` is an 8-byte aligned slot (the origin is page aligned, the offset

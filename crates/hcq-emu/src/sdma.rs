@@ -160,7 +160,7 @@ impl Sdma {
         drop(snap);
         // The engine fetches the ring in 32-byte lines, and an indirect buffer's packet must
         // end on one's boundary (amdgpu pads before every one with NOPs).
-        if header.op == OP_INDIRECT && next % 32 != 0 {
+        if header.op == OP_INDIRECT && !next.is_multiple_of(32) {
             self.fault(
                 FaultClass::Hw,
                 format!(
@@ -408,7 +408,7 @@ impl Sdma {
             );
             return;
         }
-        if a.address % 8 != 0 {
+        if !a.address.is_multiple_of(8) {
             self.fault(
                 FaultClass::Hw,
                 format!("SDMA ATOMIC on misaligned address {:#x} at {at}", a.address),

@@ -859,7 +859,7 @@ fn write_linear_stores_its_dwords_and_unmodelled_flags_are_reported() {
 
     // An INDIRECT packet that does not end on an 8-dword boundary of the ring is refused
     // (amdgpu pads before every one); the engine goes on after it.
-    let misaligned = (q.wptr + 24) % 32 == 0;
+    let misaligned = (q.wptr + 24).is_multiple_of(32);
     if misaligned {
         q.put_zeros(4);
     }

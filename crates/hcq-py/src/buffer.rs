@@ -124,7 +124,7 @@ impl PyBuffer {
         let dtype = numpy.getattr("dtype")?.call1((dtype,))?;
         let itemsize: usize = dtype.getattr("itemsize")?.extract()?;
         let nbytes = self.buffer.size();
-        if itemsize == 0 || nbytes % itemsize != 0 {
+        if itemsize == 0 || !nbytes.is_multiple_of(itemsize) {
             return Err(invalid_argument(format!(
                 "{nbytes}-byte buffer is not a whole number of {itemsize}-byte {} items",
                 dtype.str()?

@@ -142,7 +142,7 @@ fn dword(bytes: &[u8; MAX_INST_WORDS * 4], index: usize) -> u32 {
 
 /// Reads and decodes the instruction at `pc`.
 fn decode_at(mem: &dyn Memory, pc: u64, generation: u64) -> Result<CachedInst, FaultKind> {
-    if pc % 4 != 0 {
+    if !pc.is_multiple_of(4) {
         return Err(FaultKind::VmFault {
             addr: pc,
             write: false,
@@ -220,7 +220,7 @@ impl<'a> LocalCodeCache<'a> {
     #[inline]
     fn slot(&self, pc: u64) -> Option<usize> {
         let offset = pc.wrapping_sub(self.base);
-        if offset % 4 != 0 {
+        if !offset.is_multiple_of(4) {
             return None;
         }
         let index = usize::try_from(offset / 4).ok()?;
@@ -271,7 +271,7 @@ impl<'a> LocalCodeCache<'a> {
     /// Grows the window to cover `pc` if that keeps it within [`MAX_WINDOW_SLOTS`]; returns
     /// the slot of `pc`.
     fn place(&mut self, pc: u64) -> Option<usize> {
-        if pc % 4 != 0 {
+        if !pc.is_multiple_of(4) {
             return None;
         }
         if self.window.is_empty() {

@@ -232,7 +232,7 @@ pub fn run_dispatch<M: Memory>(
                         abort.store(true, Ordering::Relaxed);
                         if let Ok(mut slot) = first_fault.lock() {
                             // Report the lowest-numbered faulting workgroup for determinism.
-                            if slot.as_ref().map_or(true, |(i, _)| index < *i) {
+                            if slot.as_ref().is_none_or(|(i, _)| index < *i) {
                                 *slot = Some((index, fault));
                             }
                         }
@@ -414,7 +414,7 @@ fn run_until_blocked(
         if *steps >= max_steps {
             return Err((FaultKind::StepBudgetExceeded { steps: max_steps }, pc, None));
         }
-        if *steps % CANCEL_CHECK_INTERVAL == 0
+        if (*steps).is_multiple_of(CANCEL_CHECK_INTERVAL)
             && d.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed))
         {
             return Err((FaultKind::Aborted, pc, None));

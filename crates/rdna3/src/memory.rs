@@ -61,11 +61,11 @@ pub fn atomic_rmw_u32(
     addr: u64,
     update: impl Fn(u32) -> u32,
 ) -> Result<u32, FaultKind> {
-    if addr % 4 != 0 {
+    if !addr.is_multiple_of(4) {
         return Err(FaultKind::VmFault { addr, write: true });
     }
     let ptr = translate(mem, addr, 4, true)?;
-    if (ptr as usize) % 4 != 0 {
+    if !(ptr as usize).is_multiple_of(4) {
         return Err(FaultKind::VmFault { addr, write: true });
     }
     // SAFETY: `ptr` is 4-byte aligned and points to 4 mapped bytes (checked above) that stay
@@ -86,11 +86,11 @@ pub fn atomic_rmw_u64(
     addr: u64,
     update: impl Fn(u64) -> u64,
 ) -> Result<u64, FaultKind> {
-    if addr % 8 != 0 {
+    if !addr.is_multiple_of(8) {
         return Err(FaultKind::VmFault { addr, write: true });
     }
     let ptr = translate(mem, addr, 8, true)?;
-    if (ptr as usize) % 8 != 0 {
+    if !(ptr as usize).is_multiple_of(8) {
         return Err(FaultKind::VmFault { addr, write: true });
     }
     // SAFETY: as in `atomic_rmw_u32`, with 8-byte alignment checked.

@@ -243,7 +243,7 @@ impl Args {
         self
     }
     fn align(&mut self, to: usize) {
-        while self.bytes.len() % to != 0 {
+        while !self.bytes.len().is_multiple_of(to) {
             self.bytes.push(0);
         }
     }
