@@ -1242,12 +1242,7 @@ impl AmdDevice {
         if wait {
             b.timestamp(st.timeline.end_ts_addr());
         }
-        b.signal(
-            st.timeline.value_addr(),
-            value,
-            st.timeline.event_mailbox_ptr,
-            st.timeline.event_id,
-        );
+        st.timeline.release_with(b, value);
         st.queue.submit(&b.words, room_wait)?;
         Self::trace_commit_with(
             st,

@@ -888,12 +888,7 @@ impl AmdGraph {
         if let Some(slot) = stamps {
             b.timestamp(slot.end);
         }
-        b.signal(
-            st.timeline.value_addr(),
-            value,
-            st.timeline.event_mailbox_ptr,
-            st.timeline.event_id,
-        );
+        st.timeline.release_with(b, value);
         st.queue.submit(&b.words, room_wait)?;
         AmdDevice::trace_commit(st, stamps, TRACE_NAME, "compute");
         Ok(())
@@ -950,12 +945,7 @@ impl AmdGraph {
             if let (0, Some(slot)) = (p, stamps) {
                 b.timestamp(slot.end);
             }
-            b.signal(
-                st.timeline.value_addr(),
-                st.timeline_value,
-                st.timeline.event_mailbox_ptr,
-                st.timeline.event_id,
-            );
+            st.timeline.release_with(b, st.timeline_value);
             let s = &mut st.sdma_builder;
             s.clear();
             if let Some(c) = &part.copy {

@@ -55,6 +55,17 @@ impl Signal {
         self.value_cell().store(v as i64, Ordering::Release);
     }
 
+    /// Appends to `b` the end-of-pipe release that sets the signal to `value` and, through
+    /// its event mailbox, wakes whoever waits on its event.
+    pub fn release_with(&self, b: &mut hcq_amd_sys::pm4::Pm4Builder, value: u64) {
+        b.signal(
+            self.value_addr(),
+            value,
+            self.event_mailbox_ptr,
+            self.event_id,
+        );
+    }
+
     /// GPU address of the value field (what `WAIT_REG_MEM` polls and `RELEASE_MEM` writes).
     pub fn value_addr(&self) -> u64 {
         self.ptr as u64 + layout::VALUE_OFFSET

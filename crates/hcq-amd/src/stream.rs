@@ -288,12 +288,7 @@ impl AmdDevice {
         b.clear();
         b.wait(st.timeline.value_addr(), value - 1);
         body(b);
-        b.signal(
-            st.timeline.value_addr(),
-            value,
-            st.timeline.event_mailbox_ptr,
-            st.timeline.event_id,
-        );
+        st.timeline.release_with(b, value);
         st.queue.submit(&b.words, room_wait)?;
         let marker = (st.timeline.value_addr(), value, st.timeline_swaps);
         st.advance();

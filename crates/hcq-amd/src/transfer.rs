@@ -387,12 +387,7 @@ impl AmdDevice {
         let pm4 = &mut d.builder;
         pm4.clear();
         pm4.wait(s.timeline.value_addr(), sv);
-        pm4.signal(
-            d.timeline.value_addr(),
-            dv,
-            d.timeline.event_mailbox_ptr,
-            d.timeline.event_id,
-        );
+        d.timeline.release_with(pm4, dv);
         let words = std::mem::take(&mut d.builder.words);
         let r = d.queue.submit(&words, dst_device.ring_wait(d));
         d.builder.words = words;
