@@ -6,7 +6,7 @@
 #
 # Targets (their bodies are plain functions in the crates, `#[doc(hidden)] pub mod fuzzing`):
 #   code_object  hcq_amd::fuzzing::load_code_object: ELF code-object loader, metadata parser,
-#                descriptor and argument checks, relocations (seeds: kernels/prebuilt)
+#                descriptor and argument checks, relocations (seeds: crates/hcq-cli/kernels/prebuilt)
 #   ioctl        hcq_emu::fuzzing::run_syscalls: sequences of open/close/ioctl/mmap/munmap and
 #                doorbell writes on a fresh emulated KFD (any request number, any argument bytes)
 #   streams      hcq_emu::fuzzing::run_stream: PM4 and SDMA streams through the packet parsers
@@ -89,8 +89,8 @@ RUSTFLAGS="$flags" CARGO_TARGET_DIR="$target_dir" \
 bin="$target_dir/$host/release/$target"
 
 case "$target" in
-  code_object) max_len=65536; seeds=(kernels/prebuilt) ;;
-  decode) max_len=64; seeds=(kernels/prebuilt) ;;
+  code_object) max_len=65536; seeds=(crates/hcq-cli/kernels/prebuilt) ;;
+  decode) max_len=64; seeds=(crates/hcq-cli/kernels/prebuilt) ;;
   interpreter) max_len=256; seeds=() ;;
   streams) max_len=1024; seeds=() ;;
   ioctl) max_len=512; seeds=() ;;

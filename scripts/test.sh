@@ -38,6 +38,10 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+# The API docs as docs.rs would build them: every public item documented (the library crates
+# deny `missing_docs`), no broken or private intra-doc link.
+echo "== cargo doc"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 echo "== cargo test"
 cargo test --workspace 2>&1
 # The Rust examples, each checking its results (the test profile's build is already there).
@@ -46,3 +50,15 @@ for example in saxpy reduction graph_symbolic two_devices two_streams; do
   HCQ_DEVICE=amd-emu:0 cargo run --quiet --profile test -p hcq --example "$example"
 done
 bash crates/hcq-py/run-tests.sh
+
+# Publishable crates: each library crate (and the CLI) packages, and each package builds on its
+# own from the packaged files alone, against the packages of its dependencies.
+echo "== cargo package"
+cargo package --workspace --exclude hcq-py --quiet --allow-dirty --target-dir target/package-check
+
+# The oldest toolchain the crates declare (`rust-version`) must build them all.
+msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
+[[ $msrv =~ ^[0-9]+\.[0-9]+$ ]] && msrv=$msrv.0 # `1.87` means 1.87.0
+echo "== cargo +$msrv check (rust-version)"
+cargo "+$msrv" --version >/dev/null 2>&1 || rustup toolchain install "$msrv" --profile minimal --no-self-update
+cargo "+$msrv" check --workspace --all-targets --quiet --target-dir target/msrv

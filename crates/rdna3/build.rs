@@ -100,6 +100,29 @@ fn opcode_table(isa: &Value, space: &str) -> Vec<(String, u64)> {
     ops
 }
 
+/// The generated doc line of one opcode variant: its mnemonic, encoding format and number,
+/// then its operand fields (name, width, data format and kind, as the ISA JSON lists them).
+fn opcode_doc(isa: &Value, json_name: &str, format: &str, name: &str, value: u64) -> String {
+    let mut doc = format!("`{}`: {format} opcode {value}.", name.to_lowercase());
+    match isa["operands"][format!("{json_name}.{name}")].as_object() {
+        Some(fields) if !fields.is_empty() => {
+            let sorted: BTreeMap<_, _> = fields.iter().collect();
+            let list: Vec<String> = sorted
+                .into_iter()
+                .map(|(field, info)| {
+                    let bits = info["bits"].as_u64().unwrap_or(0);
+                    let data = info["format"].as_str().unwrap_or("");
+                    let kind = info["kind"].as_str().unwrap_or("");
+                    format!("`{field}` ({bits}-bit `{data}`, `{kind}`)")
+                })
+                .collect();
+            let _ = write!(doc, " Operands: {}.", list.join(", "));
+        }
+        _ => doc.push_str(" No operand fields in the ISA JSON."),
+    }
+    doc
+}
+
 fn emit_opcode_enum(
     out: &mut String,
     isa: &Value,
@@ -115,7 +138,13 @@ fn emit_opcode_enum(
     out.push_str("#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]\n");
     out.push_str("#[repr(u16)]\n");
     let _ = writeln!(out, "pub enum {rust_name} {{");
+    let format = json_name.strip_suffix("Op").unwrap_or(json_name);
     for (name, value) in ops {
+        let _ = writeln!(
+            out,
+            "    /// {}",
+            opcode_doc(isa, json_name, format, name, *value)
+        );
         let _ = writeln!(out, "    {name} = {value},");
     }
     out.push_str("}\n\n");
@@ -229,8 +258,28 @@ fn emit_valu_mappings(out: &mut String, isa: &Value) {
     }
 }
 
+/// The generated doc line of one encoding variant: its name in the ISA JSON, its base size and
+/// the fixed fields (name, value, bit range of the first dword) that identify it.
+fn encoding_doc(json: &str, size: u64, fields: &serde_json::Map<String, Value>) -> String {
+    let fields: Vec<String> = fields
+        .iter()
+        .filter_map(|(name, field)| {
+            let value = field["fixed"].as_u64()?;
+            let hi = field["hi"].as_u64().expect("hi");
+            let lo = field["lo"].as_u64().expect("lo");
+            Some(format!("`{name}` = {value:#x} in bits {hi}:{lo}"))
+        })
+        .collect();
+    format!(
+        "`{json}` format: {size} bytes without literal or DPP dwords; \
+         identified by {} of the first dword.",
+        fields.join(" and ")
+    )
+}
+
 fn emit_encodings(out: &mut String, isa: &Value) {
     struct Enc {
+        doc: String,
         rust: &'static str,
         size: u64,
         fixed: Vec<(u64, u64, u64)>,
@@ -253,6 +302,7 @@ fn emit_encodings(out: &mut String, isa: &Value) {
             }
         }
         encs.push(Enc {
+            doc: encoding_doc(json, size, fields),
             rust,
             size,
             fixed,
@@ -264,6 +314,7 @@ fn emit_encodings(out: &mut String, isa: &Value) {
     );
     out.push_str("#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\npub enum Encoding {\n");
     for e in &encs {
+        let _ = writeln!(out, "    /// {}", e.doc);
         let _ = writeln!(out, "    {},", e.rust);
     }
     out.push_str("}\n\nimpl Encoding {\n");

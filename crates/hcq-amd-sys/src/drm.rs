@@ -8,6 +8,12 @@
 //! DRM tolerates a size mismatch between the request and the kernel's struct (a shorter
 //! argument is zero-extended, a longer one truncated), so a request is matched by its type
 //! byte and number, not its size: see [`request_nr`] and [`request_size`].
+//!
+//! `missing_docs` is allowed in this module: the names, types and order of the structs, fields
+//! and constants mirroring `drm/drm.h` and `drm/amdgpu_drm.h` are the kernel's uapi headers',
+//! which document them. Items of hcq's own (the request helpers) carry their docs here.
+
+#![allow(missing_docs)]
 
 /// The ioctl type byte of every DRM request (`DRM_IOCTL_BASE`).
 pub const DRM_IOCTL_BASE: u8 = b'd';

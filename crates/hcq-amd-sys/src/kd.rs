@@ -6,32 +6,61 @@ pub const KERNEL_DESCRIPTOR_SIZE: usize = 64;
 /// The fields the runtime reads. Offsets per the AMDGPU ABI (code object v4/v5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KernelDescriptor {
+    /// Bytes 0..4: LDS bytes per workgroup the kernel uses statically; dynamic LDS requested at
+    /// launch comes on top.
     pub group_segment_fixed_size: u32,
+    /// Bytes 4..8: scratch bytes per work-item the kernel needs (without a dynamic stack); the
+    /// driver sizes the scratch ring from it.
     pub private_segment_fixed_size: u32,
+    /// Bytes 8..12: size in bytes of the kernel-argument segment the kernel reads, hidden arguments
+    /// included.
     pub kernarg_size: u32,
     /// Byte offset of the first instruction from the descriptor itself; may be negative.
     pub kernel_code_entry_byte_offset: i64,
+    /// Bytes 44..48: the `COMPUTE_PGM_RSRC3` value (gfx11: shared VGPR count, instruction prefetch
+    /// size, trap on start or end, image op).
     pub compute_pgm_rsrc3: u32,
+    /// Bytes 48..52: the `COMPUTE_PGM_RSRC1` value: VGPR and SGPR blocks, float and IEEE modes
+    /// ([`crate::regs::PgmRsrc1`]).
     pub compute_pgm_rsrc1: u32,
+    /// Bytes 52..56: the `COMPUTE_PGM_RSRC2` value: scratch, user SGPR count, workgroup and
+    /// work-item ID inputs, exceptions ([`crate::regs::PgmRsrc2`]).
     pub compute_pgm_rsrc2: u32,
+    /// Bytes 56..58: which user SGPRs the kernel expects and other properties (the [`props`] bits).
     pub kernel_code_properties: u16,
+    /// Bytes 58..60: kernel arguments the hardware preloads into SGPRs (length in dwords in bits
+    /// 0..7, starting dword in bits 7..16), a CDNA feature that gfx11 kernels leave 0.
     pub kernarg_preload: u16,
-    /// Bytes 12..16, 24..44 and 60..64, which the ABI reserves (they must be 0).
+    /// Bytes 12..16, which the ABI reserves (they must be 0), as it does `reserved1` and
+    /// `reserved3`.
     pub reserved0: u32,
+    /// Bytes 24..44, reserved (must be 0).
     pub reserved1: [u8; 20],
+    /// Bytes 60..64, reserved (must be 0).
     pub reserved3: u32,
 }
 
 /// `kernel_code_properties` bits: which user SGPRs the kernel expects, in this order.
 pub mod props {
+    /// Bit 0: the private segment buffer descriptor, in 4 user SGPRs (hcq's driver passes 0).
     pub const ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER: u16 = 1 << 0;
+    /// Bit 1: the address of the dispatch's AQL packet, in 2 user SGPRs (the driver writes such a
+    /// packet for kernels that ask).
     pub const ENABLE_SGPR_DISPATCH_PTR: u16 = 1 << 1;
+    /// Bit 2: the address of the queue's `amd_queue_t`, in 2 user SGPRs (hcq's driver passes 0).
     pub const ENABLE_SGPR_QUEUE_PTR: u16 = 1 << 2;
+    /// Bit 3: the address of the kernel arguments, in 2 user SGPRs.
     pub const ENABLE_SGPR_KERNARG_SEGMENT_PTR: u16 = 1 << 3;
+    /// Bit 4: a 64-bit dispatch id, unique per dispatch, in 2 user SGPRs.
     pub const ENABLE_SGPR_DISPATCH_ID: u16 = 1 << 4;
+    /// Bit 5: the flat scratch base and size, in 2 user SGPRs (hcq's driver passes 0).
     pub const ENABLE_SGPR_FLAT_SCRATCH_INIT: u16 = 1 << 5;
+    /// Bit 6: the scratch bytes per work-item, in 1 user SGPR.
     pub const ENABLE_SGPR_PRIVATE_SEGMENT_SIZE: u16 = 1 << 6;
+    /// Bit 10: the kernel was compiled for wave32 (else wave64).
     pub const ENABLE_WAVEFRONT_SIZE32: u16 = 1 << 10;
+    /// Bit 11: the kernel's stack grows at run time beyond `private_segment_fixed_size` (recursion
+    /// or indirect calls).
     pub const USES_DYNAMIC_STACK: u16 = 1 << 11;
     /// Bits 7..10 and 12..16, reserved by the ABI.
     pub const RESERVED: u16 = 0b1111_0011_1000_0000;
@@ -200,13 +229,22 @@ impl KernelDescriptor {
 /// Positions (first SGPR index) of each enabled user SGPR value.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct UserSgprLayout {
+    /// First of the 4 SGPRs of [`props::ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER`].
     pub private_segment_buffer: Option<u32>,
+    /// First of the 2 SGPRs of [`props::ENABLE_SGPR_DISPATCH_PTR`].
     pub dispatch_ptr: Option<u32>,
+    /// First of the 2 SGPRs of [`props::ENABLE_SGPR_QUEUE_PTR`].
     pub queue_ptr: Option<u32>,
+    /// First of the 2 SGPRs of [`props::ENABLE_SGPR_KERNARG_SEGMENT_PTR`].
     pub kernarg_segment_ptr: Option<u32>,
+    /// First of the 2 SGPRs of [`props::ENABLE_SGPR_DISPATCH_ID`].
     pub dispatch_id: Option<u32>,
+    /// First of the 2 SGPRs of [`props::ENABLE_SGPR_FLAT_SCRATCH_INIT`].
     pub flat_scratch_init: Option<u32>,
+    /// The SGPR of [`props::ENABLE_SGPR_PRIVATE_SEGMENT_SIZE`].
     pub private_segment_size: Option<u32>,
+    /// User SGPRs all the enabled values take together; `COMPUTE_PGM_RSRC2.USER_SGPR` must be at
+    /// least this.
     pub count: u32,
 }
 

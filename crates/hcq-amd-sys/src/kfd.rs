@@ -1,6 +1,13 @@
 //! The KFD ioctl ABI (`linux/kfd_ioctl.h`, version 1.11): request numbers, argument structs and
 //! flags. Only what the driver uses is declared; every struct is `#[repr(C)]` with the header's
 //! field order, and `tests` check sizes and offsets against the header's.
+//!
+//! `missing_docs` is allowed in this module: the names, types and order of the structs, fields
+//! and constants mirroring `linux/kfd_ioctl.h` are the kernel's uapi header's, which documents
+//! them (each struct's doc names its C struct). Items of hcq's own (the request helpers,
+//! [`NORMAL_QUEUE_PRIORITY`], the doorbell mmap offset) carry their docs here.
+
+#![allow(missing_docs)]
 
 /// `_IOC` direction bits as Linux encodes them on x86-64 and arm64.
 const IOC_WRITE: u64 = 1;
@@ -77,8 +84,11 @@ pub const ALLOC_MEM_FLAGS_UNCACHED: u32 = 1 << 25;
 /// The kernel encodes the queue type in the doorbell mmap offset (`KFD_MMAP_TYPE_DOORBELL`);
 /// `create_queue` returns an offset that already carries it.
 pub const MMAP_TYPE_SHIFT: u64 = 62;
+/// The doorbell type in bits 62..64 of an mmap offset (`KFD_MMAP_TYPE_DOORBELL` of the
+/// kernel's internal `kfd_priv.h`, not of the uapi header).
 pub const MMAP_TYPE_DOORBELL: u64 = 3 << MMAP_TYPE_SHIFT;
 
+/// `struct kfd_ioctl_get_version_args` (`AMDKFD_IOC_GET_VERSION`).
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
 pub struct GetVersionArgs {
@@ -86,6 +96,7 @@ pub struct GetVersionArgs {
     pub minor_version: u32,
 }
 
+/// `struct kfd_ioctl_create_queue_args` (`AMDKFD_IOC_CREATE_QUEUE`).
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
 pub struct CreateQueueArgs {
@@ -106,6 +117,7 @@ pub struct CreateQueueArgs {
     pub ctl_stack_size: u32,
 }
 
+/// `struct kfd_ioctl_destroy_queue_args` (`AMDKFD_IOC_DESTROY_QUEUE`).
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
 pub struct DestroyQueueArgs {
@@ -113,6 +125,7 @@ pub struct DestroyQueueArgs {
     pub pad: u32,
 }
 
+/// `struct kfd_ioctl_get_clock_counters_args` (`AMDKFD_IOC_GET_CLOCK_COUNTERS`).
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
 pub struct GetClockCountersArgs {
@@ -124,6 +137,7 @@ pub struct GetClockCountersArgs {
     pub pad: u32,
 }
 
+/// `struct kfd_ioctl_create_event_args` (`AMDKFD_IOC_CREATE_EVENT`).
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
 pub struct CreateEventArgs {
@@ -136,6 +150,7 @@ pub struct CreateEventArgs {
     pub event_slot_index: u32,
 }
 
+/// `struct kfd_ioctl_destroy_event_args` (`AMDKFD_IOC_DESTROY_EVENT`).
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
 pub struct DestroyEventArgs {
@@ -166,6 +181,7 @@ pub struct EventIdArgs {
     pub pad: u32,
 }
 
+/// `struct kfd_memory_exception_failure`.
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MemoryExceptionFailure {
@@ -175,6 +191,7 @@ pub struct MemoryExceptionFailure {
     pub imprecise: u32,
 }
 
+/// `struct kfd_hsa_memory_exception_data`.
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MemoryExceptionData {
@@ -184,6 +201,7 @@ pub struct MemoryExceptionData {
     pub error_type: u32,
 }
 
+/// `struct kfd_hsa_hw_exception_data`.
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
 pub struct HwExceptionData {
@@ -218,6 +236,7 @@ impl Default for EventDataUnion {
     }
 }
 
+/// `struct kfd_event_data`: one element of `WAIT_EVENTS`' array.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
 pub struct EventData {
@@ -227,6 +246,7 @@ pub struct EventData {
     pub pad: u32,
 }
 
+/// `struct kfd_ioctl_wait_events_args` (`AMDKFD_IOC_WAIT_EVENTS`).
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
 pub struct WaitEventsArgs {
@@ -237,6 +257,7 @@ pub struct WaitEventsArgs {
     pub wait_result: u32,
 }
 
+/// `struct kfd_ioctl_acquire_vm_args` (`AMDKFD_IOC_ACQUIRE_VM`).
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
 pub struct AcquireVmArgs {
@@ -244,6 +265,7 @@ pub struct AcquireVmArgs {
     pub gpu_id: u32,
 }
 
+/// `struct kfd_ioctl_alloc_memory_of_gpu_args` (`AMDKFD_IOC_ALLOC_MEMORY_OF_GPU`).
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
 pub struct AllocMemoryOfGpuArgs {
@@ -255,6 +277,7 @@ pub struct AllocMemoryOfGpuArgs {
     pub flags: u32,
 }
 
+/// `struct kfd_ioctl_free_memory_of_gpu_args` (`AMDKFD_IOC_FREE_MEMORY_OF_GPU`).
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
 pub struct FreeMemoryOfGpuArgs {
@@ -271,6 +294,7 @@ pub struct MapMemoryArgs {
     pub n_success: u32,
 }
 
+/// `struct kfd_ioctl_get_available_memory_args` (`AMDKFD_IOC_AVAILABLE_MEMORY`).
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
 pub struct GetAvailableMemoryArgs {

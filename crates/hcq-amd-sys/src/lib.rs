@@ -15,6 +15,8 @@
 //! Hardware structures are declared once here so that the code that builds them and the code
 //! that executes them cannot disagree.
 
+#![deny(missing_docs)]
+
 pub mod drm;
 pub mod kd;
 pub mod kfd;

@@ -4,20 +4,37 @@
 
 use crate::regs;
 
+/// Packet type 3 (header bits 30..32): packets with an opcode and a payload, the only type this
+/// module builds or decodes.
 pub const PACKET_TYPE3: u32 = 3;
 
+/// Opcode of `NOP`: the payload is skipped (padding).
 pub const OP_NOP: u8 = 0x10;
+/// Opcode of `DISPATCH_DIRECT` ([`DispatchDirect`]): launch a grid with the SH registers as set.
 pub const OP_DISPATCH_DIRECT: u8 = 0x15;
+/// Opcode of `PRED_EXEC` ([`PredExec`]): run the next dwords only on the selected XCCs.
 pub const OP_PRED_EXEC: u8 = 0x23;
+/// Opcode of `WRITE_DATA` ([`WriteData`]): write the packet's dwords to registers or memory.
 pub const OP_WRITE_DATA: u8 = 0x37;
+/// Opcode of `WAIT_REG_MEM` ([`WaitRegMem`]): stall the queue until a register or memory comparison
+/// holds.
 pub const OP_WAIT_REG_MEM: u8 = 0x3c;
+/// Opcode of `INDIRECT_BUFFER` ([`IndirectBuffer`]): call or chain to a buffer of packets.
 pub const OP_INDIRECT_BUFFER: u8 = 0x3f;
+/// Opcode of `COPY_DATA` ([`CopyData`]): copy one 32- or 64-bit value.
 pub const OP_COPY_DATA: u8 = 0x40;
+/// Opcode of `DMA_DATA` ([`DmaData`]): a CP DMA copy or fill.
 pub const OP_DMA_DATA: u8 = 0x50;
+/// Opcode of `EVENT_WRITE` ([`EventWrite`]): send a pipeline event.
 pub const OP_EVENT_WRITE: u8 = 0x46;
+/// Opcode of `RELEASE_MEM` ([`ReleaseMem`]): at an end-of-pipe event, act on caches, write memory
+/// and maybe interrupt.
 pub const OP_RELEASE_MEM: u8 = 0x49;
+/// Opcode of `ACQUIRE_MEM` ([`AcquireMem`]): write back or invalidate caches before what follows.
 pub const OP_ACQUIRE_MEM: u8 = 0x58;
+/// Opcode of `SET_SH_REG` ([`SetShReg`]): write consecutive SH (compute) registers.
 pub const OP_SET_SH_REG: u8 = 0x76;
+/// Opcode of `SET_UCONFIG_REG` ([`SetUconfigReg`]): write consecutive user-config registers.
 pub const OP_SET_UCONFIG_REG: u8 = 0x79;
 
 /// First register dword address `SET_UCONFIG_REG` reaches (its offset counts from here).
@@ -148,6 +165,8 @@ pub fn opcode_name(opcode: u8) -> Option<&'static str> {
 
 /// `VGT_EVENT_TYPE` values used by the compute queue.
 pub const EVENT_CS_PARTIAL_FLUSH: u8 = 0x7;
+/// `CACHE_FLUSH_AND_INV_TS_EVENT`: once earlier work is done, write back and invalidate caches and
+/// take a timestamp; the event of every `RELEASE_MEM` the builder emits.
 pub const EVENT_CACHE_FLUSH_AND_INV_TS: u8 = 0x14;
 /// The name of a `VGT_EVENT_TYPE` a compute queue may write, for fault reports.
 pub fn event_name(event_type: u8) -> &'static str {
@@ -181,13 +200,17 @@ pub const fn header(op: u8, count: u32) -> u32 {
 /// A decoded packet header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
+    /// Bits 30..32: the packet type; only [`PACKET_TYPE3`] decodes.
     pub packet_type: u32,
+    /// Bits 8..16: the type-3 opcode (the `OP_*` constants, names in [`opcode_name`]).
     pub opcode: u8,
     /// Payload dwords (the header's count field plus one).
     pub payload_len: usize,
 }
 
 impl Header {
+    /// Splits a header dword into its fields. Every dword parses; [`Packet::decode`] rejects types
+    /// other than 3.
     pub fn parse(word: u32) -> Header {
         Header {
             packet_type: word >> 30,
@@ -199,6 +222,7 @@ impl Header {
     pub fn len(&self) -> usize {
         self.payload_len + 1
     }
+    /// Always `false`: a packet has at least its header (the companion of [`Header::len`]).
     pub fn is_empty(&self) -> bool {
         false
     }
@@ -211,8 +235,11 @@ pub enum DecodeError {
     PacketType(u32),
     /// The payload is shorter than the packet requires.
     Truncated {
+        /// The packet's opcode.
         opcode: u8,
+        /// Payload dwords the packet needs.
         need: usize,
+        /// Payload dwords the header gave it.
         have: usize,
     },
 }
@@ -249,16 +276,25 @@ fn need(opcode: u8, p: &[u32], n: usize) -> Result<(), DecodeError> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum CompareFunction {
+    /// 0: always true; a wait on it ends at once.
     Always = 0,
+    /// 1: `value < reference` (unsigned).
     Less = 1,
+    /// 2: `value <= reference` (unsigned).
     LessEqual = 2,
+    /// 3: `value == reference`.
     Equal = 3,
+    /// 4: `value != reference`.
     NotEqual = 4,
+    /// 5: `value >= reference` (unsigned): a timeline wait.
     GreaterEqual = 5,
+    /// 6: `value > reference` (unsigned).
     Greater = 6,
 }
 
 impl CompareFunction {
+    /// The function the 3-bit `FUNCTION` field `v` encodes; `None` for 7 (reserved) and anything
+    /// larger.
     pub fn from_bits(v: u32) -> Option<Self> {
         Some(match v {
             0 => Self::Always,
@@ -287,7 +323,11 @@ impl CompareFunction {
 
 /// `WAIT_REG_MEM` `MEM_SPACE` values.
 pub mod mem_space {
+    /// `addr_lo`/`addr_hi` are register dword addresses (their
+    /// [`REGISTER_ADDRESS_MASK`](super::REGISTER_ADDRESS_MASK) bits).
     pub const REGISTER: u8 = 0;
+    /// `addr_lo`/`addr_hi` form a dword-aligned memory address
+    /// ([`WaitRegMem::address`](super::WaitRegMem::address)).
     pub const MEMORY: u8 = 1;
 }
 
@@ -311,17 +351,31 @@ pub struct WaitRegMem {
     pub mem_space: u8,
     /// 0: wait; 1: write `addr_lo` register then wait on `addr_hi` (the HDP flush idiom).
     pub operation: u8,
+    /// Dword 1 bits 0..3: the comparison, a [`CompareFunction`] as `u8`; 7 is reserved.
     pub function: u8,
+    /// Dword 1 bits 8..10 (`ENGINE_SEL`): which CP engine waits; 0, the micro engine, on a compute
+    /// queue.
     pub engine: u8,
+    /// Dword 2: with memory, address bits 0..32 (`address` drops bits 0..2); with registers, the
+    /// register polled, or the one written first under [`wait_operation::WRITE_THEN_WAIT`].
     pub addr_lo: u32,
+    /// Dword 3: with memory, address bits 32..64; under [`wait_operation::WRITE_THEN_WAIT`], the
+    /// register polled.
     pub addr_hi: u32,
+    /// Dword 4: the value the masked value is compared with; also what
+    /// [`wait_operation::WRITE_THEN_WAIT`] writes.
     pub reference: u32,
+    /// Dword 5: the bits of the polled value that take part in the comparison.
     pub mask: u32,
+    /// Dword 6: the pause between two polls (4 from [`Pm4Builder::wait`], 0x20 from
+    /// [`Pm4Builder::hdp_flush`]); the emulator ignores it.
     pub poll_interval: u32,
 }
 
 impl WaitRegMem {
+    /// Payload dwords after the header.
     pub const PAYLOAD: usize = 6;
+    /// Appends the header and payload to `out`, each field masked to its width.
     pub fn encode(&self, out: &mut Vec<u32>) {
         out.extend_from_slice(&[
             header(OP_WAIT_REG_MEM, Self::PAYLOAD as u32 - 1),
@@ -336,6 +390,9 @@ impl WaitRegMem {
             self.poll_interval,
         ]);
     }
+    /// Reads the packet from its payload `p` (the dwords after the header; extra ones are ignored).
+    /// Fails with [`DecodeError::Truncated`] only when `p` is shorter than [`Self::PAYLOAD`]; field
+    /// values are not checked.
     pub fn decode(p: &[u32]) -> Result<Self, DecodeError> {
         need(OP_WAIT_REG_MEM, p, Self::PAYLOAD)?;
         Ok(WaitRegMem {
@@ -368,30 +425,45 @@ pub mod gcr {
     pub const fn invalidates_instructions(gcr_cntl: u32) -> bool {
         gcr_cntl & GLI_INV_FIELD != 0
     }
+    /// Bit 4: write back the metadata cache (GLM).
     pub const GLM_WB: u32 = 1 << 4;
+    /// Bit 5: invalidate the metadata cache (GLM).
     pub const GLM_INV: u32 = 1 << 5;
+    /// Bit 6: write back the scalar data cache (GLK).
     pub const GLK_WB: u32 = 1 << 6;
+    /// Bit 7: invalidate the scalar data cache (GLK).
     pub const GLK_INV: u32 = 1 << 7;
+    /// Bit 8: invalidate the vector L0 caches (GLV).
     pub const GLV_INV: u32 = 1 << 8;
+    /// Bit 9: invalidate the GL1 caches, one per shader array.
     pub const GL1_INV: u32 = 1 << 9;
+    /// Bit 14: invalidate L2 (GL2).
     pub const GL2_INV: u32 = 1 << 14;
+    /// Bit 15: write dirty L2 lines back to memory.
     pub const GL2_WB: u32 = 1 << 15;
 }
 
 /// `ACQUIRE_MEM`: invalidate/write back caches over an address range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AcquireMem {
+    /// Dword 1 (`COHER_CNTL`): the older surface-sync cache actions; gfx10 and later use
+    /// `gcr_cntl`, and the builder writes 0.
     pub coher_cntl: u32,
     /// Range size in 256-byte units (40 bits).
     pub size: u64,
     /// Range base in 256-byte units (56 bits).
     pub base: u64,
+    /// Dword 6: the pause between checks that the cache actions are done; 0 from the builder.
     pub poll_interval: u32,
+    /// Dword 7 (`GCR_CNTL`): the cache actions, the [`gcr`] bits; the emulator acts only on the
+    /// instruction-cache invalidation.
     pub gcr_cntl: u32,
 }
 
 impl AcquireMem {
+    /// Payload dwords after the header.
     pub const PAYLOAD: usize = 7;
+    /// Appends the header and payload to `out` (`size` cut to 40 bits, `base` to 56).
     pub fn encode(&self, out: &mut Vec<u32>) {
         out.extend_from_slice(&[
             header(OP_ACQUIRE_MEM, Self::PAYLOAD as u32 - 1),
@@ -404,6 +476,9 @@ impl AcquireMem {
             self.gcr_cntl,
         ]);
     }
+    /// Reads the packet from its payload `p` (the dwords after the header; extra ones are ignored).
+    /// Fails with [`DecodeError::Truncated`] only when `p` is shorter than [`Self::PAYLOAD`]; field
+    /// values are not checked.
     pub fn decode(p: &[u32]) -> Result<Self, DecodeError> {
         need(OP_ACQUIRE_MEM, p, Self::PAYLOAD)?;
         Ok(AcquireMem {
@@ -418,48 +493,79 @@ impl AcquireMem {
 
 /// `RELEASE_MEM` `DATA_SEL`: what is written.
 pub mod data_sel {
+    /// 0: write nothing; the release still orders and can interrupt.
     pub const NONE: u8 = 0;
+    /// 1: the low 32 bits of `data`, to a dword-aligned address.
     pub const DATA_32: u8 = 1;
+    /// 2: all 64 bits of `data`, to a qword-aligned address.
     pub const DATA_64: u8 = 2;
+    /// 3: the 64-bit GPU clock counter (100 MHz), to a qword-aligned address: a timestamp.
     pub const GPU_CLOCK_64: u8 = 3;
     /// The gfx10+ packet headers disagree on this value: the CP performance counter pair in
     /// one, the 64-bit system clock in another. Neither is modelled.
     pub const PERFCOUNTER_OR_SYSTEM_CLOCK: u8 = 4;
+    /// 5: data from the global data share (not modelled).
     pub const GDS: u8 = 5;
 }
 
 /// `RELEASE_MEM` `INT_SEL`: whether an interrupt follows the write.
 pub mod int_sel {
+    /// 0: no interrupt.
     pub const NONE: u8 = 0;
+    /// 1: interrupt once the write is issued, without waiting for its confirmation.
     pub const SEND_INT: u8 = 1;
+    /// 2: interrupt once memory confirms the write, the form
+    /// [`Pm4Builder::signal`](super::Pm4Builder::signal) uses for its mailbox.
     pub const SEND_INT_ON_CONFIRM: u8 = 2;
+    /// 3: write the data and interrupt once the write is confirmed (the emulator treats 1..=4
+    /// alike).
     pub const SEND_DATA_AND_INT_ON_CONFIRM: u8 = 3;
+    /// 4: interrupt with `int_ctx` in any case.
     pub const UNCONDITIONALLY_SEND_INT_CTXID: u8 = 4;
     /// Interrupt only when the 32-bit (5) or 64-bit (6) value at the address compares true
     /// against the data: not modelled.
     pub const CONDITIONAL_32: u8 = 5;
+    /// 6: interrupt only when the 64-bit value compares true (see [`CONDITIONAL_32`]); not
+    /// modelled.
     pub const CONDITIONAL_64: u8 = 6;
 }
 
 /// `RELEASE_MEM` `DST_SEL`: where the data goes.
 pub mod release_dst_sel {
+    /// 0: memory, written through the memory controller past L2.
     pub const MEMORY_CONTROLLER: u8 = 0;
+    /// 1: memory, written through L2.
     pub const TC_L2: u8 = 1;
+    /// 2: a queue's write-pointer register instead of memory (not modelled).
     pub const QUEUE_WRITE_POINTER_REGISTER: u8 = 2;
+    /// 3: the poll-mask bit of a queue's write pointer (not modelled).
     pub const QUEUE_WRITE_POINTER_POLL_MASK_BIT: u8 = 3;
 }
 
 /// `RELEASE_MEM` `GCR` bits (dword 1).
 pub mod release_gcr {
+    /// Bit 12: write back the metadata cache (GLM); amdgpu sets it with `GLM_INV`.
     pub const GLM_WB: u32 = 0x1000;
+    /// Bit 13: invalidate the metadata cache (GLM).
     pub const GLM_INV: u32 = 0x2000;
+    /// Bit 14: invalidate the vector L0 caches (GLV).
     pub const GLV_INV: u32 = 0x4000;
+    /// Bit 15: invalidate the GL1 caches.
     pub const GL1_INV: u32 = 0x8000;
+    /// Bit 16: `GL2_US`, a modifier of the L2 action that the builder never sets (its effect is
+    /// not described here).
     pub const GL2_US: u32 = 0x10000;
+    /// Bit 17, the low bit of the 2-bit `GL2_RANGE` field: limit the L2 action to a range instead
+    /// of all of L2.
     pub const GL2_RANGE: u32 = 0x20000;
+    /// Bit 19: drop dirty L2 lines without writing them back.
     pub const GL2_DISCARD: u32 = 0x80000;
+    /// Bit 20: invalidate L2.
     pub const GL2_INV: u32 = 0x100000;
+    /// Bit 21: write dirty L2 lines back to memory.
     pub const GL2_WB: u32 = 0x200000;
+    /// Bit 22, `SEQ` = 1 of the 2-bit field: run the cache actions one level after another instead
+    /// of in parallel.
     pub const SEQ: u32 = 0x400000;
 }
 
@@ -467,20 +573,36 @@ pub mod release_gcr {
 /// raise an interrupt carrying `int_ctx`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReleaseMem {
+    /// Dword 1 bits 0..6: the `VGT_EVENT_TYPE` the release waits for
+    /// ([`EVENT_CACHE_FLUSH_AND_INV_TS`] from the builder).
     pub event_type: u8,
+    /// Dword 1 bits 8..12: `EVENT_INDEX`, how the event is tracked; [`EVENT_INDEX_END_OF_PIPE`] for
+    /// an end-of-pipe release.
     pub event_index: u8,
     /// Cache actions (the [`release_gcr`] bits), already in place.
     pub gcr: u32,
+    /// Dword 2 bits 29..32: what is written, a [`data_sel`] value.
     pub data_sel: u8,
+    /// Dword 2 bits 24..27: whether and when an interrupt follows, an [`int_sel`] value.
     pub int_sel: u8,
+    /// Dword 2 bits 16..18: where the data goes, a [`release_dst_sel`] value.
     pub dst_sel: u8,
+    /// Dwords 3 and 4: the destination address, dword aligned for 32-bit data and qword aligned for
+    /// 64-bit (the emulator drops the lower bits).
     pub address: u64,
+    /// Dwords 5 and 6: the value written with [`data_sel::DATA_32`] (low half) or
+    /// [`data_sel::DATA_64`].
     pub data: u64,
+    /// Dword 7: the interrupt's context id (`INT_CTXID`), which KFD reads as the id of the event to
+    /// signal.
     pub int_ctx: u32,
 }
 
 impl ReleaseMem {
+    /// Payload dwords after the header.
     pub const PAYLOAD: usize = 7;
+    /// Appends the header and payload to `out`; the selectors are masked to their widths and `gcr`
+    /// is ORed in as given.
     pub fn encode(&self, out: &mut Vec<u32>) {
         out.extend_from_slice(&[
             header(OP_RELEASE_MEM, Self::PAYLOAD as u32 - 1),
@@ -495,6 +617,9 @@ impl ReleaseMem {
             self.int_ctx,
         ]);
     }
+    /// Reads the packet from its payload `p` (the dwords after the header; extra ones are ignored).
+    /// Fails with [`DecodeError::Truncated`] only when `p` is shorter than [`Self::PAYLOAD`]; field
+    /// values are not checked. `gcr` keeps every bit of dword 1 outside the event type and index.
     pub fn decode(p: &[u32]) -> Result<Self, DecodeError> {
         need(OP_RELEASE_MEM, p, Self::PAYLOAD)?;
         Ok(ReleaseMem {
@@ -514,11 +639,15 @@ impl ReleaseMem {
 /// `SET_SH_REG`: write consecutive SH registers starting at `reg` (offset from 0x2c00).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SetShReg<'a> {
+    /// Dword 1 bits 0..16: the first register, as an offset from [`regs::SH_REG_START`] (a
+    /// `regs::COMPUTE_*` constant).
     pub reg: u16,
+    /// Dwords 2 and on: the values of `reg`, `reg + 1`, and so on.
     pub values: &'a [u32],
 }
 
 impl SetShReg<'_> {
+    /// Appends the header, the offset and the values to `out` (the count follows from `values`).
     pub fn encode(&self, out: &mut Vec<u32>) {
         out.push(header(OP_SET_SH_REG, self.values.len() as u32));
         out.push(self.reg as u32);
@@ -527,6 +656,9 @@ impl SetShReg<'_> {
 }
 
 impl<'a> SetShReg<'a> {
+    /// Reads the packet from its payload `p`: `values` borrows every dword after the offset. Fails
+    /// with [`DecodeError::Truncated`] only on an empty payload; bits 16..32 of the offset dword
+    /// are ignored.
     pub fn decode(p: &'a [u32]) -> Result<Self, DecodeError> {
         need(OP_SET_SH_REG, p, 1)?;
         Ok(SetShReg {
@@ -539,17 +671,25 @@ impl<'a> SetShReg<'a> {
 /// `DISPATCH_DIRECT`: launch a grid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DispatchDirect {
+    /// Dwords 1..4: the grid size along X, Y and Z, in workgroups (in work-items with
+    /// `USE_THREAD_DIMENSIONS`).
     pub dims: [u32; 3],
+    /// Dword 4: the value for `COMPUTE_DISPATCH_INITIATOR` (the [`regs::initiator`] bits).
     pub initiator: u32,
 }
 
 impl DispatchDirect {
+    /// Payload dwords after the header.
     pub const PAYLOAD: usize = 4;
+    /// Appends the header and payload to `out`.
     pub fn encode(&self, out: &mut Vec<u32>) {
         out.push(header(OP_DISPATCH_DIRECT, Self::PAYLOAD as u32 - 1));
         out.extend_from_slice(&self.dims);
         out.push(self.initiator);
     }
+    /// Reads the packet from its payload `p` (the dwords after the header; extra ones are ignored).
+    /// Fails with [`DecodeError::Truncated`] only when `p` is shorter than [`Self::PAYLOAD`]; field
+    /// values are not checked.
     pub fn decode(p: &[u32]) -> Result<Self, DecodeError> {
         need(OP_DISPATCH_DIRECT, p, Self::PAYLOAD)?;
         Ok(DispatchDirect {
@@ -562,15 +702,20 @@ impl DispatchDirect {
 /// `EVENT_WRITE`: a pipeline event (e.g. `CS_PARTIAL_FLUSH`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EventWrite {
+    /// Dword 1 bits 0..6: the `VGT_EVENT_TYPE` (names in [`event_name`]).
     pub event_type: u8,
+    /// Dword 1 bits 8..12: `EVENT_INDEX`; the builder sends 4 with [`EVENT_CS_PARTIAL_FLUSH`].
     pub event_index: u8,
 }
 
 impl EventWrite {
+    /// Appends the header and the event dword to `out` (type cut to 6 bits, index to 4).
     pub fn encode(&self, out: &mut Vec<u32>) {
         out.push(header(OP_EVENT_WRITE, 0));
         out.push((self.event_type as u32 & 0x3f) | ((self.event_index as u32 & 0xf) << 8));
     }
+    /// Reads the event dword from the payload `p`; fails with [`DecodeError::Truncated`] only on an
+    /// empty payload.
     pub fn decode(p: &[u32]) -> Result<Self, DecodeError> {
         need(OP_EVENT_WRITE, p, 1)?;
         Ok(EventWrite {
@@ -592,16 +737,22 @@ pub const IB_MAX_DWORDS: u32 = (1 << 20) - 1;
 /// 48-bit), then come back; with `chain`, continue there and do not come back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IndirectBuffer {
+    /// Dwords 1 and 2: the buffer's address; bits 0..2 and 48..64 are not encoded.
     pub address: u64,
+    /// Dword 3 bits 0..20: the buffer's length in dwords, at most [`IB_MAX_DWORDS`].
     pub size_dwords: u32,
+    /// [`IB_CHAIN`]: continue in the buffer and do not come back.
     pub chain: bool,
+    /// [`IB_VALID`]: the packet is valid; the emulator runs no buffer without it.
     pub valid: bool,
 }
 
 impl IndirectBuffer {
+    /// Payload dwords after the header.
     pub const PAYLOAD: usize = 3;
     /// Packet length in dwords, header included.
     pub const DWORDS: usize = Self::PAYLOAD + 1;
+    /// Appends the header and payload to `out` (address and size cut to their fields).
     pub fn encode(&self, out: &mut Vec<u32>) {
         out.extend_from_slice(&[
             header(OP_INDIRECT_BUFFER, Self::PAYLOAD as u32 - 1),
@@ -612,6 +763,9 @@ impl IndirectBuffer {
                 | if self.valid { IB_VALID } else { 0 },
         ]);
     }
+    /// Reads the packet from its payload `p` (the dwords after the header; extra ones are ignored).
+    /// Fails with [`DecodeError::Truncated`] only when `p` is shorter than [`Self::PAYLOAD`]; field
+    /// values are not checked.
     pub fn decode(p: &[u32]) -> Result<Self, DecodeError> {
         need(OP_INDIRECT_BUFFER, p, Self::PAYLOAD)?;
         Ok(IndirectBuffer {
@@ -625,29 +779,45 @@ impl IndirectBuffer {
 
 /// `COPY_DATA` `SRC_SEL` values (MEC).
 pub mod copy_src_sel {
+    /// 0: a register; `src` holds its dword address.
     pub const REGISTER: u8 = 0;
     /// Memory through L2 (the older name of 2; still memory).
     pub const MEMORY_OBSOLETE: u8 = 1;
+    /// 2: memory at `src` through L2, dword aligned (qword aligned with `count_64`).
     pub const MEMORY: u8 = 2;
+    /// 3: the global data share (not modelled).
     pub const GDS: u8 = 3;
+    /// 4: a performance counter (not modelled).
     pub const PERFCOUNTERS: u8 = 4;
+    /// 5: `src` itself, 32 bits (64 with `count_64`).
     pub const IMMEDIATE: u8 = 5;
+    /// 6: the value an earlier memory atomic returned (not modelled).
     pub const ATOMIC_RETURN_DATA: u8 = 6;
+    /// 7: the first value a GDS atomic returned (not modelled).
     pub const GDS_ATOMIC_RETURN_DATA0: u8 = 7;
+    /// 8: the second value a GDS atomic returned (not modelled).
     pub const GDS_ATOMIC_RETURN_DATA1: u8 = 8;
+    /// 9: the 64-bit GPU clock counter (100 MHz).
     pub const GPU_CLOCK_COUNT: u8 = 9;
+    /// 10: the system clock counter (not modelled).
     pub const SYSTEM_CLOCK_COUNT: u8 = 10;
+    /// 12: the argument buffer of an execute-indirect command (not modelled).
     pub const EXEC_IND_ARG_BUF: u8 = 12;
 }
 
 /// `COPY_DATA` `DST_SEL` values (MEC).
 pub mod copy_dst_sel {
+    /// 0: a register; `dst` holds its dword address.
     pub const REGISTER: u8 = 0;
+    /// 2: memory at `dst` through L2, dword aligned (qword aligned with `count_64`).
     pub const MEMORY: u8 = 2;
+    /// 3: the global data share (not modelled).
     pub const GDS: u8 = 3;
+    /// 4: a performance counter (not modelled).
     pub const PERFCOUNTERS: u8 = 4;
     /// Memory through L2 (the older name of 2; still memory).
     pub const MEMORY_OBSOLETE: u8 = 5;
+    /// 6: a register written through the `MEM_MAPPED_REG_DC` path (not modelled).
     pub const REGISTER_DC: u8 = 6;
 }
 
@@ -655,12 +825,18 @@ pub mod copy_dst_sel {
 /// immediate or a clock to a register or memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CopyData {
+    /// Dword 1 bits 0..4: where the value comes from, a [`copy_src_sel`] value.
     pub src_sel: u8,
+    /// Dword 1 bits 8..12: where it goes, a [`copy_dst_sel`] value.
     pub dst_sel: u8,
+    /// Dword 1 bits 13..15: L2 cache policy for a memory source (a hint, no functional effect).
     pub src_cache_policy: u8,
     /// Copy 64 bits instead of 32 (`COUNT_SEL`).
     pub count_64: bool,
+    /// Dword 1 bit 20 (`WR_CONFIRM`): wait for the memory write to be confirmed before the next
+    /// packet.
     pub write_confirm: bool,
+    /// Dword 1 bits 25..27: L2 cache policy for a memory destination (a hint).
     pub dst_cache_policy: u8,
     /// Source address, register offset or immediate value (dwords 2 and 3).
     pub src: u64,
@@ -669,7 +845,9 @@ pub struct CopyData {
 }
 
 impl CopyData {
+    /// Payload dwords after the header.
     pub const PAYLOAD: usize = 5;
+    /// Appends the header and payload to `out`, selectors and policies masked to their widths.
     pub fn encode(&self, out: &mut Vec<u32>) {
         out.extend_from_slice(&[
             header(OP_COPY_DATA, Self::PAYLOAD as u32 - 1),
@@ -685,6 +863,9 @@ impl CopyData {
             (self.dst >> 32) as u32,
         ]);
     }
+    /// Reads the packet from its payload `p` (the dwords after the header; extra ones are ignored).
+    /// Fails with [`DecodeError::Truncated`] only when `p` is shorter than [`Self::PAYLOAD`]; field
+    /// values are not checked.
     pub fn decode(p: &[u32]) -> Result<Self, DecodeError> {
         need(OP_COPY_DATA, p, Self::PAYLOAD)?;
         Ok(CopyData {
@@ -704,6 +885,7 @@ impl CopyData {
 pub mod dma_src_sel {
     /// Memory (or registers, with `SAS`) at the packet's address, bypassing L2.
     pub const ADDRESS: u8 = 0;
+    /// 1: the global data share (not modelled).
     pub const GDS: u8 = 1;
     /// The packet's 32-bit data, repeated: a fill.
     pub const DATA: u8 = 2;
@@ -715,6 +897,7 @@ pub mod dma_src_sel {
 pub mod dma_dst_sel {
     /// Memory (or registers, with `DAS`) at the packet's address, bypassing L2.
     pub const ADDRESS: u8 = 0;
+    /// 1: the global data share (not modelled); 2 is reserved.
     pub const GDS: u8 = 1;
     /// Memory at the packet's address through L2, coherent with shaders.
     pub const ADDRESS_TC_L2: u8 = 3;
@@ -736,23 +919,34 @@ pub const DMA_DATA_CHUNK_BYTES: u64 = 1 << 20;
 pub struct DmaData {
     /// `ENGINE_SEL`: 1 runs it on the prefetch parser (graphics rings only).
     pub engine_pfp: bool,
+    /// Dword 1 bits 13..15: L2 cache policy of the reads (a hint).
     pub src_cache_policy: u8,
+    /// Dword 1 bit 15: the source is volatile, a cache hint.
     pub src_volatile: bool,
+    /// Dword 1 bits 20..22 (`DST_SEL`): the destination, a [`dma_dst_sel`] value.
     pub dst_sel: u8,
+    /// Dword 1 bits 25..27: L2 cache policy of the writes (a hint).
     pub dst_cache_policy: u8,
+    /// Dword 1 bit 27: the destination is volatile, a cache hint.
     pub dst_volatile: bool,
+    /// Dword 1 bits 29..31 (`SRC_SEL`): the source, a [`dma_src_sel`] value.
     pub src_sel: u8,
+    /// Dword 1 bit 31 (`CP_SYNC`): the CP waits for this and every earlier CP DMA before the next
+    /// packet.
     pub cp_sync: bool,
     /// Source address, or with [`dma_src_sel::DATA`] the fill value in the low 32 bits.
     pub src: u64,
+    /// Dwords 4 and 5: the destination address (a register offset with `dst_is_register`).
     pub dst: u64,
     /// Bytes to move (26 bits); 0 moves nothing, and with `cp_sync` waits for earlier DMAs.
     pub byte_count: u32,
     /// `SAS`/`DAS`: the address is a register offset, not memory.
     pub src_is_register: bool,
+    /// `DAS` (dword 6 bit 27): `dst` is a register offset, not memory.
     pub dst_is_register: bool,
     /// `SAIC`/`DAIC`: the address stays on the same dword instead of advancing.
     pub src_no_increment: bool,
+    /// `DAIC` (dword 6 bit 29): every dword goes to the same destination dword.
     pub dst_no_increment: bool,
     /// `RAW_WAIT`: reads wait for earlier writes of the engine.
     pub raw_wait: bool,
@@ -761,6 +955,7 @@ pub struct DmaData {
 }
 
 impl DmaData {
+    /// Payload dwords after the header.
     pub const PAYLOAD: usize = 6;
 
     /// A memory-to-memory copy through L2 (how gfx9+ drivers use CP DMA).
@@ -786,6 +981,7 @@ impl DmaData {
         }
     }
 
+    /// Appends the header and payload to `out` (`byte_count` cut to 26 bits, selectors to 2).
     pub fn encode(&self, out: &mut Vec<u32>) {
         let bit = |b: bool, at: u32| u32::from(b) << at;
         out.extend_from_slice(&[
@@ -812,6 +1008,9 @@ impl DmaData {
         ]);
     }
 
+    /// Reads the packet from its payload `p` (the dwords after the header; extra ones are ignored).
+    /// Fails with [`DecodeError::Truncated`] only when `p` is shorter than [`Self::PAYLOAD`]; field
+    /// values are not checked.
     pub fn decode(p: &[u32]) -> Result<Self, DecodeError> {
         need(OP_DMA_DATA, p, Self::PAYLOAD)?;
         let bit = |w: u32, at: u32| w & (1 << at) != 0;
@@ -839,10 +1038,15 @@ impl DmaData {
 
 /// `WRITE_DATA` `DST_SEL` values (MEC).
 pub mod write_dst_sel {
+    /// 0: a register; `dst` holds its dword address.
     pub const REGISTER: u8 = 0;
+    /// 2: memory at `dst` through L2 (dword aligned).
     pub const MEMORY_TC_L2: u8 = 2;
+    /// 3: the global data share (not modelled).
     pub const GDS: u8 = 3;
+    /// 5: memory at `dst` (dword aligned); the emulator handles it as 2.
     pub const MEMORY: u8 = 5;
+    /// 6: the ADC persistent state, which no client here writes (not modelled).
     pub const ADC_PERSISTENT_STATE: u8 = 6;
 }
 
@@ -850,16 +1054,23 @@ pub mod write_dst_sel {
 /// (or all to one, with `no_increment`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriteData<'a> {
+    /// Dword 1 bits 8..12: where the data goes, a [`write_dst_sel`] value.
     pub dst_sel: u8,
+    /// Dword 1 bit 16: every data dword goes to the first address instead of consecutive ones.
     pub no_increment: bool,
+    /// Dword 1 bit 20 (`WR_CONFIRM`): wait for the write to be confirmed before the next packet.
     pub write_confirm: bool,
+    /// Dword 1 bits 25..27: L2 cache policy of a memory write (a hint).
     pub cache_policy: u8,
     /// Destination address or register offset (dwords 2 and 3).
     pub dst: u64,
+    /// Dwords 4 and on: the values written, at least one.
     pub data: &'a [u32],
 }
 
 impl WriteData<'_> {
+    /// Appends the header, control and address dwords and `data` to `out` (the count follows from
+    /// `data`).
     pub fn encode(&self, out: &mut Vec<u32>) {
         out.extend_from_slice(&[
             header(OP_WRITE_DATA, self.data.len() as u32 + 2),
@@ -875,6 +1086,9 @@ impl WriteData<'_> {
 }
 
 impl<'a> WriteData<'a> {
+    /// Reads the packet from its payload `p`: `data` borrows every dword after the address. Fails
+    /// with [`DecodeError::Truncated`] when `p` lacks the control dword, the address or a first
+    /// data dword.
     pub fn decode(p: &'a [u32]) -> Result<Self, DecodeError> {
         // Control, address and at least one data dword.
         need(OP_WRITE_DATA, p, 4)?;
@@ -900,10 +1114,13 @@ pub struct PredExec {
 }
 
 impl PredExec {
+    /// Appends the header and the predicate dword to `out` (`exec_count` cut to 14 bits).
     pub fn encode(&self, out: &mut Vec<u32>) {
         out.push(header(OP_PRED_EXEC, 0));
         out.push((u32::from(self.exec_count) & 0x3fff) | (u32::from(self.device_select) << 24));
     }
+    /// Reads the predicate dword from the payload `p`; fails with [`DecodeError::Truncated`] only
+    /// on an empty payload.
     pub fn decode(p: &[u32]) -> Result<Self, DecodeError> {
         need(OP_PRED_EXEC, p, 1)?;
         Ok(PredExec {
@@ -917,11 +1134,14 @@ impl PredExec {
 /// [`UCONFIG_REG_START`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SetUconfigReg<'a> {
+    /// Dword 1 bits 0..16: the first register, as an offset from [`UCONFIG_REG_START`].
     pub reg: u16,
+    /// Dwords 2 and on: the values of `reg`, `reg + 1`, and so on.
     pub values: &'a [u32],
 }
 
 impl SetUconfigReg<'_> {
+    /// Appends the header, the offset and the values to `out` (the count follows from `values`).
     pub fn encode(&self, out: &mut Vec<u32>) {
         out.push(header(OP_SET_UCONFIG_REG, self.values.len() as u32));
         out.push(u32::from(self.reg));
@@ -930,6 +1150,8 @@ impl SetUconfigReg<'_> {
 }
 
 impl<'a> SetUconfigReg<'a> {
+    /// Reads the packet from its payload `p`: `values` borrows every dword after the offset. Fails
+    /// with [`DecodeError::Truncated`] only on an empty payload.
     pub fn decode(p: &'a [u32]) -> Result<Self, DecodeError> {
         need(OP_SET_UCONFIG_REG, p, 1)?;
         Ok(SetUconfigReg {
@@ -942,21 +1164,35 @@ impl<'a> SetUconfigReg<'a> {
 /// One decoded packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Packet<'a> {
+    /// `NOP`: padding, nothing to do.
     Nop,
+    /// `SET_SH_REG`: compute registers to set.
     SetShReg(SetShReg<'a>),
+    /// `ACQUIRE_MEM`: cache actions before what follows.
     AcquireMem(AcquireMem),
+    /// `RELEASE_MEM`: an end-of-pipe write and interrupt.
     ReleaseMem(ReleaseMem),
+    /// `WAIT_REG_MEM`: a wait on a register or memory.
     WaitRegMem(WaitRegMem),
+    /// `DISPATCH_DIRECT`: a grid launch.
     DispatchDirect(DispatchDirect),
+    /// `EVENT_WRITE`: a pipeline event.
     EventWrite(EventWrite),
+    /// `INDIRECT_BUFFER`: a call or chain to more packets.
     IndirectBuffer(IndirectBuffer),
+    /// `COPY_DATA`: a one-value copy.
     CopyData(CopyData),
+    /// `DMA_DATA`: a CP DMA copy or fill.
     DmaData(DmaData),
+    /// `WRITE_DATA`: dwords to write.
     WriteData(WriteData<'a>),
+    /// `PRED_EXEC`: a predicate on the next dwords.
     PredExec(PredExec),
+    /// `SET_UCONFIG_REG`: user-config registers to set.
     SetUconfigReg(SetUconfigReg<'a>),
     /// A type-3 opcode this decoder does not know.
     Unknown {
+        /// The opcode (its name, if gfx11 has one, from [`opcode_name`]).
         opcode: u8,
     },
 }
@@ -991,15 +1227,22 @@ impl<'a> Packet<'a> {
 pub struct DispatchSetup {
     /// Address of the first instruction (256-byte aligned).
     pub code_entry: u64,
+    /// `COMPUTE_PGM_RSRC1`: the descriptor's value plus [`regs::dispatch_rsrc1_bits`].
     pub rsrc1: u32,
+    /// `COMPUTE_PGM_RSRC2` as the descriptor has it; [`Pm4Builder::exec`] adds the LDS size from
+    /// `group_segment_size`.
     pub rsrc2: u32,
     /// Bytes of LDS the kernel declares (the descriptor's group segment size).
     pub group_segment_size: u32,
+    /// Base of the scratch ring (256-byte aligned; 0 without one), for
+    /// `COMPUTE_DISPATCH_SCRATCH_BASE_LO/HI`.
     pub scratch_base: u64,
     /// `COMPUTE_TMPRING_SIZE` for that scratch ([`regs::tmpring_size`]).
     pub tmpring_size: u32,
     /// `COMPUTE_USER_DATA_0..`: the user SGPR values in descriptor order.
     pub user_data: [u32; 16],
+    /// How many of `user_data` the waves load (the descriptor's `USER_SGPR` count); at most 16 are
+    /// written.
     pub user_data_count: usize,
 }
 
@@ -1033,6 +1276,8 @@ pub struct WaitPatch {
 }
 
 impl WaitPatch {
+    /// Rewrites, in `words` (the builder's or a copy of them), the value the wait compares with;
+    /// the packet holds only the low 32 bits of `value`.
     pub fn set_value(&self, words: &mut [u32], value: u64) {
         words[self.reference_at] = value as u32;
     }
@@ -1045,6 +1290,8 @@ pub struct SignalPatch {
 }
 
 impl SignalPatch {
+    /// Rewrites, in `words` (the builder's or a copy of them), the value the signal's release
+    /// writes: both data dwords, of which the 32-bit release stores the low one.
     pub fn set_value(&self, words: &mut [u32], value: u64) {
         words[self.data_at] = value as u32;
         words[self.data_at + 1] = (value >> 32) as u32;
@@ -1062,14 +1309,17 @@ const SIGNAL_GCR: u32 = release_gcr::GLV_INV
 /// Builds a compute-queue command stream, one method per operation of the reference runtime.
 #[derive(Debug, Default, Clone)]
 pub struct Pm4Builder {
+    /// The stream so far: the dwords to place in a ring or an indirect buffer.
     pub words: Vec<u32>,
 }
 
 impl Pm4Builder {
+    /// An empty builder.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Drops every word, keeping the allocation for the next stream.
     pub fn clear(&mut self) {
         self.words.clear();
     }

@@ -18,12 +18,20 @@
 pub struct NodeShape {
     /// e.g. 110000 for gfx1100.
     pub gfx_target_version: u32,
+    /// SIMDs on the node, every XCC's together (192 on a 96-CU RX 7900 XTX; 0 on CPU nodes).
+    /// Divided by `simd_per_cu` and `num_xcc`, the CUs one XCC saves.
     pub simd_count: u32,
+    /// SIMDs per compute unit: 2 on RDNA, 4 on GCN and CDNA.
     pub simd_per_cu: u32,
     /// Accelerator complexes (XCCs) of the node; 1 on every RDNA GPU.
     pub num_xcc: u32,
+    /// Shader arrays on the node (12 on gfx1100). Before gfx10.1, `array_count /
+    /// simd_arrays_per_engine * 512` bounds the wave slots the control stack must hold.
     pub array_count: u32,
+    /// Shader arrays per shader engine (2 on gfx1100).
     pub simd_arrays_per_engine: u32,
+    /// LDS per CU in KiB (64 on gfx1100); only gfx950's saved LDS follows it, every other GPU saves
+    /// a fixed 64 KiB per CU.
     pub lds_size_in_kb: u32,
 }
 

@@ -7,37 +7,77 @@ pub const SH_REG_START: u32 = 0x2c00;
 /// One past the last.
 pub const SH_REG_END: u32 = 0x3000;
 
+/// Starts a dispatch and sets its mode (the [`initiator`] bits); `DISPATCH_DIRECT` writes it from
+/// its last payload dword.
 pub const COMPUTE_DISPATCH_INITIATOR: u16 = 0x200;
+/// Workgroup ID along X the grid starts at, unless `FORCE_START_AT_000`; the driver writes 0.
 pub const COMPUTE_START_X: u16 = 0x204;
+/// Workgroup ID along Y the grid starts at (as `COMPUTE_START_X`).
 pub const COMPUTE_START_Y: u16 = 0x205;
+/// Workgroup ID along Z the grid starts at (as `COMPUTE_START_X`).
 pub const COMPUTE_START_Z: u16 = 0x206;
+/// Work-items per workgroup along X (the launch's local size; the emulator reads the low 16 bits).
 pub const COMPUTE_NUM_THREAD_X: u16 = 0x207;
+/// Work-items per workgroup along Y.
 pub const COMPUTE_NUM_THREAD_Y: u16 = 0x208;
+/// Work-items per workgroup along Z; the three sizes' product must be 1..=1024.
 pub const COMPUTE_NUM_THREAD_Z: u16 = 0x209;
+/// Whether the dispatch counts in the pipeline statistics; the driver writes 0.
 pub const COMPUTE_PIPELINESTAT_ENABLE: u16 = 0x20a;
+/// Whether the dispatch's waves count in the performance counters; the driver writes 0.
 pub const COMPUTE_PERFCOUNT_ENABLE: u16 = 0x20b;
+/// Bits 8..40 of the kernel's first-instruction address, which is 256-byte aligned.
 pub const COMPUTE_PGM_LO: u16 = 0x20c;
+/// Bits 40..48 of the first-instruction address (the low 8 bits of the register).
 pub const COMPUTE_PGM_HI: u16 = 0x20d;
+/// Low half of the AQL dispatch packet's address, set for AQL queues; a PM4 dispatch writes 0.
 pub const COMPUTE_DISPATCH_PKT_ADDR_LO: u16 = 0x20e;
+/// High half of the AQL dispatch packet's address; 0 from a PM4 dispatch.
 pub const COMPUTE_DISPATCH_PKT_ADDR_HI: u16 = 0x20f;
+/// Bits 8..40 of the scratch ring's base address (256-byte aligned), where each wave's private
+/// segment slot lies.
 pub const COMPUTE_DISPATCH_SCRATCH_BASE_LO: u16 = 0x210;
+/// Bits 40..48 of the scratch ring's base address.
 pub const COMPUTE_DISPATCH_SCRATCH_BASE_HI: u16 = 0x211;
+/// The waves' register allocation and modes ([`PgmRsrc1`]): the kernel descriptor's value plus
+/// [`dispatch_rsrc1_bits`].
 pub const COMPUTE_PGM_RSRC1: u16 = 0x212;
+/// The waves' launch inputs ([`PgmRsrc2`]): the kernel descriptor's value with the LDS size the
+/// driver adds.
 pub const COMPUTE_PGM_RSRC2: u16 = 0x213;
+/// Caps on the waves and workgroups the dispatch may place per CU or shader array; 0, no cap, from
+/// the driver.
 pub const COMPUTE_RESOURCE_LIMITS: u16 = 0x215;
+/// Mask of the CUs of shader engine 0 the dispatch may use (bit per CU); the driver enables all.
 pub const COMPUTE_STATIC_THREAD_MGMT_SE0: u16 = 0x216;
+/// CU mask of shader engine 1.
 pub const COMPUTE_STATIC_THREAD_MGMT_SE1: u16 = 0x217;
+/// Shape of the scratch ring: `WAVES` slots per shader engine (bits 0..12) of `WAVESIZE` 256-byte
+/// units each (bits 12..25); see [`tmpring_size`].
 pub const COMPUTE_TMPRING_SIZE: u16 = 0x218;
+/// CU mask of shader engine 2.
 pub const COMPUTE_STATIC_THREAD_MGMT_SE2: u16 = 0x219;
+/// CU mask of shader engine 3.
 pub const COMPUTE_STATIC_THREAD_MGMT_SE3: u16 = 0x21a;
+/// Workgroup ID along X to resume an interrupted dispatch from; the driver clears the three restart
+/// registers before each dispatch.
 pub const COMPUTE_RESTART_X: u16 = 0x21b;
+/// Workgroup ID along Y to resume an interrupted dispatch from.
 pub const COMPUTE_RESTART_Y: u16 = 0x21c;
+/// Workgroup ID along Z to resume an interrupted dispatch from.
 pub const COMPUTE_RESTART_Z: u16 = 0x21d;
 /// Follows the three restart registers: a four-value write from `COMPUTE_RESTART_X` (as
 /// tinygrad's until its PR #9314) turns thread tracing off.
 pub const COMPUTE_THREAD_TRACE_ENABLE: u16 = 0x21e;
+/// More launch state on gfx11 (the descriptor's `compute_pgm_rsrc3`: shared VGPRs, instruction
+/// prefetch, trap on start or end); the emulator reads it,
+/// [`Pm4Builder::exec`](crate::pm4::Pm4Builder::exec) does not write it.
 pub const COMPUTE_PGM_RSRC3: u16 = 0x228;
+/// CU mask of shader engine 4; the masks of engines 5..=7 follow, and the driver writes the four at
+/// once.
 pub const COMPUTE_STATIC_THREAD_MGMT_SE4: u16 = 0x22b;
+/// First of the [`COMPUTE_USER_DATA_COUNT`] registers whose values the waves find in user SGPRs s0,
+/// s1, ... ([`PgmRsrc2::user_sgpr`] of them).
 pub const COMPUTE_USER_DATA_0: u16 = 0x240;
 /// Number of `COMPUTE_USER_DATA_n` registers.
 pub const COMPUTE_USER_DATA_COUNT: u16 = 16;
@@ -61,6 +101,8 @@ pub const NBIO_SEGMENT_2: u32 = 0xd20;
 /// The bare offsets, which tinygrad 0.9.0 wrote (fixed in 0.9.1, PR #4925), name other
 /// registers: its flush flushed nothing.
 pub const GPU_HDP_FLUSH_REQ: u32 = NBIO_SEGMENT_2 + 0x106;
+/// The flush's completion register: a requester's bit reads 1 once its flush is done; the HDP
+/// flush's `WAIT_REG_MEM` polls it after writing [`GPU_HDP_FLUSH_REQ`].
 pub const GPU_HDP_FLUSH_DONE: u32 = NBIO_SEGMENT_2 + 0x107;
 /// Requester bits an HDP flush from a user queue asks for and waits on: every client's. The
 /// kernel's own rings set only their CP pipe's bit, but a user queue does not know which pipe
@@ -69,10 +111,13 @@ pub const HDP_FLUSH_ALL_CLIENTS: u32 = 0xffff_ffff;
 
 /// `COMPUTE_DISPATCH_INITIATOR` bits.
 pub mod initiator {
+    /// Bit 0: run the compute shader; without it the dispatch launches nothing.
     pub const COMPUTE_SHADER_EN: u32 = 1 << 0;
+    /// Bit 2: start the grid at workgroup (0, 0, 0) whatever `COMPUTE_START_X/Y/Z` hold.
     pub const FORCE_START_AT_000: u32 = 1 << 2;
     /// DISPATCH_DIRECT dimensions count threads, not workgroups.
     pub const USE_THREAD_DIMENSIONS: u32 = 1 << 5;
+    /// Bit 15: launch wave32 waves (without it, wave64).
     pub const CS_W32_EN: u32 = 1 << 15;
 }
 
@@ -98,9 +143,16 @@ bitfield!(
     PgmRsrc1 {
         /// VGPR blocks minus one (granule 8 in wave32 on gfx11... see the ISA guide).
         vgprs: 0, 6;
+        /// Bits 6..10: SGPR blocks minus one; gfx10 and later ignore it and give every wave its
+        /// full SGPR set.
         sgprs: 6, 4;
+        /// Bits 12..20: the waves' initial float rounding (bits 0..4 of the field) and denormal
+        /// (bits 4..8) modes, loaded into `MODE`.
         float_mode: 12, 8;
+        /// Bit 20 (`PRIV`): the waves start privileged ([`RSRC1_PRIV`]).
         privileged: 20, 1;
+        /// Bit 23 (`IEEE_MODE`): the waves start with IEEE-754 NaN handling in min/max and quieted
+        /// signaling NaNs.
         ieee_mode: 23, 1;
     }
 );
@@ -108,17 +160,33 @@ bitfield!(
 bitfield!(
     /// `COMPUTE_PGM_RSRC2`.
     PgmRsrc2 {
+        /// Bit 0: the waves get a private (scratch) segment in the ring at
+        /// `COMPUTE_DISPATCH_SCRATCH_BASE`.
         scratch_en: 0, 1;
+        /// Bits 1..6: how many `COMPUTE_USER_DATA_n` values load into s0, s1, ... (at most 16).
         user_sgpr: 1, 5;
+        /// Bit 6: a trap handler is installed; the command processor sets it, a kernel descriptor
+        /// may not.
         trap_present: 6, 1;
+        /// Bit 7: the workgroup ID along X goes to the first SGPR after the user SGPRs.
         tgid_x_en: 7, 1;
+        /// Bit 8: the workgroup ID along Y goes to the next SGPR.
         tgid_y_en: 8, 1;
+        /// Bit 9: the workgroup ID along Z goes to the next SGPR.
         tgid_z_en: 9, 1;
+        /// Bit 10: an SGPR after the workgroup IDs holds the wave's index in its workgroup (bits
+        /// 0..6) and the workgroup's wave count (bits 6..12).
         tg_size_en: 10, 1;
+        /// Bits 11..13: which work-item IDs v0 carries: 0 X, 1 X and Y, 2 X, Y and Z (10 bits each
+        /// on gfx11).
         tidig_comp_cnt: 11, 2;
+        /// Bits 13..15: address-watch (bit 13) and memory-violation (bit 14) exceptions, debugger
+        /// controls a kernel leaves 0.
         excp_en_msb: 13, 2;
         /// LDS allocation in 512-byte granules (gfx11 compute).
         lds_size: 15, 9;
+        /// Bits 24..31: the float exceptions that trap (invalid, input denormal, divide by zero,
+        /// overflow, underflow, inexact, in bits 24..30) and integer divide by zero (bit 30).
         excp_en: 24, 7;
     }
 );

@@ -10,25 +10,44 @@
 
 use crate::pm4::CompareFunction;
 
+/// `NOP` ([`Nop`]); a zero dword is a one-dword `NOP`.
 pub const OP_NOP: u8 = 0;
+/// The copy packets; sub-op [`SUBOP_COPY_LINEAR`] is [`CopyLinear`].
 pub const OP_COPY: u8 = 1;
+/// The write packets; sub-op [`SUBOP_WRITE_LINEAR`] is [`WriteLinear`].
 pub const OP_WRITE: u8 = 2;
 /// `INDIRECT`: runs an indirect buffer of SDMA packets, then returns to the ring.
 pub const OP_INDIRECT: u8 = 4;
+/// `FENCE` ([`Fence`]): a 32-bit write once the packets before it are done.
 pub const OP_FENCE: u8 = 5;
+/// `TRAP` ([`Trap`]): an interrupt carrying a context id.
 pub const OP_TRAP: u8 = 6;
+/// `POLL_REGMEM` ([`PollRegmem`]; the HDP flush [`HdpFlush`] is one): wait on a register or memory
+/// dword.
 pub const OP_POLL_REGMEM: u8 = 8;
+/// `ATOMIC` ([`Atomic`]): an atomic operation on memory.
 pub const OP_ATOMIC: u8 = 10;
+/// `CONST_FILL` ([`ConstFill`]): fill memory with a repeated value.
 pub const OP_CONST_FILL: u8 = 11;
+/// The timestamp packets: set the engine's counter or write a clock (sub-ops `SUBOP_TIMESTAMP_*`).
 pub const OP_TIMESTAMP: u8 = 13;
+/// `GCR` ([`Gcr`], sub-op [`SUBOP_USER_GCR`]): write back or invalidate caches over a range.
 pub const OP_GCR: u8 = 17;
 
+/// [`OP_COPY`] sub-op: a linear byte copy ([`CopyLinear`]).
 pub const SUBOP_COPY_LINEAR: u8 = 0;
+/// [`OP_WRITE`] sub-op: the packet's dwords to consecutive memory ([`WriteLinear`]).
 pub const SUBOP_WRITE_LINEAR: u8 = 0;
+/// [`OP_COPY`] sub-op: a rectangle copy between pitched surfaces (13 dwords; sized here, not
+/// decoded).
 pub const SUBOP_COPY_LINEAR_RECT: u8 = 4;
+/// [`OP_TIMESTAMP`] sub-op: load the engine's own timestamp counter (not modelled).
 pub const SUBOP_TIMESTAMP_SET: u8 = 0;
+/// [`OP_TIMESTAMP`] sub-op: write the engine's own counter (not modelled).
 pub const SUBOP_TIMESTAMP_GET: u8 = 1;
+/// [`OP_TIMESTAMP`] sub-op: write the 64-bit global GPU clock ([`Timestamp`]).
 pub const SUBOP_TIMESTAMP_GET_GLOBAL: u8 = 2;
+/// [`OP_GCR`] sub-op of the cache operation a user queue may issue ([`Gcr`]).
 pub const SUBOP_USER_GCR: u8 = 1;
 
 /// The name of an SDMA v6 `op` (and `sub_op` where it changes the packet), for fault reports.
@@ -80,10 +99,13 @@ const COUNT_MASK: u32 = (1 << 30) - 1;
 
 /// `COPY_LINEAR` header flags (`extra_info`, header bits 16..32) that change what is copied.
 pub mod copy_flags {
+    /// Bit 0 (header bit 16): encrypt or decrypt the data on the way (not modelled).
     pub const ENCRYPT: u16 = 1 << 0;
+    /// Bit 2 (header bit 18): the access is to trusted (secure) memory (not modelled).
     pub const TMZ: u16 = 1 << 2;
     /// Cache policy valid: no functional effect.
     pub const CPV: u16 = 1 << 3;
+    /// Bit 9 (header bit 25): copy from the ends of the ranges toward their starts (not modelled).
     pub const BACKWARDS: u16 = 1 << 9;
     /// Two destinations (a longer packet).
     pub const BROADCAST: u16 = 1 << 11;
@@ -95,7 +117,10 @@ pub const FENCE_MTYPE_UC: u8 = 3;
 /// The header dword.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
+    /// Bits 0..8: the opcode (an `OP_*` constant).
     pub op: u8,
+    /// Bits 8..16: the sub-opcode, which picks the variant of ops such as [`OP_COPY`] and
+    /// [`OP_TIMESTAMP`].
     pub sub_op: u8,
     /// Bits 16..32: packet-specific flags.
     pub flags: u16,
@@ -107,6 +132,7 @@ pub const fn header(op: u8, sub_op: u8, flags: u16) -> u32 {
 }
 
 impl Header {
+    /// Splits a header dword into its fields; every dword parses.
     pub fn parse(word: u32) -> Header {
         Header {
             op: word as u8,
@@ -156,9 +182,13 @@ impl Header {
 pub enum DecodeError {
     /// Fewer dwords than the packet requires (`have` counts the header too).
     Truncated {
+        /// The header's op.
         op: u8,
+        /// The header's sub-op.
         sub_op: u8,
+        /// Dwords the packet needs, header included.
         need: usize,
+        /// Dwords there were.
         have: usize,
     },
 }
@@ -201,6 +231,7 @@ fn join(lo: u32, hi: u32) -> u64 {
 /// `NOP`: `count` ignored dwords follow the header. A zero dword is `Nop { count: 0 }`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Nop {
+    /// Header bits 16..30: how many ignored dwords follow the header (14 bits).
     pub count: u16,
 }
 
@@ -211,6 +242,8 @@ impl Nop {
         out.push(header(OP_NOP, 0, count));
         out.resize(out.len() + usize::from(count), 0);
     }
+    /// Reads the packet from `w`; fails with [`DecodeError::Truncated`] when `w` is empty or
+    /// shorter than the `1 + count` dwords the header announces.
     pub fn decode(w: &[u32]) -> Result<Self, DecodeError> {
         let h = need(w, 1)?;
         let count = h.flags & 0x3fff;
@@ -226,13 +259,18 @@ pub struct CopyLinear {
     pub extra_info: u16,
     /// Bytes minus one (30 bits).
     pub count: u32,
+    /// Dword 2 bits 16..18: byte-swap mode of the writes (0: none; others not modelled).
     pub dst_swap: u8,
+    /// Dword 2 bits 24..26: byte-swap mode of the reads (0: none; others not modelled).
     pub src_swap: u8,
+    /// Dwords 3 and 4: the source address (any byte alignment).
     pub src: u64,
+    /// Dwords 5 and 6: the destination address (any byte alignment).
     pub dst: u64,
 }
 
 impl CopyLinear {
+    /// Dwords of a copy, header included (without `BROADCAST`).
     pub const LEN: usize = 7;
     /// Length with the `BROADCAST` flag: two more dwords for the second destination.
     pub const BROADCAST_LEN: usize = 9;
@@ -240,6 +278,8 @@ impl CopyLinear {
     pub fn bytes(&self) -> u64 {
         u64::from(self.count & COUNT_MASK) + 1
     }
+    /// Appends the seven dwords to `out` (`count` cut to 30 bits; no second destination, even with
+    /// `BROADCAST` in `extra_info`).
     pub fn encode(&self, out: &mut Vec<u32>) {
         out.extend_from_slice(&[
             header(OP_COPY, SUBOP_COPY_LINEAR, self.extra_info),
@@ -251,6 +291,9 @@ impl CopyLinear {
             (self.dst >> 32) as u32,
         ]);
     }
+    /// Reads the packet from `w`, header included (words past [`Self::LEN`] are ignored). Fails
+    /// with [`DecodeError::Truncated`] only when `w` is shorter than [`Self::LEN`]; the header's op
+    /// is not checked. A broadcast copy's second destination is not read.
     pub fn decode(w: &[u32]) -> Result<Self, DecodeError> {
         let h = need(w, Self::LEN)?;
         Ok(CopyLinear {
@@ -269,9 +312,13 @@ impl CopyLinear {
 /// `flags`; `swap` is the count dword's byte-swap mode (bits 24..26).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriteLinear {
+    /// Header bits 16..32 (encryption bit 0, TMZ bit 2, cache policy valid bit 12).
     pub flags: u16,
+    /// Count dword bits 24..26: byte-swap mode of the writes (0: none).
     pub swap: u8,
+    /// Dwords 1 and 2: where the first data dword goes (dword aligned).
     pub address: u64,
+    /// The dwords written, 1 to 2^20; an empty vector still announces one dword.
     pub data: Vec<u32>,
 }
 
@@ -285,6 +332,7 @@ impl WriteLinear {
     pub fn dwords_of(count: u32) -> usize {
         (count & Self::COUNT_MASK) as usize + 1
     }
+    /// Appends the header, address, count (`data.len() - 1`, 20 bits) and the data to `out`.
     pub fn encode(&self, out: &mut Vec<u32>) {
         out.extend_from_slice(&[
             header(OP_WRITE, SUBOP_WRITE_LINEAR, self.flags),
@@ -295,6 +343,8 @@ impl WriteLinear {
         ]);
         out.extend_from_slice(&self.data);
     }
+    /// Reads the packet from `w`; fails with [`DecodeError::Truncated`] when `w` is shorter than
+    /// the four fixed dwords or than the data dwords the count announces.
     pub fn decode(w: &[u32]) -> Result<Self, DecodeError> {
         let h = need(w, Self::LEN_BEFORE_DATA)?;
         let n = Self::dwords_of(w[Self::COUNT_DWORD]);
@@ -313,16 +363,22 @@ impl WriteLinear {
 /// context save area of preemptible IBs (0: none). The header carries the VMID in bits 16..20.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Indirect {
+    /// Header bits 16..20: the VMID the buffer's packets run under (ignored by the emulator).
     pub vmid: u8,
+    /// Dwords 1 and 2: the buffer's address, [`Self::ALIGN`]-byte aligned.
     pub address: u64,
+    /// Dword 3: the buffer's length in dwords.
     pub size_dwords: u32,
+    /// Dwords 4 and 5: the context save area of a preemptible buffer, or 0 for none.
     pub csa: u64,
 }
 
 impl Indirect {
+    /// Dwords of the packet, header included.
     pub const LEN: usize = 6;
     /// Required alignment of `address`, in bytes.
     pub const ALIGN: u64 = 32;
+    /// Appends the six dwords to `out` (`vmid` cut to 4 bits, the address's low 5 bits dropped).
     pub fn encode(&self, out: &mut Vec<u32>) {
         out.extend_from_slice(&[
             header(OP_INDIRECT, 0, u16::from(self.vmid) & 0xf),
@@ -333,6 +389,9 @@ impl Indirect {
             (self.csa >> 32) as u32,
         ]);
     }
+    /// Reads the packet from `w`, header included (words past [`Self::LEN`] are ignored). Fails
+    /// with [`DecodeError::Truncated`] only when `w` is shorter than [`Self::LEN`]; the header's op
+    /// is not checked.
     pub fn decode(w: &[u32]) -> Result<Self, DecodeError> {
         let h = need(w, Self::LEN)?;
         Ok(Indirect {
@@ -349,17 +408,25 @@ impl Indirect {
 pub struct Fence {
     /// Memory type of the write (3 bits).
     pub mtype: u8,
+    /// Header bit 19 (`GCC`): a memory-attribute bit of the write (no functional effect).
     pub gcc: bool,
+    /// Header bit 20 (`SYS`): the write targets system memory (an attribute; no functional effect).
     pub sys: bool,
+    /// Header bit 22 (`SNP`): the write snoops the CPU caches (an attribute; no functional effect).
     pub snp: bool,
+    /// Header bit 23 (`GPA`): the address is a guest physical one (an attribute the reference
+    /// runtime leaves 0).
     pub gpa: bool,
     /// L2 cache policy (2 bits).
     pub l2_policy: u8,
+    /// Dwords 1 and 2: where `data` goes (dword aligned; the emulator drops bits 0..2).
     pub address: u64,
+    /// Dword 3: the value written.
     pub data: u32,
 }
 
 impl Fence {
+    /// Dwords of the packet, header included.
     pub const LEN: usize = 4;
     /// The fence the reference runtime emits: uncached write of `data` to `address`.
     pub fn new(address: u64, data: u32) -> Self {
@@ -374,6 +441,7 @@ impl Fence {
             data,
         }
     }
+    /// Appends the four dwords to `out`, header flags masked to their widths.
     pub fn encode(&self, out: &mut Vec<u32>) {
         let flags = (u16::from(self.mtype) & 7)
             | (u16::from(self.gcc) << 3)
@@ -388,6 +456,9 @@ impl Fence {
             self.data,
         ]);
     }
+    /// Reads the packet from `w`, header included (words past [`Self::LEN`] are ignored). Fails
+    /// with [`DecodeError::Truncated`] only when `w` is shorter than [`Self::LEN`]; the header's op
+    /// is not checked.
     pub fn decode(w: &[u32]) -> Result<Self, DecodeError> {
         let h = need(w, Self::LEN)?;
         let f = h.flags;
@@ -407,14 +478,21 @@ impl Fence {
 /// `TRAP`: raises an interrupt carrying `int_ctx` (28 bits), which signals that event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Trap {
+    /// Dword 1 bits 0..28: the interrupt's context id, which KFD reads as the id of the event to
+    /// signal.
     pub int_ctx: u32,
 }
 
 impl Trap {
+    /// Dwords of the packet, header included.
     pub const LEN: usize = 2;
+    /// Appends the two dwords to `out` (`int_ctx` cut to 28 bits).
     pub fn encode(&self, out: &mut Vec<u32>) {
         out.extend_from_slice(&[header(OP_TRAP, 0, 0), self.int_ctx & 0x0fff_ffff]);
     }
+    /// Reads the packet from `w`, header included (words past [`Self::LEN`] are ignored). Fails
+    /// with [`DecodeError::Truncated`] only when `w` is shorter than [`Self::LEN`]; the header's op
+    /// is not checked.
     pub fn decode(w: &[u32]) -> Result<Self, DecodeError> {
         need(w, Self::LEN)?;
         Ok(Trap {
@@ -433,8 +511,12 @@ pub struct PollRegmem {
     pub func: u8,
     /// Poll memory (`true`) or a register (`false`).
     pub mem_poll: bool,
+    /// Dwords 1 and 2: the memory dword polled (dword aligned), or a register's byte address in the
+    /// register form.
     pub address: u64,
+    /// Dword 3: the value the masked value is compared with.
     pub reference: u32,
+    /// Dword 4: the bits of the polled value that take part in the comparison.
     pub mask: u32,
     /// Poll interval (16 bits, in 160-clock units on hardware).
     pub interval: u16,
@@ -443,7 +525,9 @@ pub struct PollRegmem {
 }
 
 impl PollRegmem {
+    /// Dwords of the packet, header included.
     pub const LEN: usize = 6;
+    /// Appends the six dwords to `out`, fields masked to their widths.
     pub fn encode(&self, out: &mut Vec<u32>) {
         let flags = (u16::from(self.hdp_flush) << 10)
             | ((u16::from(self.func) & 7) << 12)
@@ -457,6 +541,9 @@ impl PollRegmem {
             u32::from(self.interval) | ((u32::from(self.retry_count) & 0xfff) << 16),
         ]);
     }
+    /// Reads the packet from `w`, header included (words past [`Self::LEN`] are ignored). Fails
+    /// with [`DecodeError::Truncated`] only when `w` is shorter than [`Self::LEN`]; the header's op
+    /// is not checked. An invalid function shows in [`PollRegmem::compare`].
     pub fn decode(w: &[u32]) -> Result<Self, DecodeError> {
         let h = need(w, Self::LEN)?;
         Ok(PollRegmem {
@@ -484,16 +571,21 @@ impl PollRegmem {
 /// The HDP flush of the reference runtime: a register-space `POLL_REGMEM` (6 dwords).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HdpFlush {
+    /// The register-space poll that makes up the flush.
     pub poll: PollRegmem,
 }
 
 impl HdpFlush {
+    /// Dwords of the packet, header included: a [`PollRegmem`]'s.
     pub const LEN: usize = PollRegmem::LEN;
     /// The reference runtime's words.
     pub const WORDS: [u32; 6] = [header(OP_POLL_REGMEM, 0, 0), 0, 0x8000_0000, 0, 0, 0];
+    /// Appends the poll's six dwords to `out`.
     pub fn encode(&self, out: &mut Vec<u32>) {
         self.poll.encode(out);
     }
+    /// Reads the poll from `w` as [`PollRegmem::decode`] does, without checking that it is a flush
+    /// ([`Packet::decode`] tells with [`PollRegmem::is_hdp_flush`]).
     pub fn decode(w: &[u32]) -> Result<Self, DecodeError> {
         Ok(HdpFlush {
             poll: PollRegmem::decode(w)?,
@@ -522,11 +614,14 @@ impl Default for HdpFlush {
 /// `TIMESTAMP` (get global): writes the 64-bit GPU clock to `address`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timestamp {
+    /// Dwords 1 and 2: where the 64-bit clock value goes.
     pub address: u64,
 }
 
 impl Timestamp {
+    /// Dwords of the packet, header included.
     pub const LEN: usize = 3;
+    /// Appends the three dwords to `out`, with the get-global sub-op.
     pub fn encode(&self, out: &mut Vec<u32>) {
         out.extend_from_slice(&[
             header(OP_TIMESTAMP, SUBOP_TIMESTAMP_GET_GLOBAL, 0),
@@ -534,6 +629,9 @@ impl Timestamp {
             (self.address >> 32) as u32,
         ]);
     }
+    /// Reads the packet from `w`, header included (words past [`Self::LEN`] are ignored). Fails
+    /// with [`DecodeError::Truncated`] only when `w` is shorter than [`Self::LEN`]; the header's op
+    /// is not checked, nor is the sub-op.
     pub fn decode(w: &[u32]) -> Result<Self, DecodeError> {
         need(w, Self::LEN)?;
         Ok(Timestamp {
@@ -547,16 +645,28 @@ impl Timestamp {
 pub mod gcr_control {
     /// Instruction cache invalidate (2-bit field).
     pub const GLI_INV: u32 = 3;
+    /// Bit 4: write back the metadata cache (GLM).
     pub const GLM_WB: u32 = 1 << 4;
+    /// Bit 5: invalidate the metadata cache (GLM).
     pub const GLM_INV: u32 = 1 << 5;
+    /// Bit 6: write back the scalar data cache (GLK).
     pub const GLK_WB: u32 = 1 << 6;
+    /// Bit 7: invalidate the scalar data cache (GLK).
     pub const GLK_INV: u32 = 1 << 7;
+    /// Bit 8: invalidate the vector L0 caches (GLV).
     pub const GLV_INV: u32 = 1 << 8;
+    /// Bit 9: invalidate the GL1 caches.
     pub const GL1_INV: u32 = 1 << 9;
+    /// Bit 10: `GL2_US`, a modifier of the L2 action that the builder never sets (its effect is not
+    /// described here).
     pub const GL2_US: u32 = 1 << 10;
+    /// Bit 13: drop dirty L2 lines without writing them back.
     pub const GL2_DISCARD: u32 = 1 << 13;
+    /// Bit 14: invalidate L2.
     pub const GL2_INV: u32 = 1 << 14;
+    /// Bit 15: write dirty L2 lines back to memory.
     pub const GL2_WB: u32 = 1 << 15;
+    /// Bit 16 (dword 3 bit 0): `base` and `limit` are physical addresses.
     pub const RANGE_IS_PA: u32 = 1 << 16;
 }
 
@@ -569,11 +679,15 @@ pub struct Gcr {
     pub limit: u64,
     /// The 19 control bits ([`gcr_control`]).
     pub control: u32,
+    /// Dword 4 bits 24..28: the VMID whose address space `base` and `limit` are in.
     pub vmid: u8,
 }
 
 impl Gcr {
+    /// Dwords of the packet, header included.
     pub const LEN: usize = 5;
+    /// Appends the five dwords to `out` (addresses cut to bits 7..48, `control` to 19 bits, `vmid`
+    /// to 4).
     pub fn encode(&self, out: &mut Vec<u32>) {
         out.extend_from_slice(&[
             header(OP_GCR, SUBOP_USER_GCR, 0),
@@ -583,6 +697,9 @@ impl Gcr {
             ((self.limit >> 32) as u32 & 0xffff) | ((u32::from(self.vmid) & 0xf) << 24),
         ]);
     }
+    /// Reads the packet from `w`, header included (words past [`Self::LEN`] are ignored). Fails
+    /// with [`DecodeError::Truncated`] only when `w` is shorter than [`Self::LEN`]; the header's op
+    /// is not checked.
     pub fn decode(w: &[u32]) -> Result<Self, DecodeError> {
         need(w, Self::LEN)?;
         Ok(Gcr {
@@ -603,13 +720,16 @@ pub struct ConstFill {
     pub sw: u8,
     /// Fill unit (2 bits).
     pub fill_size: u8,
+    /// Dwords 1 and 2: where the fill starts.
     pub address: u64,
+    /// Dword 3: the value repeated; a byte or 16-bit unit repeats its low bytes.
     pub data: u32,
     /// Bytes minus one (30 bits).
     pub count: u32,
 }
 
 impl ConstFill {
+    /// Dwords of the packet, header included.
     pub const LEN: usize = 5;
     /// Bytes this packet fills.
     pub fn bytes(&self) -> u64 {
@@ -619,6 +739,7 @@ impl ConstFill {
     pub fn unit(&self) -> usize {
         1 << self.fill_size.min(2)
     }
+    /// Appends the five dwords to `out` (`count` cut to 30 bits, `sw` and `fill_size` to 2).
     pub fn encode(&self, out: &mut Vec<u32>) {
         let flags = (u16::from(self.sw) & 3) | ((u16::from(self.fill_size) & 3) << 14);
         out.extend_from_slice(&[
@@ -629,6 +750,9 @@ impl ConstFill {
             self.count & COUNT_MASK,
         ]);
     }
+    /// Reads the packet from `w`, header included (words past [`Self::LEN`] are ignored). Fails
+    /// with [`DecodeError::Truncated`] only when `w` is shorter than [`Self::LEN`]; the header's op
+    /// is not checked.
     pub fn decode(w: &[u32]) -> Result<Self, DecodeError> {
         let h = need(w, Self::LEN)?;
         Ok(ConstFill {
@@ -646,16 +770,22 @@ impl ConstFill {
 pub struct Atomic {
     /// Retry compare-and-swap operations until they succeed.
     pub looped: bool,
+    /// Header bits 25..32: the operation (the emulator runs only [`ATOMIC_ADD64`]).
     pub operation: u8,
+    /// Dwords 1 and 2: the memory operated on (8-byte aligned for the 64-bit operations).
     pub address: u64,
+    /// Dwords 3 and 4: the operand (the addend of `ADD64`).
     pub src_data: u64,
+    /// Dwords 5 and 6: the value compare-and-swap operations compare with.
     pub cmp_data: u64,
     /// Interval between retries (13 bits).
     pub loop_interval: u16,
 }
 
 impl Atomic {
+    /// Dwords of the packet, header included.
     pub const LEN: usize = 8;
+    /// Appends the eight dwords to `out` (`operation` cut to 7 bits, `loop_interval` to 13).
     pub fn encode(&self, out: &mut Vec<u32>) {
         let flags = u16::from(self.looped) | ((u16::from(self.operation) & 0x7f) << 9);
         out.extend_from_slice(&[
@@ -669,6 +799,9 @@ impl Atomic {
             u32::from(self.loop_interval) & 0x1fff,
         ]);
     }
+    /// Reads the packet from `w`, header included (words past [`Self::LEN`] are ignored). Fails
+    /// with [`DecodeError::Truncated`] only when `w` is shorter than [`Self::LEN`]; the header's op
+    /// is not checked.
     pub fn decode(w: &[u32]) -> Result<Self, DecodeError> {
         let h = need(w, Self::LEN)?;
         Ok(Atomic {
@@ -685,21 +818,35 @@ impl Atomic {
 /// One decoded packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Packet {
+    /// `NOP`, a zero dword included.
     Nop(Nop),
+    /// `COPY_LINEAR`: a byte copy.
     CopyLinear(CopyLinear),
+    /// `INDIRECT`: a buffer of packets to run.
     Indirect(Indirect),
+    /// `FENCE`: a 32-bit write.
     Fence(Fence),
+    /// `TRAP`: an interrupt.
     Trap(Trap),
+    /// `POLL_REGMEM` that is not an HDP flush: a wait.
     PollRegmem(PollRegmem),
+    /// `POLL_REGMEM` in the HDP flush form ([`PollRegmem::is_hdp_flush`]).
     HdpFlush(HdpFlush),
+    /// `TIMESTAMP` get global: the GPU clock to memory.
     Timestamp(Timestamp),
+    /// `GCR`: cache write-back and invalidation.
     Gcr(Gcr),
+    /// `CONST_FILL`: a fill.
     ConstFill(ConstFill),
+    /// `ATOMIC`: an atomic on memory.
     Atomic(Atomic),
+    /// `WRITE` linear: dwords to memory.
     WriteLinear(WriteLinear),
     /// An `op`/`sub_op` this decoder does not know (or knows the size of but not how to run).
     Unknown {
+        /// The header's op (see [`packet_name`]).
         op: u8,
+        /// The header's sub-op.
         sub_op: u8,
     },
 }
@@ -783,16 +930,19 @@ const CACHE_WRITEBACK: u32 = gcr_control::GL2_WB | gcr_control::GLK_WB;
 /// [`SdmaBuilder::packets`] knows where each one ends.
 #[derive(Debug, Default, Clone)]
 pub struct SdmaBuilder {
+    /// The stream so far, the dwords to place in the ring.
     pub words: Vec<u32>,
     /// End (exclusive dword index) of each packet in `words`.
     ends: Vec<usize>,
 }
 
 impl SdmaBuilder {
+    /// An empty builder.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Drops every word and packet boundary, keeping the allocations.
     pub fn clear(&mut self) {
         self.words.clear();
         self.ends.clear();

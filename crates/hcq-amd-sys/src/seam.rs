@@ -12,20 +12,43 @@ use std::io;
 /// A file descriptor as the kernel hands it out.
 pub type Fd = i32;
 
+/// `mmap` protection: no access at all, for address-space reservations that buffer objects are
+/// later mapped over.
 pub const PROT_NONE: i32 = libc::PROT_NONE;
+/// `mmap` protection: the pages can be read.
 pub const PROT_READ: i32 = libc::PROT_READ;
+/// `mmap` protection: the pages can be written.
 pub const PROT_WRITE: i32 = libc::PROT_WRITE;
+/// `mmap` flag: stores reach the mapped object, so the GPU sees them (buffer objects, doorbells,
+/// host memory shared with the GPU).
 pub const MAP_SHARED: i32 = libc::MAP_SHARED;
+/// `mmap` flag: a private copy-on-write mapping (the driver's reservations).
 pub const MAP_PRIVATE: i32 = libc::MAP_PRIVATE;
+/// `mmap` flag: memory backed by no file (`fd` -1, offset 0).
 pub const MAP_ANONYMOUS: i32 = libc::MAP_ANONYMOUS;
+/// `mmap` flag: map exactly at `addr`, replacing whatever was mapped there (a buffer object placed
+/// into a reservation).
 pub const MAP_FIXED: i32 = libc::MAP_FIXED;
+/// `mmap` flag: reserve no swap for the mapping (large reservations that are never touched).
 pub const MAP_NORESERVE: i32 = libc::MAP_NORESERVE;
+/// errno: memory ran out (the host's, the GPU's, or address space); the driver turns it into an
+/// out-of-memory error.
 pub const ENOMEM: i32 = libc::ENOMEM;
+/// errno: a signal interrupted the call, which took no effect; the driver reissues it (see
+/// [`Kernel`]).
 pub const EINTR: i32 = libc::EINTR;
+/// errno: from `ioctl`, the kernel asks for the call again and the driver reissues it like
+/// [`EINTR`]; from `mmap`, a resource limit.
 pub const EAGAIN: i32 = libc::EAGAIN;
+/// errno: a pointer passed in, or one inside an ioctl argument, does not reach accessible memory.
 pub const EFAULT: i32 = libc::EFAULT;
+/// errno: the device failed the operation.
 pub const EIO: i32 = libc::EIO;
+/// errno: the object is in use (KFD: freeing a buffer still mapped to a GPU, a second `ACQUIRE_VM`
+/// with another DRM file, `RUNTIME_ENABLE` twice).
 pub const EBUSY: i32 = libc::EBUSY;
+/// errno: KFD or DRM rejected the request or one of its arguments (an unknown request, a bad
+/// handle, queue buffers of the wrong size).
 pub const EINVAL: i32 = libc::EINVAL;
 
 /// Where KFD publishes its topology.
@@ -219,10 +242,13 @@ impl<K: Kernel + ?Sized> Kernel for &'static K {
 /// A seam call that [`FaultInjector`] can fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SeamCall {
+    /// An `open` of a device node.
     Open,
     /// An ioctl with its request number.
     Ioctl(u64),
+    /// An `mmap`.
     Mmap,
+    /// An `munmap`.
     Munmap,
 }
 
@@ -231,10 +257,13 @@ pub enum SeamCall {
 pub enum CallFilter {
     /// Every `open`, `ioctl`, `mmap` and `munmap`.
     Any,
+    /// Every `open`.
     Open,
     /// Every ioctl (`None`) or only those with this request number.
     Ioctl(Option<u64>),
+    /// Every `mmap`.
     Mmap,
+    /// Every `munmap`.
     Munmap,
 }
 
@@ -256,8 +285,12 @@ impl CallFilter {
 /// from when the fault is armed, fails with `errno` without reaching the wrapped kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fault {
+    /// Which calls count toward `nth`.
     pub calls: CallFilter,
+    /// Index, from 0, of the call to fail among those `calls` selects, counted from
+    /// [`FaultInjector::arm`].
     pub nth: u64,
+    /// The errno the selected call fails with (e.g. [`EINTR`], [`ENOMEM`]).
     pub errno: i32,
 }
 

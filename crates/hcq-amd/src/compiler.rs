@@ -76,6 +76,7 @@ fn ends_with_caller(cmd: &mut Command) -> &mut Command {
 /// Compiles HIP device code for one AMD target.
 #[derive(Debug, Clone)]
 pub struct HipCompiler {
+    /// The target, e.g. `gfx1100` (clang's `-mcpu`).
     pub arch: String,
     /// Found at the first compile: opening a device must not start a process.
     clang: OnceLock<PathBuf>,
@@ -175,6 +176,8 @@ impl HipCompiler {
         self.clang.get_or_init(clang_path)
     }
 
+    /// A compiler for `arch` storing its objects in `cache`. Finding clang waits for the
+    /// first compile, so that opening a device starts no process.
     pub fn new(arch: &str, cache: CompileCache) -> Self {
         HipCompiler {
             arch: arch.to_string(),

@@ -105,10 +105,14 @@ impl Drop for OwnedSignal {
 /// The process's connection to one kernel (real or emulated): `/dev/kfd`, the GPU list, the
 /// shared signal and event pages, and the exception events.
 pub struct AmdDriver {
+    /// The open `/dev/kfd`, shared by every device and stream of this driver.
     pub kfd: Arc<Kfd>,
+    /// The GPU nodes of the KFD topology, in node order (the CPU node left out).
     pub gpus: Vec<GpuNode>,
     /// Prefix of device names: `amd` or `amd-emu`.
     pub prefix: String,
+    /// Whether the kernel behind the seam is the emulated one (for names and reports only:
+    /// the driver's code is the same).
     pub emulated: bool,
     /// The KFD ioctl interface version (major, minor), asked once at open.
     pub kfd_version: (u32, u32),
@@ -126,6 +130,8 @@ pub struct AmdDriver {
 const RUNTIME_ENABLE_SINCE: (u32, u32) = (1, 14);
 
 impl AmdDriver {
+    /// Opens `/dev/kfd` through `kernel` and reads its GPUs from the topology. Devices are
+    /// opened from it one by one ([`AmdDevice::open`]).
     pub fn new(kernel: Arc<dyn Kernel>, prefix: &str, emulated: bool) -> Result<Arc<AmdDriver>> {
         let gpus = topology::gpu_nodes(kernel.as_ref())?;
         let kfd = Kfd::open(kernel)?;
@@ -323,10 +329,13 @@ pub struct AmdBuffer {
 }
 
 impl AmdBuffer {
+    /// The buffer object behind this buffer (it may be larger: sizes round up to pages, and
+    /// a cached buffer may be reused for a smaller request).
     pub fn memory(&self) -> &GpuMemory {
         self.mem.as_ref().expect("present until drop")
     }
 
+    /// The buffer's address in the GPU's virtual address space (what a kernel argument holds).
     pub fn gpu_address(&self) -> u64 {
         self.memory().va
     }
@@ -591,14 +600,18 @@ pub(crate) struct GpuShared {
 
 /// One AMD GPU, real or emulated.
 pub struct AmdDevice {
+    /// The driver connection this device was opened from.
     pub driver: Arc<AmdDriver>,
+    /// The GPU's topology node (its `gpu_id` and properties).
     pub node: GpuNode,
+    /// The device's name: `amd:N` or `amd-emu:N` (`amd-emu:0 stream 1` for a stream's queue).
     pub name: String,
     drm_fd: Fd,
     // Before `kernargs` (fields drop in order): the queues inside go before any memory.
     pub(crate) state: Mutex<DeviceState>,
     kernargs: GpuMemory,
     exceptions: Arc<ExceptionEvents>,
+    /// Compiles HIP source for this GPU's architecture.
     pub compiler: HipCompiler,
     pub(crate) timeout: Duration,
     pub(crate) cache: Arc<BufferCache>,
@@ -858,6 +871,7 @@ impl AmdDevice {
         lock(&self.state).timeline_value
     }
 
+    /// The device's identity and compute shape (`hcq devices -v`).
     pub fn info(&self) -> DeviceInfo {
         let memory = self
             .node

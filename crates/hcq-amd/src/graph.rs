@@ -88,7 +88,9 @@ pub enum GraphArg {
 /// One launch to capture.
 #[derive(Debug, Clone)]
 pub struct GraphLaunch<'a> {
+    /// The kernel to launch.
     pub program: &'a AmdProgram,
+    /// Its arguments in signature order: fixed values, inputs and variables.
     pub args: Vec<GraphArg>,
     /// Workgroups per axis (the dimensions until the first replay that gives others).
     pub global: [u32; 3],
@@ -114,9 +116,13 @@ pub enum CopyEnd {
 /// owner mapped there ([`GpuMemory::map_to`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GraphCopy {
+    /// Where the bytes go.
     pub dst: CopyEnd,
+    /// Where they come from (the ends must not overlap).
     pub src: CopyEnd,
+    /// Bytes to copy.
     pub size: u64,
+    /// The `gpu_id` of the GPU whose copy engine runs it.
     pub engine: u32,
 }
 
@@ -125,7 +131,12 @@ pub struct GraphCopy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Region {
     /// Bytes `start..end` of device memory, the same for every replay.
-    Fixed { start: u64, end: u64 },
+    Fixed {
+        /// First byte's device address.
+        start: u64,
+        /// One past the last byte.
+        end: u64,
+    },
     /// Graph input `n` (the owner guarantees that inputs never alias each other or a fixed
     /// region).
     Input(usize),
@@ -146,7 +157,9 @@ impl Region {
 /// What a graph item does.
 #[derive(Debug, Clone)]
 pub enum Work<'a> {
+    /// A kernel launch.
     Launch(GraphLaunch<'a>),
+    /// A copy by a copy engine.
     Copy(GraphCopy),
 }
 
@@ -154,8 +167,11 @@ pub enum Work<'a> {
 /// listed under `writes` only).
 #[derive(Debug, Clone)]
 pub struct GraphItem<'a> {
+    /// The launch or copy.
     pub work: Work<'a>,
+    /// Memory it reads: it waits for earlier items that write there.
     pub reads: Vec<Region>,
+    /// Memory it writes: it waits for earlier items that read or write there.
     pub writes: Vec<Region>,
 }
 

@@ -48,21 +48,31 @@ pub(crate) fn reissue<T>(
 pub enum Release {
     /// Unmaps a buffer object from these GPUs.
     Unmap {
+        /// The buffer object's KFD handle.
         handle: u64,
+        /// The GPUs it is still mapped on.
         gpu_ids: Vec<u32>,
     },
     /// Unmaps a CPU mapping (a buffer's view, a reservation, a doorbell page).
     Munmap {
+        /// Start of the mapping.
         addr: u64,
+        /// Its length in bytes.
         len: usize,
     },
+    /// Frees a buffer object (after its unmaps).
     FreeMemory {
+        /// The buffer object's KFD handle.
         handle: u64,
     },
+    /// Destroys a hardware queue.
     DestroyQueue {
+        /// KFD's id of the queue.
         queue_id: u32,
     },
+    /// Destroys a KFD event.
     DestroyEvent {
+        /// KFD's id of the event.
         event_id: u32,
     },
 }
@@ -100,13 +110,16 @@ fn node_group(path: &str) -> Option<String> {
 
 /// An open `/dev/kfd`.
 pub struct Kfd {
+    /// The kernel every call goes to (the real one or the emulated one).
     pub kernel: Arc<dyn Kernel>,
+    /// The descriptor of `/dev/kfd`.
     pub fd: Fd,
     /// Releases the kernel refused, each with the steps that must follow it.
     pending: Mutex<Vec<VecDeque<Release>>>,
 }
 
 impl Kfd {
+    /// Opens `/dev/kfd`; a missing node or a permission error says what to fix.
     pub fn open(kernel: Arc<dyn Kernel>) -> Result<Self> {
         let fd = reissue(false, || kernel.open("/dev/kfd"))
             .map_err(|source| open_error("/dev/kfd", "open /dev/kfd", source))?;
@@ -230,6 +243,7 @@ impl Kfd {
         pending.iter().map(VecDeque::len).sum()
     }
 
+    /// `AMDKFD_IOC_GET_VERSION`: the ioctl interface's major and minor version.
     pub fn get_version(&self) -> Result<abi::GetVersionArgs> {
         let mut a = abi::GetVersionArgs::default();
         self.ioctl("AMDKFD_IOC_GET_VERSION", abi::IOC_GET_VERSION, &mut a)?;
@@ -287,6 +301,8 @@ impl Kfd {
         self.ioctl("AMDKFD_IOC_RUNTIME_ENABLE", abi::IOC_RUNTIME_ENABLE, &mut a)
     }
 
+    /// `AMDKFD_IOC_ACQUIRE_VM`: binds the process's VM on `gpu_id` to the render node
+    /// `drm_fd` (once per GPU and process).
     pub fn acquire_vm(&self, drm_fd: Fd, gpu_id: u32) -> Result<()> {
         let mut a = abi::AcquireVmArgs {
             drm_fd: drm_fd as u32,
@@ -295,6 +311,9 @@ impl Kfd {
         self.ioctl("AMDKFD_IOC_ACQUIRE_VM", abi::IOC_ACQUIRE_VM, &mut a)
     }
 
+    /// `AMDKFD_IOC_ALLOC_MEMORY_OF_GPU`: a buffer object of `size` bytes at `va_addr` on
+    /// `gpu_id` with KFD's `flags` (`mmap_offset` is the host address of a userptr); the reply
+    /// carries its handle and mmap offset.
     pub fn alloc_memory(
         &self,
         va_addr: u64,
@@ -319,6 +338,7 @@ impl Kfd {
         Ok(a)
     }
 
+    /// `AMDKFD_IOC_FREE_MEMORY_OF_GPU` (refused while the object is still mapped on a GPU).
     pub fn free_memory(&self, handle: u64) -> Result<()> {
         let mut a = abi::FreeMemoryOfGpuArgs { handle };
         self.ioctl(
@@ -354,6 +374,7 @@ impl Kfd {
         Ok(())
     }
 
+    /// `AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU` on every GPU in `gpu_ids`.
     pub fn unmap_memory(&self, handle: u64, gpu_ids: &[u32]) -> Result<()> {
         self.unmap_memory_from(handle, &mut gpu_ids.to_vec())
     }
@@ -378,6 +399,8 @@ impl Kfd {
         r
     }
 
+    /// `AMDKFD_IOC_CREATE_EVENT` of `event_type` in the event page `event_page_handle`; the
+    /// reply carries the event's id, slot and trigger data.
     pub fn create_event(
         &self,
         event_type: u32,
@@ -394,6 +417,7 @@ impl Kfd {
         Ok(a)
     }
 
+    /// `AMDKFD_IOC_DESTROY_EVENT`.
     pub fn destroy_event(&self, event_id: u32) -> Result<()> {
         let mut a = abi::DestroyEventArgs { event_id, pad: 0 };
         self.ioctl("AMDKFD_IOC_DESTROY_EVENT", abi::IOC_DESTROY_EVENT, &mut a)
@@ -424,15 +448,20 @@ impl Kfd {
         }
     }
 
+    /// `AMDKFD_IOC_CREATE_QUEUE` with the caller's filled-in arguments; KFD writes back the
+    /// queue id and doorbell offset.
     pub fn create_queue(&self, args: &mut abi::CreateQueueArgs) -> Result<()> {
         self.ioctl("AMDKFD_IOC_CREATE_QUEUE", abi::IOC_CREATE_QUEUE, args)
     }
 
+    /// `AMDKFD_IOC_DESTROY_QUEUE`.
     pub fn destroy_queue(&self, queue_id: u32) -> Result<()> {
         let mut a = abi::DestroyQueueArgs { queue_id, pad: 0 };
         self.ioctl("AMDKFD_IOC_DESTROY_QUEUE", abi::IOC_DESTROY_QUEUE, &mut a)
     }
 
+    /// `AMDKFD_IOC_GET_CLOCK_COUNTERS`: the GPU's clock and the host's clocks read together
+    /// (for placing GPU timestamps on the host's time line).
     pub fn clock_counters(&self, gpu_id: u32) -> Result<abi::GetClockCountersArgs> {
         let mut a = abi::GetClockCountersArgs {
             gpu_id,

@@ -22,6 +22,8 @@
 //! - [`graph`]: captured launches built once into a PM4 stream, replayed with one
 //!   `INDIRECT_BUFFER`.
 
+#![deny(missing_docs)]
+
 pub mod allocator;
 pub mod compiler;
 pub mod device;

@@ -7,6 +7,7 @@ use hcq_amd_sys::shared;
 use hcq_core::{Error, Result};
 use std::sync::{Arc, Mutex};
 
+/// The host page size KFD allocates and maps in (4 KiB on x86-64).
 pub const PAGE_SIZE: u64 = 0x1000;
 
 /// Where a buffer object lives.
@@ -24,9 +25,13 @@ pub enum MemoryKind {
 /// on drop.
 pub struct GpuMemory {
     kfd: Arc<Kfd>,
+    /// The address, the same for the CPU and every GPU it is mapped on.
     pub va: u64,
+    /// Bytes, a whole number of pages.
     pub size: u64,
+    /// KFD's handle of the buffer object.
     pub handle: u64,
+    /// Where the memory lives.
     pub kind: MemoryKind,
     mapped_gpus: Mutex<Vec<u32>>,
     /// The CPU mapping at `va` is this object's to unmap (not registered host memory that
@@ -55,7 +60,10 @@ impl std::fmt::Debug for GpuMemory {
 /// Allocation options beyond the kind.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AllocFlags {
+    /// Not cached by the GPU (`KFD_IOC_ALLOC_MEM_FLAGS_COHERENT | UNCACHED`): for memory the
+    /// host and GPU both write while work runs, such as signals.
     pub uncached: bool,
+    /// VRAM the CPU must be able to map (`KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC`).
     pub public: bool,
 }
 
@@ -310,6 +318,7 @@ impl GpuMemory {
         Ok(())
     }
 
+    /// The CPU mapping's start (access it only with `hcq_amd_sys::shared`'s atomic accessors).
     pub fn as_ptr(&self) -> *mut u8 {
         self.va as *mut u8
     }

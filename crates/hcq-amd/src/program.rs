@@ -33,13 +33,18 @@ pub enum ArgKind {
 /// One entry of a kernel's `.args`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArgInfo {
+    /// The parameter's name in the source, when the metadata keeps it.
     pub name: Option<String>,
+    /// Byte offset in the kernel-argument segment.
     pub offset: u32,
+    /// Bytes it occupies there.
     pub size: u32,
+    /// What the caller passes (or the runtime fills in, for hidden arguments).
     pub kind: ArgKind,
 }
 
 impl ArgInfo {
+    /// Whether the caller passes it (hidden arguments are the runtime's).
     pub fn is_explicit(&self) -> bool {
         !matches!(self.kind, ArgKind::Hidden(_))
     }
@@ -48,15 +53,21 @@ impl ArgInfo {
 /// One kernel as the metadata describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelMeta {
+    /// The kernel's name (`.name`: the source name, or the mangled one for C++).
     pub name: String,
+    /// Its kernel-descriptor symbol (`.symbol`, the name with `.kd`).
     pub symbol: String,
+    /// Its arguments, explicit and hidden, in segment order.
     pub args: Vec<ArgInfo>,
+    /// Bytes of the kernel-argument segment (`.kernarg_segment_size`).
     pub kernarg_segment_size: u32,
+    /// Its alignment (`.kernarg_segment_align`).
     pub kernarg_segment_align: u32,
     /// Most work-items per workgroup the kernel was compiled for, when the metadata says.
     pub max_flat_workgroup_size: Option<u32>,
     /// VGPRs and SGPRs the kernel uses (`.vgpr_count`, `.sgpr_count`), when the metadata says.
     pub vgpr_count: Option<u32>,
+    /// See `vgpr_count`.
     pub sgpr_count: Option<u32>,
 }
 
@@ -68,6 +79,7 @@ pub struct AlignedCodeObject {
 }
 
 impl AlignedCodeObject {
+    /// Copies `bytes` into 8-byte-aligned storage.
     pub fn new(bytes: &[u8]) -> Self {
         let mut words = vec![0u64; bytes.len().div_ceil(8)];
         // SAFETY: `words` owns at least `bytes.len()` bytes and cannot overlap `bytes`.
@@ -84,6 +96,7 @@ impl AlignedCodeObject {
         }
     }
 
+    /// The copied bytes, 8-byte aligned.
     pub fn bytes(&self) -> &[u8] {
         // SAFETY: the first `len` bytes of `words` were initialised from the source slice.
         unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.len) }
@@ -133,11 +146,13 @@ pub fn source_name(symbol: &str) -> Option<(String, String)> {
 const NAMES_LISTED: usize = 32;
 
 /// A parsed code object, before upload.
+/// A parsed AMDGPU code object: its ELF checked, its kernels' metadata read, not yet uploaded.
 #[derive(Debug)]
 pub struct CodeObject<'a> {
     bytes: &'a [u8],
     /// Bytes the loaded image spans (highest segment end).
     pub image_size: u64,
+    /// The kernels its metadata lists.
     pub kernels: Vec<KernelMeta>,
     /// Image ranges that hold file bytes (the rest is zero fill), and whether they are
     /// executable.
@@ -150,6 +165,8 @@ fn bad(msg: impl Into<String>) -> Error {
 }
 
 impl<'a> CodeObject<'a> {
+    /// Checks and parses `bytes` (8-byte aligned: see [`AlignedCodeObject`]); anything malformed
+    /// or unsupported is [`Error::InvalidCodeObject`] naming what.
     pub fn parse(bytes: &'a [u8]) -> Result<Self> {
         // Before the ELF reader, which would read a big-endian header and report its fields.
         if bytes.starts_with(&elf::ELFMAG) && bytes.get(5) != Some(&elf::ELFDATA2LSB) {
@@ -714,21 +731,25 @@ pub fn is_relocatable_amdgpu(bytes: &[u8]) -> bool {
 /// A kernel uploaded to a GPU, ready to launch.
 #[derive(Debug)]
 pub struct AmdProgram {
+    /// The kernel's name as its metadata gives it.
     pub name: String,
     /// The uploaded image; kept alive as long as the program, and longer when work that may
     /// run it is still queued ([`crate::AmdDevice::free_after_work`]).
     pub image: std::sync::Arc<GpuMemory>,
+    /// Its kernel descriptor, as the code object holds it.
     pub descriptor: KernelDescriptor,
     /// `COMPUTE_PGM_RSRC1` as dispatched: the descriptor's, with the bits the device's
     /// architecture needs ([`hcq_amd_sys::regs::dispatch_rsrc1_bits`]).
     pub rsrc1: u32,
     /// GPU address of the first instruction.
     pub code_entry: u64,
+    /// Which user SGPRs the dispatch must load, and where (from the descriptor's enables).
     pub user_sgprs: UserSgprLayout,
     /// Arguments from the metadata (empty when the code object has none).
     pub args: Vec<ArgInfo>,
     /// Bytes to reserve for kernel arguments, hidden ones included.
     pub kernarg_size: u32,
+    /// Alignment of the kernel-argument buffer (at least 16).
     pub kernarg_align: u32,
     /// Most work-items per workgroup the kernel was compiled for, when its metadata says.
     pub max_workgroup_size: Option<u32>,
@@ -805,7 +826,8 @@ const MACH_GFX11_GENERIC: u8 = 0x54;
 impl CodeObject<'_> {
     /// Checks that the object was built for `arch`, the target of device `device`: machine
     /// code for another target decodes into other instructions. A device whose target is not
-    /// in [`MACHS`] is trusted with any object.
+    /// among the targets whose ELF machine number this loader knows (gfx9 to gfx12) is
+    /// trusted with any object.
     pub fn check_target(&self, arch: &str, device: &str) -> Result<()> {
         let Some(&(_, want)) = MACHS.iter().find(|(a, _)| *a == arch) else {
             return Ok(());

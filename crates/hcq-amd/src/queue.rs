@@ -15,7 +15,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Bytes of a compute queue's ring (1 MiB: about 2 500 launches before it wraps).
 pub const COMPUTE_RING_BYTES: u64 = 0x10_0000;
+/// Bytes of a copy queue's ring.
 pub const SDMA_RING_BYTES: u64 = 0x10_0000;
 const DOORBELL_PAGE_BYTES: usize = 0x2000;
 
@@ -31,6 +33,7 @@ pub enum QueueKind {
 /// A user-mode queue of either kind.
 pub struct HwQueue {
     kfd: Arc<Kfd>,
+    /// Which engine it feeds.
     pub kind: QueueKind,
     ring: GpuMemory,
     /// Write pointer at +0, read pointer at +8, in the queue's unit.
@@ -54,6 +57,8 @@ pub struct HwQueue {
 unsafe impl Send for HwQueue {}
 
 impl HwQueue {
+    /// Allocates the ring, pointers and engine areas, and creates the queue with KFD on
+    /// `node` (a compute queue, or an SDMA queue on one of its copy engines).
     pub fn create(
         kfd: &Arc<Kfd>,
         drm_fd: Fd,
@@ -331,7 +336,7 @@ impl HwQueue {
     }
 
     /// Submits the packets of `builder`, each preceded by the zero dwords (NOPs) it needs
-    /// ([`HwQueue::sdma_padding`]: none straddles the ring's end, an `INDIRECT` ends on an
+    /// (`sdma_padding`: none straddles the ring's end, an `INDIRECT` ends on an
     /// 8-dword boundary). Room for the whole submission is made first, so a full ring fails it
     /// before any packet is written (a half-written submission would run later without its
     /// tail).

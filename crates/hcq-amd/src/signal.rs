@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 #[derive(Debug)]
 pub struct Signal {
     ptr: *mut AmdSignal,
+    /// The KFD event the GPU raises when it writes the signal (0: none, the host polls).
     pub event_id: u32,
+    /// GPU address of that event's slot in the event page (the mailbox `RELEASE_MEM` writes
+    /// the event id to before its interrupt).
     pub event_mailbox_ptr: u64,
 }
 
@@ -47,10 +50,12 @@ impl Signal {
         unsafe { &*((self.ptr as *mut u8).add(layout::VALUE_OFFSET as usize) as *const AtomicI64) }
     }
 
+    /// The signal's value as the GPU last wrote it.
     pub fn value(&self) -> u64 {
         self.value_cell().load(Ordering::Acquire) as u64
     }
 
+    /// Sets the value from the host (the GPU must not be about to write it).
     pub fn set(&self, v: u64) {
         self.value_cell().store(v as i64, Ordering::Release);
     }
@@ -70,16 +75,20 @@ impl Signal {
     pub fn value_addr(&self) -> u64 {
         self.ptr as u64 + layout::VALUE_OFFSET
     }
+    /// GPU address of the start timestamp (written by a timestamp packet before the work).
     pub fn start_ts_addr(&self) -> u64 {
         self.ptr as u64 + layout::START_TS_OFFSET
     }
+    /// GPU address of the end timestamp (written when the work has finished).
     pub fn end_ts_addr(&self) -> u64 {
         self.ptr as u64 + layout::END_TS_OFFSET
     }
+    /// The start timestamp, in GPU clock ticks.
     pub fn start_ts(&self) -> u64 {
         self.field_u64(layout::START_TS_OFFSET)
             .load(Ordering::Acquire)
     }
+    /// The end timestamp, in GPU clock ticks.
     pub fn end_ts(&self) -> u64 {
         self.field_u64(layout::END_TS_OFFSET)
             .load(Ordering::Acquire)
@@ -89,6 +98,7 @@ impl Signal {
 /// A GPU exception reported through KFD's exception events.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GpuException {
+    /// The GPU it happened on.
     pub gpu_id: u32,
     /// Faulting address for VM faults.
     pub va: Option<u64>,
@@ -99,11 +109,14 @@ pub struct GpuException {
 
 /// The process's exception events: KFD signals them on VM faults and hardware exceptions.
 pub struct ExceptionEvents {
+    /// The `KFD_IOC_EVENT_MEMORY` event (VM faults).
     pub memory_event: u32,
+    /// The `KFD_IOC_EVENT_HW_EXCEPTION` event (GPU resets and other hardware exceptions).
     pub hw_event: u32,
 }
 
 impl ExceptionEvents {
+    /// Creates both events (auto-reset, in KFD's own event page).
     pub fn create(kfd: &Kfd) -> Result<Self> {
         let memory_event = kfd.create_event(abi::EVENT_MEMORY, 0, true)?.event_id;
         let hw_event = match kfd.create_event(abi::EVENT_HW_EXCEPTION, 0, true) {

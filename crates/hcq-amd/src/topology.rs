@@ -10,7 +10,9 @@ use std::collections::HashMap;
 pub struct GpuNode {
     /// The sysfs node number.
     pub node: u32,
+    /// KFD's id of the GPU, which every ioctl names it by.
     pub gpu_id: u32,
+    /// The node's `properties` file, name to value.
     pub properties: HashMap<String, u64>,
     /// e.g. `gfx1100`.
     pub arch: String,
@@ -19,6 +21,7 @@ pub struct GpuNode {
 }
 
 impl GpuNode {
+    /// A property by name; [`Error::Unsupported`] naming it when the node lacks it.
     pub fn prop(&self, name: &str) -> Result<u64> {
         self.properties.get(name).copied().ok_or_else(|| {
             Error::Unsupported(format!(

@@ -8,7 +8,7 @@ use hcq_core::{Arg, Error};
 use hcq_emu::{EmuConfig, EmuKernel};
 use std::sync::{Arc, OnceLock};
 
-const DEMO: &[u8] = include_bytes!("../../../kernels/prebuilt/demo.gfx1100.hsaco");
+const DEMO: &[u8] = include_bytes!("../../hcq-cli/kernels/prebuilt/demo.gfx1100.hsaco");
 
 const RELOCATED_SRC: &str = r#"
 #define KERNEL extern "C" __attribute__((global))

@@ -6,7 +6,7 @@ use hcq_core::Arg;
 use hcq_emu::{EmuConfig, EmuKernel};
 use std::sync::Arc;
 
-const DEMO: &[u8] = include_bytes!("../../../kernels/prebuilt/demo.gfx1100.hsaco");
+const DEMO: &[u8] = include_bytes!("../../hcq-cli/kernels/prebuilt/demo.gfx1100.hsaco");
 
 fn driver(gpus: u32) -> Arc<AmdDriver> {
     let kernel: Arc<dyn Kernel> = Arc::new(EmuKernel::new(EmuConfig {

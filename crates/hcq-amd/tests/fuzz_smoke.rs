@@ -7,7 +7,7 @@ mod smoke;
 
 use std::time::Duration;
 
-const DEMO: &[u8] = include_bytes!("../../../kernels/prebuilt/demo.gfx1100.hsaco");
+const DEMO: &[u8] = include_bytes!("../../hcq-cli/kernels/prebuilt/demo.gfx1100.hsaco");
 
 #[test]
 fn code_object_smoke() {

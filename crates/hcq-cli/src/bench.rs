@@ -430,7 +430,7 @@ fn graph(device: Option<&str>, replays: usize) -> Result<Vec<Figure>, String> {
 }
 
 /// The benchmark kernels, compiled at run time.
-const EMU_SOURCE: &str = include_str!("../../../kernels/bench.hip");
+const EMU_SOURCE: &str = include_str!("../kernels/bench.hip");
 /// Native timings are the best of this many runs.
 const NATIVE_RUNS: usize = 3;
 

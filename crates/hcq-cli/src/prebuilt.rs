@@ -1,22 +1,23 @@
 //! Code objects shipped with the binary, so the demo runs where no clang is installed. Each is
-//! built from a kernel source in `kernels/` and recorded with that source's SHA-256 in
-//! `kernels/prebuilt/MANIFEST`; a test fails when a source changes and its object was not
-//! rebuilt (`kernels/rebuild.sh`).
+//! built from a kernel source in this crate's `kernels/` and recorded with that source's SHA-256
+//! in `kernels/prebuilt/MANIFEST`; a test fails when a source changes and its object was not
+//! rebuilt (`crates/hcq-cli/kernels/rebuild.sh`). The kernels live inside the crate so that its
+//! published package holds everything the binary embeds.
 
 use sha2::{Digest, Sha256};
 
 /// The demo's kernel source.
-pub const DEMO_SOURCE: &str = include_str!("../../../kernels/demo.hip");
+pub const DEMO_SOURCE: &str = include_str!("../kernels/demo.hip");
 
 /// `(source file, arch, object bytes)` for each shipped object.
 pub const OBJECTS: &[(&str, &str, &[u8])] = &[(
     "demo.hip",
     "gfx1100",
-    include_bytes!("../../../kernels/prebuilt/demo.gfx1100.hsaco"),
+    include_bytes!("../kernels/prebuilt/demo.gfx1100.hsaco"),
 )];
 
 /// The manifest: `source arch sha256-of-source object-file` per line.
-pub const MANIFEST: &str = include_str!("../../../kernels/prebuilt/MANIFEST");
+pub const MANIFEST: &str = include_str!("../kernels/prebuilt/MANIFEST");
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
@@ -46,7 +47,7 @@ mod tests {
     use super::*;
 
     fn source_text(name: &str) -> String {
-        let path = format!("{}/../../kernels/{name}", env!("CARGO_MANIFEST_DIR"));
+        let path = format!("{}/kernels/{name}", env!("CARGO_MANIFEST_DIR"));
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"))
     }
 
@@ -57,7 +58,7 @@ mod tests {
             let text = source_text(source);
             assert!(
                 object_for(source, &text, arch).is_some(),
-                "kernels/{source} changed since kernels/prebuilt was built for {arch}: run kernels/rebuild.sh"
+                "kernels/{source} changed since kernels/prebuilt was built for {arch}: run crates/hcq-cli/kernels/rebuild.sh"
             );
             let line = MANIFEST
                 .lines()
@@ -65,7 +66,7 @@ mod tests {
                 .expect("listed");
             let file = line.split_whitespace().nth(3).expect("object file column");
             let on_disk = std::fs::read(format!(
-                "{}/../../kernels/prebuilt/{file}",
+                "{}/kernels/prebuilt/{file}",
                 env!("CARGO_MANIFEST_DIR")
             ))
             .expect("object file");

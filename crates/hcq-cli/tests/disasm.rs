@@ -150,10 +150,13 @@ fn listings_match_llvm_objdump_and_headers_match_the_metadata() {
     let dir = tempfile::tempdir().unwrap();
     let root = repo();
     let mut objects: Vec<(PathBuf, Option<PathBuf>)> = vec![
-        (root.join("kernels/prebuilt/demo.gfx1100.hsaco"), None),
+        (
+            root.join("crates/hcq-cli/kernels/prebuilt/demo.gfx1100.hsaco"),
+            None,
+        ),
         (root.join("crates/rdna3/tests/kernels/kernels.hsaco"), None),
     ];
-    for sub in ["kernels", "kernels/suite", "kernels/ml"] {
+    for sub in ["crates/hcq-cli/kernels", "kernels/suite", "kernels/ml"] {
         let mut sources: Vec<PathBuf> = std::fs::read_dir(root.join(sub))
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -260,7 +263,7 @@ fn listings_match_llvm_objdump_and_headers_match_the_metadata() {
 
 #[test]
 fn one_kernel_and_clear_errors() {
-    let demo = repo().join("kernels/prebuilt/demo.gfx1100.hsaco");
+    let demo = repo().join("crates/hcq-cli/kernels/prebuilt/demo.gfx1100.hsaco");
     let demo = demo.to_str().unwrap();
     let one = hcq(&["disasm", demo, "--kernel", "mul_f32"]);
     assert!(one.starts_with("; kernel mul_f32: wave32\n"), "{one}");

@@ -37,11 +37,14 @@ fn sha256(bytes: &[u8]) -> FileHash {
 /// lists).
 #[derive(Debug, Clone)]
 pub struct CompileKey<'a> {
+    /// The source text (a file's content when compiling a file).
     pub source: &'a str,
     /// Target, e.g. `gfx1100`.
     pub arch: &'a str,
     /// The compiler's own identification (its `--version` output).
     pub compiler: &'a str,
+    /// Every argument given to the compiler, in order (include directories, defines,
+    /// optimization level, the bundled headers' digest).
     pub flags: &'a [String],
 }
 
@@ -68,6 +71,7 @@ impl CompileKey<'_> {
 /// A compiled object and the files its compile read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CompileOutput {
+    /// The code object (an ELF for AMD, a metallib for Metal).
     pub object: Vec<u8>,
     /// Every file the compile read (headers, and the source file when it was compiled from a
     /// file), as the compiler named it: absolute, or relative to the directory the compile ran
@@ -242,16 +246,19 @@ impl CompileCache {
         CompileCache { dir }
     }
 
+    /// A cache in `dir`, created on first store.
     pub fn at(dir: impl Into<PathBuf>) -> Self {
         CompileCache {
             dir: Some(dir.into()),
         }
     }
 
+    /// No cache: every compile runs, nothing is stored (`HCQ_CACHE_DIR=off`).
     pub fn disabled() -> Self {
         CompileCache { dir: None }
     }
 
+    /// The cache's directory; `None` when the cache is disabled.
     pub fn dir(&self) -> Option<&Path> {
         self.dir.as_deref()
     }

@@ -1,12 +1,14 @@
 //! What every hcq backend shares: [`Error`], kernel arguments ([`Arg`]), and the on-disk
-//! [`CompileCache`]. Backends (`hcq-amd`, later Metal) build on this; users see it re-exported
+//! [`CompileCache`]. Backends (`hcq-amd`, `hcq-metal`) build on this; users see it re-exported
 //! by the `hcq` crate.
+
+#![deny(missing_docs)]
 
 mod cache;
 pub mod compile_options;
 mod error;
 
-pub use cache::{CompileCache, CompileKey, CompileOutput};
+pub use cache::{CompileCache, CompileKey, CompileOutput, FRESH_FILE_WINDOW};
 pub use compile_options::CompileOptions;
 pub use error::{Error, Result};
 
@@ -72,15 +74,25 @@ impl std::fmt::Debug for ArgBytes {
 pub enum Arg<B> {
     /// A device buffer, passed as its device address.
     Buffer(B),
+    /// A 32-bit signed integer (`int`).
     I32(i32),
+    /// A 32-bit unsigned integer (`unsigned int`).
     U32(u32),
+    /// A 64-bit signed integer (`long`, `int64_t`).
     I64(i64),
+    /// A 64-bit unsigned integer (`size_t`, `uint64_t`).
     U64(u64),
+    /// An IEEE single (`float`).
     F32(f32),
+    /// An IEEE double (`double`).
     F64(f64),
+    /// An 8-bit signed integer (`signed char`, `int8_t`).
     I8(i8),
+    /// An 8-bit unsigned integer (`unsigned char`, `uint8_t`).
     U8(u8),
+    /// A 16-bit signed integer (`short`).
     I16(i16),
+    /// A 16-bit unsigned integer (`unsigned short`).
     U16(u16),
     /// An IEEE half (`_Float16`, `__half`) given by its bits.
     F16(u16),
@@ -209,8 +221,9 @@ pub struct CacheInfo {
     /// 1 for the caches closest to the SIMDs (KFD counts a gfx11 GPU's vector L0 and GL1
     /// both as level 1), 2 for L2, 3 for the Infinity Cache.
     pub level: u32,
-    /// Whether it caches data, instructions, or both.
+    /// Whether it caches data (with `instruction`: both).
     pub data: bool,
+    /// Whether it caches instructions (with `data`: both).
     pub instruction: bool,
     /// Bytes of one instance.
     pub bytes: u64,
@@ -223,13 +236,17 @@ pub struct CacheInfo {
 /// A GPU's compute shape and identity, as rocminfo shows them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ComputeInfo {
+    /// Compute units (on RDNA3, two per workgroup processor).
     pub compute_units: u32,
+    /// SIMDs in one compute unit; each runs its own waves.
     pub simds_per_cu: u32,
     /// Lanes per wave the runtime runs kernels with.
     pub wave_size: u32,
+    /// Most waves resident on one compute unit at once (all its SIMDs together).
     pub max_waves_per_cu: u32,
     /// Most LDS one workgroup may use, in bytes.
     pub lds_per_workgroup: u32,
+    /// Shader engines, each with its own workgroup dispatcher.
     pub shader_engines: u32,
     /// Highest shader clock, in MHz.
     pub max_clock_mhz: u32,
@@ -238,6 +255,7 @@ pub struct ComputeInfo {
     /// Host memory the GPU can map (GTT), in bytes, and how much of it is not in use, when
     /// the driver says.
     pub gtt_memory: Option<u64>,
+    /// The part of `gtt_memory` not in use, in bytes, when the driver says.
     pub gtt_free: Option<u64>,
     /// PCI location, `domain:bus:device.function`.
     pub pci_location: String,

@@ -33,7 +33,7 @@ pub struct EmuConfig {
     /// tinygrad's SDMA code expects). Which one a real GPU writes for a user queue is not
     /// documented, so drivers are tested against both.
     pub wrapped_read_pointers: bool,
-    /// SDMA user queues each GPU gives out at once ([`SDMA_QUEUES`]: its 2 engines × 6);
+    /// SDMA user queues each GPU gives out at once (at most and by default 12: its 2 engines × 6);
     /// fewer stand for queues other processes hold. KFD refuses one more with `ENOMEM`.
     pub sdma_queues: u32,
 }
@@ -153,8 +153,8 @@ impl EmuConfig {
         })
     }
 
-    /// `self` with `HCQ_EMU_SDMA_QUEUES`'s value (SDMA queues each GPU gives out, 0 to
-    /// [`SDMA_QUEUES`]; unset: all of them).
+    /// `self` with `HCQ_EMU_SDMA_QUEUES`'s value (SDMA queues each GPU gives out, 0 to 12, the
+    /// 2 engines × 6; unset: all of them).
     pub fn with_sdma_queues(self, value: Option<&str>) -> Result<Self, ConfigError> {
         let sdma_queues = match given(value) {
             None => SDMA_QUEUES,

@@ -30,8 +30,11 @@ use std::sync::Mutex;
 pub struct Limit {
     /// Where the figures come from, for messages.
     pub source: String,
+    /// The limit, in bytes.
     pub limit: u64,
+    /// Bytes of the limit in use when it was read (how they are counted depends on `kind`).
     pub used: u64,
+    /// Whether the limit counts resident memory or address space.
     pub kind: LimitKind,
 }
 
@@ -41,7 +44,12 @@ pub enum LimitKind {
     /// Memory actually in use: pages the emulator has handed out but nobody has touched are
     /// not in `used` yet. `shmem`, when known, is the shared memory `used` includes (where
     /// touched emulator pages are counted).
-    Resident { shmem: Option<u64> },
+    Resident {
+        /// Bytes of shared memory counted in `used` (`Shmem`/`shmem` of the source's
+        /// statistics); `None` when the source does not report it, in which case all the
+        /// emulator backs is taken as untouched.
+        shmem: Option<u64>,
+    },
     /// Address space (or data segment): counts mappings when they are made.
     Virtual,
 }
@@ -49,6 +57,7 @@ pub enum LimitKind {
 /// An allocation the host cannot back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shortage {
+    /// Bytes the refused allocation asked for.
     pub requested: u64,
     /// The most [`admit`] would have granted.
     pub available: u64,
@@ -218,7 +227,10 @@ pub fn cgroup_limits(read: &dyn Fn(&str) -> Option<String>) -> Vec<Limit> {
 /// `memory.current`) or v1 (`memory.limit_in_bytes`, `memory.usage_in_bytes`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CgroupDir {
+    /// Absolute path of the cgroup's directory under its cgroupfs mount point.
     pub path: String,
+    /// Whether it is a cgroup v2 directory (else a cgroup v1 memory-controller one), which
+    /// decides the names of the files read for its limit and usage.
     pub v2: bool,
 }
 

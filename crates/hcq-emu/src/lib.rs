@@ -167,6 +167,8 @@
 //! and MMIO buffers, register-space `WAIT_REG_MEM` other than the HDP flush, CPU protections
 //! of buffer mappings, and placing a buffer's CPU view anywhere but at its own address.
 
+#![deny(missing_docs)]
+
 mod clock;
 mod config;
 mod cp;
@@ -222,8 +224,13 @@ pub fn kernel() -> Result<&'static EmuKernel, ConfigError> {
 /// Totals of the dispatches a GPU has completed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ShaderCounts {
+    /// `DISPATCH_DIRECT` packets that ran to completion. One that faulted is not counted, nor
+    /// are its waves and instructions; nor is one with nothing to run (an empty grid).
     pub dispatches: u64,
+    /// Waves those dispatches ran (wave32: a workgroup of `n` work-items is `n / 32` waves,
+    /// rounded up).
     pub waves: u64,
+    /// Instructions executed, counted once per wave (not per lane), summed over all waves.
     pub instructions: u64,
 }
 
@@ -242,7 +249,9 @@ pub struct LiveObjects {
     /// GPUs whose doorbell memory the KFD context has (made on its first queue or doorbell
     /// `mmap`; released when the context ends).
     pub doorbell_regions: usize,
+    /// User-mode queues (compute and SDMA) created with `CREATE_QUEUE` and not yet destroyed.
     pub queues: usize,
+    /// Events created with `CREATE_EVENT` and not yet destroyed.
     pub events: usize,
     /// 1 while an event page is set.
     pub event_pages: usize,

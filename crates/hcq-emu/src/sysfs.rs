@@ -11,6 +11,7 @@ use crate::util::errno;
 /// What a path of the emulated sysfs is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SysfsKind {
+    /// A directory; its entries are the paths one component below it.
     Dir,
     /// A file and its whole text.
     File(String),
@@ -25,6 +26,8 @@ pub enum SysfsKind {
 pub struct SysfsEntry {
     /// Absolute, without a trailing `/`.
     pub path: String,
+    /// Whether the path is a directory, a file (with its text) or a symbolic link (with its
+    /// target).
     pub kind: SysfsKind,
 }
 

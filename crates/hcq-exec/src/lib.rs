@@ -7,7 +7,7 @@
 //! topology). At load, the library turns on the kernel's Syscall User Dispatch (Linux 5.11+,
 //! x86-64) in the main thread, and in every thread a program thread creates: from then on the
 //! kernel runs none of the program's system calls itself but hands each one to this library's
-//! `SIGSYS` handler ([`handler`]). That sees every call whatever issues it — libc, a `ctypes`
+//! `SIGSYS` handler (`handler.rs`). That sees every call whatever issues it — libc, a `ctypes`
 //! handle to libc, a raw `syscall` instruction — which a library that only replaces libc's
 //! symbols would not.
 //!
@@ -18,7 +18,7 @@
 //! contents, write pointers and doorbells are plain stores into memory it mapped.
 //!
 //! Calls that create threads or processes, and `execve`, run from trampolines of the gate
-//! ([`gate`]), so the new thread or child resumes in the program's code with its registers as
+//! (`gate.rs`), so the new thread or child resumes in the program's code with its registers as
 //! the kernel left them.
 //!
 //! Limits: x86-64 only; threads must be created with `pthread_create` (a raw `clone` thread is

@@ -98,12 +98,14 @@ pub struct Var(usize);
 pub struct Input(usize);
 
 impl Var {
+    /// Its position among the graph's variables (the slot of `vars` in a replay).
     pub fn index(self) -> usize {
         self.0
     }
 }
 
 impl Input {
+    /// Its position among the graph's inputs (the slot of `inputs` in a replay).
     pub fn index(self) -> usize {
         self.0
     }
@@ -112,9 +114,13 @@ impl Input {
 /// A launch dimension: a constant or an integer expression of variables.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DimExpr {
+    /// A fixed number.
     Const(i64),
+    /// A variable's value at replay.
     Var(Var),
+    /// The sum of two expressions.
     Add(Box<DimExpr>, Box<DimExpr>),
+    /// Their product.
     Mul(Box<DimExpr>, Box<DimExpr>),
     /// Floor division.
     Div(Box<DimExpr>, Box<DimExpr>),
@@ -246,11 +252,17 @@ pub enum GraphArg<'a> {
     Input(Input),
     /// A variable, passed as an `int32`.
     Var(Var),
+    /// A fixed `int`.
     I32(i32),
+    /// A fixed `unsigned int`.
     U32(u32),
+    /// A fixed 64-bit signed integer.
     I64(i64),
+    /// A fixed 64-bit unsigned integer.
     U64(u64),
+    /// A fixed `float`.
     F32(f32),
+    /// A fixed `double`.
     F64(f64),
     /// Any other value fixed for the life of the graph (`Arg::Bool`, `Arg::F16`,
     /// `Arg::Bytes`, ...; not a buffer).
@@ -260,8 +272,11 @@ pub enum GraphArg<'a> {
 /// A declared variable.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VarSpec {
+    /// The name it was declared with (for errors).
     pub name: String,
+    /// Smallest value a replay may give it.
     pub min: i32,
+    /// Largest value a replay may give it.
     pub max: i32,
 }
 
@@ -287,7 +302,9 @@ struct RecordedLaunch {
 /// One end of a graph copy: a fixed buffer or a graph input.
 #[derive(Debug, Clone, Copy)]
 pub enum GraphBuf<'a> {
+    /// A buffer fixed for the life of the graph.
     Buffer(&'a Buffer),
+    /// A graph input: the buffer the replay binds.
     Input(Input),
 }
 
@@ -334,6 +351,7 @@ pub struct GraphBuilder {
 }
 
 impl GraphBuilder {
+    /// An empty graph (the same as `GraphBuilder::default()`).
     pub fn new() -> Self {
         Self::default()
     }
@@ -476,6 +494,7 @@ impl GraphBuilder {
         self.items.len()
     }
 
+    /// Whether nothing has been recorded.
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }
@@ -1032,10 +1051,12 @@ impl Graph {
         &self.devices
     }
 
+    /// The declared variables, in declaration order.
     pub fn vars(&self) -> &[VarSpec] {
         &self.vars
     }
 
+    /// Number of kernel launches one replay makes.
     pub fn launch_count(&self) -> usize {
         self.launches
     }
@@ -1300,8 +1321,11 @@ pub enum JitArg<'a> {
     Buffer(&'a Buffer),
     /// Variable `n` of the call, as an `int32`.
     Var(usize),
+    /// A fixed `int`.
     I32(i32),
+    /// A fixed `unsigned int`.
     U32(u32),
+    /// A fixed `float`.
     F32(f32),
     /// Any other value (`Arg::Bool`, `Arg::Bytes`, ...; not a buffer).
     Value(crate::Arg<'a>),

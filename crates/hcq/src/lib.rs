@@ -61,6 +61,8 @@
 //!   submission, ordered with eager work through the device timeline (see the `graph` module
 //!   docs on [`Graph`]).
 
+#![deny(missing_docs)]
+
 mod graph;
 mod registry;
 mod stream;
@@ -229,6 +231,7 @@ impl Device {
         Device::open(&registry::default_name()?)
     }
 
+    /// The device's name, as [`Device::open`] takes it (`amd-emu:0`, `metal:0`).
     pub fn name(&self) -> &str {
         match &*self.backend {
             #[cfg(target_os = "linux")]
@@ -238,6 +241,14 @@ impl Device {
         }
     }
 
+    /// The device's number among those of its kind: the `N` of `amd:N`, `amd-emu:N` or
+    /// `metal:N` (what DLPack and HIP call the device id).
+    pub fn index(&self) -> usize {
+        registry::index_of(self.name())
+    }
+
+    /// What the device is: name, architecture, memory, whether it is emulated, and its compute
+    /// shape where the backend reports it.
     pub fn info(&self) -> DeviceInfo {
         match &*self.backend {
             #[cfg(target_os = "linux")]
@@ -491,10 +502,12 @@ impl std::fmt::Debug for Buffer {
 }
 
 impl Buffer {
+    /// Bytes, as allocated (a view's own length).
     pub fn size(&self) -> usize {
         self.size
     }
 
+    /// The device that holds it (kept open as long as the buffer lives).
     pub fn device(&self) -> &Device {
         &self.shared.device
     }
@@ -502,6 +515,21 @@ impl Buffer {
     /// Where this buffer starts in its allocation (0 unless it is a view).
     pub fn offset(&self) -> usize {
         self.offset
+    }
+
+    /// The address a kernel receives for this buffer (a view's own start), for handing the
+    /// memory to other libraries (DLPack, HIP interop). On AMD it is the GPU virtual address,
+    /// where the host has the memory mapped too. It stays valid while any buffer or view of the
+    /// memory lives. Metal buffers have no plain address: `Unsupported`.
+    pub fn device_address(&self) -> Result<u64> {
+        match &self.shared.inner {
+            #[cfg(target_os = "linux")]
+            BufferInner::Amd(b) => Ok(b.gpu_address() + self.offset as u64),
+            #[cfg(target_os = "macos")]
+            BufferInner::Metal(_) => Err(Error::Unsupported(
+                "device addresses of Metal buffers (bind the buffer instead)".into(),
+            )),
+        }
     }
 
     /// The `size` bytes at `offset` of this buffer, as a buffer of its own that shares the
@@ -809,10 +837,12 @@ impl std::fmt::Debug for Program {
 }
 
 impl Program {
+    /// The kernel's name, as its code object gives it.
     pub fn name(&self) -> &str {
         &self.shared.name
     }
 
+    /// The device it was loaded on (kept open as long as the program lives).
     pub fn device(&self) -> &Device {
         &self.shared.device
     }
@@ -954,6 +984,7 @@ impl Program {
 pub struct ArgInfo {
     /// The parameter's name in the source, when the metadata keeps it.
     pub name: Option<String>,
+    /// What the caller passes for it.
     pub kind: ArgKind,
 }
 
@@ -963,7 +994,10 @@ pub enum ArgKind {
     /// A buffer ([`Arg::Buffer`]).
     Buffer,
     /// A value passed by copy ([`Arg`]'s scalars or [`Arg::Bytes`]) of exactly this size.
-    Value { bytes: u32 },
+    Value {
+        /// The value's size.
+        bytes: u32,
+    },
     /// A kind hcq cannot pass (the metadata's `.value_kind`); launching the kernel fails.
     Other(String),
 }

@@ -49,6 +49,13 @@ fn emulated_driver() -> Result<Arc<AmdDriver>> {
         .map_err(Error::NoDevice)
 }
 
+/// The `N` of a device name `KIND:N` (0 when it has none, as [`crate::Device::open`] reads it).
+pub(crate) fn index_of(name: &str) -> usize {
+    name.split_once(':')
+        .and_then(|(_, n)| n.parse().ok())
+        .unwrap_or(0)
+}
+
 fn parse(name: &str) -> Result<(&str, usize)> {
     let (kind, index) = name.split_once(':').unwrap_or((name, "0"));
     let index: usize = index.parse().map_err(|_| {
@@ -188,10 +195,13 @@ fn platform_default_name() -> Result<String> {
 /// One line of a device listing.
 #[derive(Debug, Clone)]
 pub struct DeviceListing {
+    /// The name [`crate::Device::open`] takes.
     pub name: String,
+    /// The architecture: `gfx1100` (AMD), `metal`.
     pub arch: String,
     /// Device memory in bytes, as the topology reports it.
     pub memory: u64,
+    /// Whether it is the emulated GPU.
     pub emulated: bool,
 }
 
@@ -249,7 +259,9 @@ pub fn list_devices() -> Vec<DeviceListing> {
 #[cfg(target_os = "linux")]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct EmulatorCounters {
+    /// Kernel dispatches run.
     pub dispatches: u64,
+    /// Waves run.
     pub waves: u64,
     /// Wave-instructions (one instruction of one wave, whatever its active lanes).
     pub instructions: u64,

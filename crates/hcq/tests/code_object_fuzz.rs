@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const DEMO: &[u8] = include_bytes!("../../../kernels/prebuilt/demo.gfx1100.hsaco");
+const DEMO: &[u8] = include_bytes!("../../hcq-cli/kernels/prebuilt/demo.gfx1100.hsaco");
 
 /// A kernel whose global pointer table needs `R_AMDGPU_RELATIVE64` relocations.
 const RELOCATED_SRC: &str = r#"

@@ -18,6 +18,7 @@ fn transfer_between_gpus_then_compute_on_the_destination() {
         Device::open("amd-emu:0").unwrap(),
         Device::open("amd-emu:1").unwrap(),
     );
+    assert_eq!((d0.index(), d1.index()), (0, 1));
     let n = (1 << 20) + 123;
     let host: Vec<i32> = (0..n as i32)
         .map(|i| i.wrapping_mul(7919) ^ 0x5a5a)

@@ -93,3 +93,40 @@ fn graphs_order_views_by_their_ranges() {
     graph.replay(&[&part(0)], &[]).unwrap();
     assert_eq!(ints(&arena)[2 * n..3 * n], host[..n]);
 }
+
+/// `device_address` is what a kernel receives for the buffer: a kernel stores the pointer it
+/// was given, and views are their allocation's address plus their offset.
+#[test]
+fn device_address_is_the_pointer_a_kernel_receives() {
+    const WHERE: &str = r#"
+extern "C" __attribute__((global)) void where_is(unsigned long long* out, const char* a,
+                                                 const char* b) {
+  if (__builtin_amdgcn_workitem_id_x() == 0) {
+    out[0] = (unsigned long long)a;
+    out[1] = (unsigned long long)b;
+  }
+}
+"#;
+    let dev = Device::open("amd-emu:0").unwrap();
+    assert_eq!(dev.index(), 0);
+    let prg = dev
+        .program(&dev.compile(WHERE).unwrap(), "where_is")
+        .unwrap();
+    let whole = dev.alloc(4096).unwrap();
+    let view = whole.view(1000, 24).unwrap();
+    let out = dev.alloc(16).unwrap();
+    prg.launch(
+        &[Arg::Buffer(&out), Arg::Buffer(&whole), Arg::Buffer(&view)],
+        [1, 1, 1],
+        [32, 1, 1],
+    )
+    .unwrap();
+    let seen: Vec<u64> = out.read().unwrap();
+    let base = whole.device_address().unwrap();
+    assert_eq!(seen, [base, base + 1000]);
+    assert_eq!(view.device_address().unwrap(), base + 1000);
+    assert_eq!(
+        view.view(8, 8).unwrap().device_address().unwrap(),
+        base + 1008
+    );
+}

@@ -119,7 +119,7 @@ fn dispatch_fault(kind: FaultKind) -> Fault {
 }
 
 /// Runs a dispatch to completion. Workgroups run in parallel on the calling thread and the
-/// pool's host threads ([`crate::pool`]); the waves of a workgroup run round-robin on one
+/// pool's persistent host threads (`pool.rs`); the waves of a workgroup run round-robin on one
 /// thread. The first fault stops the dispatch.
 pub fn run_dispatch<M: Memory>(
     mem: &M,

@@ -47,6 +47,8 @@
 //!   applied); the other hardware registers read as 0. Timing-only instructions (`s_waitcnt*`, `s_delay_alu`, `s_clause`, `s_nop`,
 //!   `s_sendmsg`, cache invalidates, ...) are no-ops.
 
+#![deny(missing_docs)]
+
 pub mod code_cache;
 pub mod decode;
 pub mod exec;

@@ -7,7 +7,7 @@ mod smoke;
 
 use std::time::Duration;
 
-const DEMO: &[u8] = include_bytes!("../../../kernels/prebuilt/demo.gfx1100.hsaco");
+const DEMO: &[u8] = include_bytes!("../../hcq-cli/kernels/prebuilt/demo.gfx1100.hsaco");
 
 /// Dispatch header (RSRC1, RSRC2 with two user SGPRs, LDS and scratch, RSRC3, user data,
 /// 64 work-items) and a program with loads, LDS, a barrier, a loop, scratch and an atomic.

@@ -1,5 +1,5 @@
 //! Checks the decoder against LLVM on every instruction of every code object we have: the
-//! kernel suite (`kernels/suite/*.hip`) and `kernels/demo.hip`, compiled here with clang-19,
+//! kernel suite (`kernels/suite/*.hip`) and `crates/hcq-cli/kernels/demo.hip`, compiled here with clang-19,
 //! plus the checked-in objects (the rdna3 test fixture, the prebuilt demo).
 //!
 //! `.text` is walked with our decoder from its first byte to its last; every instruction must
@@ -297,11 +297,11 @@ fn every_instruction_matches_llvm_objdump() {
         "expected the 10 suite sources, found {}",
         sources.len()
     );
-    sources.push(root.join("kernels/demo.hip"));
+    sources.push(root.join("crates/hcq-cli/kernels/demo.hip"));
     let dir = TempDir::new();
     let mut objects = compile_all(&sources, &dir.0);
     objects.push(root.join("crates/rdna3/tests/kernels/kernels.hsaco"));
-    objects.push(root.join("kernels/prebuilt/demo.gfx1100.hsaco"));
+    objects.push(root.join("crates/hcq-cli/kernels/prebuilt/demo.gfx1100.hsaco"));
     // Hand-written instructions of every format, with the operand forms compilers rarely emit.
     let formats = dir.0.join("formats.o");
     assemble(&root.join("crates/rdna3/tests/kernels/formats.s"), &formats);
