@@ -14,11 +14,18 @@ pub type Size3 = [u32; 3];
 /// Where a command buffer is in its life (`MTLCommandBufferStatus`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommandStatus {
+    /// Created, and possibly being encoded, but neither enqueued nor committed.
     NotEnqueued,
+    /// Holds its place in the queue's order; not committed yet.
     Enqueued,
+    /// Committed: Metal will run it once its turn in the queue comes.
     Committed,
+    /// Its resources are ready and it waits for, or runs on, the GPU.
     Scheduled,
+    /// Finished without error (terminal).
     Completed,
+    /// Finished with an error, which [`MetalApi::error`] describes (terminal). Statuses this
+    /// enum does not name are reported as `Error` too.
     Error,
 }
 
@@ -35,17 +42,41 @@ impl CommandStatus {
 /// Methods that Metal documents as possibly returning `nil` return `Option`; methods with an
 /// `NSError` out-parameter return `Result<_, String>` with the error's description.
 pub trait MetalApi {
+    /// An `MTLDevice`: one GPU.
     type Device;
+    /// An `MTLBuffer` in shared storage. Cloning gives another handle to the same buffer (a
+    /// retain): a graph keeps such handles to its captured buffers for as long as its indirect
+    /// command buffer refers to them, and passes them to [`MetalApi::use_resources`].
     type Buffer: Clone;
+    /// An `MTLLibrary`: compiled MSL, from source or from a serialized metallib.
     type Library;
+    /// An `MTLFunction`: one kernel entry point of a library.
     type Function;
+    /// An `MTLComputePipelineState`. Cloning gives another handle to the same pipeline (a
+    /// retain), not a new pipeline.
     type Pipeline: Clone;
+    /// An `MTLCommandQueue`.
     type Queue;
-    type CommandBuffer;
+    /// An `MTLCommandBuffer`: encoded work submitted with [`MetalApi::commit`]. Cloning gives
+    /// another handle to the same command buffer (a retain): an event keeps the one that
+    /// signals it, to read its GPU time.
+    type CommandBuffer: Clone;
+    /// An `MTLComputeCommandEncoder` recording into a command buffer until
+    /// [`MetalApi::end_encoding`].
     type ComputeEncoder;
+    /// An `MTLBlitCommandEncoder` recording copies into a command buffer until
+    /// [`MetalApi::end_blit_encoding`].
     type BlitEncoder;
+    /// An `MTLIndirectCommandBuffer` of compute commands, encoded once and executed by
+    /// [`MetalApi::execute_commands_in_buffer`].
     type Icb;
+    /// An `MTLIndirectComputeCommand`: one slot of an indirect command buffer, valid while the
+    /// buffer lives.
     type IcbCommand;
+    /// An `MTLSharedEvent`: a 64-bit value that command buffers of any queue set and wait for
+    /// on the GPU, and the host reads. Cloning gives another handle to the same event (a
+    /// retain).
+    type Event: Clone;
 
     /// Whether this implementation is a stand-in rather than a real Metal.
     const EMULATED: bool;
@@ -205,4 +236,15 @@ pub trait MetalApi {
     );
     /// `[command setBarrier]`.
     fn set_barrier(&self, command: &Self::IcbCommand);
+
+    /// `[device newSharedEvent]`: a new event at value 0.
+    fn new_shared_event(&self, device: &Self::Device) -> Option<Self::Event>;
+    /// `[commandBuffer encodeSignalEvent:value:]` (no encoder open): when the GPU gets there,
+    /// after the commands encoded before, it sets the event to `value`.
+    fn encode_signal_event(&self, cb: &Self::CommandBuffer, event: &Self::Event, value: u64);
+    /// `[commandBuffer encodeWaitForEvent:value:]` (no encoder open): the GPU runs nothing
+    /// encoded after this point until the event has reached `value`.
+    fn encode_wait_for_event(&self, cb: &Self::CommandBuffer, event: &Self::Event, value: u64);
+    /// `[event signaledValue]`: the value the event has now.
+    fn signaled_value(&self, event: &Self::Event) -> u64;
 }

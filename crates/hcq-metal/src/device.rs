@@ -4,8 +4,8 @@
 use crate::api::{MetalApi, Size3};
 use crate::inflight::{failure, InFlight, Seq};
 use hcq_core::{Arg, CompileCache, CompileKey, DeviceInfo, Error, Result};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 /// Metal's limit on buffer bindings per kernel (`[[buffer(0..30)]]`), which is also what an
@@ -72,6 +72,8 @@ pub struct MetalProgram<A: MetalApi> {
 }
 
 impl<A: MetalApi> MetalProgram<A> {
+    /// The kernel's function name in its library (what [`MetalDevice::load_program`] was
+    /// asked for).
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -91,11 +93,71 @@ pub(crate) struct DeviceState<A: MetalApi> {
     pub(crate) in_flight: InFlight<A::CommandBuffer>,
     /// Failures of command buffers retired without a waiter, reported by the next wait.
     pub(crate) pending_errors: Vec<String>,
+    /// The queue's timeline for events (made at the first one) and the value the last event
+    /// set it to.
+    timeline: Option<A::Event>,
+    timeline_value: u64,
+}
+
+/// A queue of a device that the device waits for in [`MetalDevice::synchronize_streams`]: a
+/// stream opened with [`MetalDevice::new_stream`] and handed to
+/// [`MetalDevice::track_stream`].
+pub trait StreamQueue: Send + Sync {
+    /// Blocks until the work queued on this queue has finished.
+    fn synchronize(&self) -> Result<()>;
+}
+
+impl<A: MetalApi> StreamQueue for MetalDevice<A>
+where
+    MetalDevice<A>: Send + Sync,
+{
+    fn synchronize(&self) -> Result<()> {
+        MetalDevice::synchronize(self)
+    }
+}
+
+/// A point in one queue's work ([`MetalDevice::record_event`]): a value of that queue's
+/// `MTLSharedEvent`, set on the GPU once everything committed before it has run.
+pub struct MetalEvent<A: MetalApi> {
+    event: A::Event,
+    value: u64,
+    /// The command buffer that sets it, for its GPU time.
+    marker: A::CommandBuffer,
+    seq: Seq,
+    device_id: u64,
+    queue_id: u64,
+    queue_name: String,
+}
+
+impl<A: MetalApi> MetalEvent<A> {
+    /// The value of its queue's shared event that marks it.
+    pub fn value(&self) -> u64 {
+        self.value
+    }
+}
+
+impl<A: MetalApi> std::fmt::Debug for MetalEvent<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MetalEvent({} at {})", self.queue_name, self.value)
+    }
+}
+
+impl<A: MetalApi> DeviceState<A> {
+    fn new() -> Self {
+        DeviceState {
+            in_flight: InFlight::new(),
+            pending_errors: Vec::new(),
+            timeline: None,
+            timeline_value: 0,
+        }
+    }
 }
 
 /// One Metal GPU.
 pub struct MetalDevice<A: MetalApi> {
     pub(crate) api: A,
+    /// `metal:<index>`, the index into `MTLCopyAllDevices()` it was opened with; the name in
+    /// [`DeviceInfo`] and in error messages.
     pub name: String,
     pub(crate) device: A::Device,
     pub(crate) queue: A::Queue,
@@ -104,7 +166,14 @@ pub struct MetalDevice<A: MetalApi> {
     pub(crate) state: Mutex<DeviceState<A>>,
     cache: CompileCache,
     compiler_id: String,
+    /// The device's identity, shared by its streams: buffers and programs of the device are
+    /// used on any of them.
     pub(crate) id: u64,
+    /// This queue's identity (the device's own, or a stream's).
+    pub(crate) queue_id: u64,
+    /// Streams opened from this device, waited for by [`MetalDevice::synchronize_streams`].
+    streams: Mutex<Vec<Weak<dyn StreamQueue>>>,
+    next_stream: AtomicU32,
 }
 
 /// Names of the Metal devices `api` sees: `metal:0`, `metal:1`, ...
@@ -141,14 +210,185 @@ impl<A: MetalApi> MetalDevice<A> {
             name,
             device,
             queue,
-            state: Mutex::new(DeviceState {
-                in_flight: InFlight::new(),
-                pending_errors: Vec::new(),
-            }),
+            state: Mutex::new(DeviceState::new()),
             cache,
             compiler_id,
             id: next_id(),
+            queue_id: next_id(),
+            streams: Mutex::new(Vec::new()),
+            next_stream: AtomicU32::new(1),
         })
+    }
+
+    /// A stream: another `MTLCommandQueue` on the same `MTLDevice`, as a device of its own
+    /// that accepts this device's buffers and programs (`metal:0 stream 1`, ...). Its work
+    /// runs in order, independently of this device's queue and of other streams; events
+    /// order them ([`MetalDevice::record_event`], [`MetalDevice::wait_event`]). Hand it to
+    /// [`MetalDevice::track_stream`] for [`MetalDevice::synchronize_streams`] to wait for it.
+    /// Metal keeps a buffer alive while a committed command buffer uses it, so memory needs
+    /// no fences between streams.
+    pub fn new_stream(&self) -> Result<MetalDevice<A>>
+    where
+        A: Clone,
+        A::Device: Clone,
+    {
+        let number = self.next_stream.fetch_add(1, Ordering::Relaxed);
+        let name = format!("{} stream {number}", self.name);
+        let queue = self
+            .api
+            .new_command_queue(&self.device, MAX_COMMAND_BUFFERS)
+            .ok_or_else(|| Error::Unsupported(format!("{name}: newCommandQueue returned nil")))?;
+        Ok(MetalDevice {
+            api: self.api.clone(),
+            name,
+            device: self.device.clone(),
+            queue,
+            state: Mutex::new(DeviceState::new()),
+            cache: self.cache.clone(),
+            compiler_id: self.compiler_id.clone(),
+            id: self.id,
+            queue_id: next_id(),
+            streams: Mutex::new(Vec::new()),
+            next_stream: AtomicU32::new(1),
+        })
+    }
+
+    /// Has [`MetalDevice::synchronize_streams`] wait for `stream` while it lives.
+    pub fn track_stream(&self, stream: Weak<dyn StreamQueue>) {
+        let mut streams = lock(&self.streams);
+        streams.retain(|s| s.strong_count() > 0);
+        streams.push(stream);
+    }
+
+    /// Blocks until the work queued on this device's own queue and on every live stream
+    /// tracked with [`MetalDevice::track_stream`] has finished. Every queue is waited for; the
+    /// first failure is returned.
+    pub fn synchronize_streams(&self) -> Result<()> {
+        let mut result = self.synchronize();
+        let streams: Vec<_> = lock(&self.streams)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for s in streams {
+            let r = s.synchronize();
+            if result.is_ok() {
+                result = r;
+            }
+        }
+        result
+    }
+
+    /// Records an event: the point after everything committed to this queue so far. A
+    /// command buffer sets the queue's shared event to the event's value there.
+    pub fn record_event(&self) -> Result<MetalEvent<A>> {
+        let mut st = lock(&self.state);
+        if st.timeline.is_none() {
+            st.timeline = Some(
+                self.api
+                    .new_shared_event(&self.device)
+                    .ok_or_else(|| self.nil("newSharedEvent"))?,
+            );
+        }
+        let event = st.timeline.clone().expect("made above");
+        let cb = self.new_command_buffer()?;
+        let value = st.timeline_value + 1;
+        self.api.encode_signal_event(&cb, &event, value);
+        st.timeline_value = value;
+        let seq = self.submit_locked(&mut st, cb.clone());
+        Ok(MetalEvent {
+            event,
+            value,
+            marker: cb,
+            seq,
+            device_id: self.id,
+            queue_id: self.queue_id,
+            queue_name: self.name.clone(),
+        })
+    }
+
+    /// Makes the work committed to this queue from now on wait, on the GPU, until `event` is
+    /// reached; returns at once. An event of this queue is already behind everything to come.
+    /// An event of another Metal device is refused.
+    pub fn wait_event(&self, event: &MetalEvent<A>) -> Result<()> {
+        self.check_event(event)?;
+        if event.queue_id == self.queue_id {
+            return Ok(());
+        }
+        let mut st = lock(&self.state);
+        let cb = self.new_command_buffer()?;
+        self.api
+            .encode_wait_for_event(&cb, &event.event, event.value);
+        self.submit_locked(&mut st, cb);
+        Ok(())
+    }
+
+    fn check_event(&self, event: &MetalEvent<A>) -> Result<()> {
+        if event.device_id != self.id {
+            return Err(Error::InvalidArgument(format!(
+                "an event of {} used on {}, another Metal device",
+                event.queue_name, self.name
+            )));
+        }
+        Ok(())
+    }
+
+    /// Whether `event` has been reached (its queue's shared event holds its value).
+    pub fn event_is_complete(&self, event: &MetalEvent<A>) -> bool {
+        self.api.signaled_value(&event.event) >= event.value
+    }
+
+    /// Blocks until `event`, recorded on this queue, is reached; a command buffer of this
+    /// queue that failed meanwhile is the error.
+    pub fn synchronize_event(&self, event: &MetalEvent<A>) -> Result<()> {
+        if event.queue_id != self.queue_id {
+            return Err(Error::InvalidArgument(format!(
+                "an event of {} waited for on {}",
+                event.queue_name, self.name
+            )));
+        }
+        let mut st = lock(&self.state);
+        self.wait_locked(&mut st, Some(event.seq))
+    }
+
+    /// The GPU time from `earlier` to `later`, both reached and recorded on queues of this
+    /// device: the difference of the `GPUEndTime`s of the command buffers that set them.
+    /// Metal may not time a command buffer that holds nothing but the event: then it is
+    /// `Unsupported`.
+    pub fn elapsed_between(
+        &self,
+        earlier: &MetalEvent<A>,
+        later: &MetalEvent<A>,
+    ) -> Result<Duration> {
+        self.check_event(earlier)?;
+        self.check_event(later)?;
+        for e in [earlier, later] {
+            if !self.event_is_complete(e) {
+                return Err(Error::InvalidArgument(format!(
+                    "event {} of {} has not been reached",
+                    e.value, e.queue_name
+                )));
+            }
+        }
+        // Read under this queue's lock, as every command buffer is touched (both are finished,
+        // so nothing else changes them).
+        let _st = lock(&self.state);
+        let (start, end) = (
+            self.api.gpu_end_time(&earlier.marker),
+            self.api.gpu_end_time(&later.marker),
+        );
+        if start <= 0.0 || end <= 0.0 {
+            return Err(Error::Unsupported(format!(
+                "{}: Metal did not time the command buffer of an event",
+                self.name
+            )));
+        }
+        if end < start {
+            return Err(Error::InvalidArgument(format!(
+                "the later event ({} of {}) was reached before the earlier one ({} of {})",
+                later.value, later.queue_name, earlier.value, earlier.queue_name
+            )));
+        }
+        Ok(gpu_time(start, end))
     }
 
     /// The Metal calls this device makes.
@@ -156,6 +396,9 @@ impl<A: MetalApi> MetalDevice<A> {
         &self.api
     }
 
+    /// What hcq reports about the device: its name, the `metal` arch, Metal's recommended
+    /// working-set size (bytes) as its memory, and Metal's device name as the description.
+    /// Core, SIMD and clock figures are `None`: Metal does not expose them.
     pub fn info(&self) -> DeviceInfo {
         DeviceInfo {
             name: self.name.clone(),

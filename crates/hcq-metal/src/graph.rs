@@ -39,9 +39,13 @@ pub type VarId = usize;
 /// A launch dimension: a constant or a small integer expression of variables.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DimExpr {
+    /// A fixed value.
     Const(u32),
+    /// The value of variable `VarId` at the current replay (bounded by its [`VarSpec`]).
     Var(VarId),
+    /// Sum of the two operands; overflow is an error at evaluation.
     Add(Box<DimExpr>, Box<DimExpr>),
+    /// Product of the two operands; overflow is an error at evaluation.
     Mul(Box<DimExpr>, Box<DimExpr>),
     /// Floor division.
     Div(Box<DimExpr>, Box<DimExpr>),
@@ -50,21 +54,27 @@ pub enum DimExpr {
 }
 
 impl DimExpr {
+    /// The value of variable `v` ([`DimExpr::Var`]).
     pub fn var(v: VarId) -> DimExpr {
         DimExpr::Var(v)
     }
+    /// `self + o` ([`DimExpr::Add`]); a builder, not `std::ops::Add`.
     #[allow(clippy::should_implement_trait)]
     pub fn add(self, o: DimExpr) -> DimExpr {
         DimExpr::Add(Box::new(self), Box::new(o))
     }
+    /// `self * o` ([`DimExpr::Mul`]); a builder, not `std::ops::Mul`.
     #[allow(clippy::should_implement_trait)]
     pub fn mul(self, o: DimExpr) -> DimExpr {
         DimExpr::Mul(Box::new(self), Box::new(o))
     }
+    /// `self / o` rounded down ([`DimExpr::Div`]); a builder, not `std::ops::Div`.
     #[allow(clippy::should_implement_trait)]
     pub fn div(self, o: DimExpr) -> DimExpr {
         DimExpr::Div(Box::new(self), Box::new(o))
     }
+    /// `self / o` rounded up ([`DimExpr::CeilDiv`]), e.g. the threadgroups covering `self`
+    /// items `o` at a time; `o` must evaluate to a positive value.
     pub fn ceil_div(self, o: DimExpr) -> DimExpr {
         DimExpr::CeilDiv(Box::new(self), Box::new(o))
     }
@@ -157,8 +167,11 @@ fn eval_dims(d: &Dims, vals: &[i32]) -> Result<Size3> {
 /// A symbolic integer variable (an `int` kernel argument) and its inclusive bounds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VarSpec {
+    /// The variable's name, for error messages.
     pub name: String,
+    /// Smallest value a replay may pass (inclusive; must not exceed `max`).
     pub min: i32,
+    /// Largest value a replay may pass (inclusive).
     pub max: i32,
 }
 
@@ -189,18 +202,26 @@ pub struct ExecItem {
 /// A captured sequence of launches, backend-neutral.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct GraphSpec {
+    /// The captured launches, in execution order; a graph needs at least one.
     pub items: Vec<ExecItem>,
+    /// The symbolic variables, indexed by [`VarId`]; each replay passes one value per
+    /// variable, within its bounds.
     pub vars: Vec<VarSpec>,
+    /// How many input buffers each replay passes ([`BufferRef::Input`] numbers lie below it).
     pub num_inputs: usize,
 }
 
 /// What one binding slot of a command is bound to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Bind {
+    /// Captured buffer number `n` (an index into the `buffers` of [`MetalGraph::new`]),
+    /// bound once when the graph is encoded.
     Fixed(usize),
+    /// Graph input number `n`, rebound at a replay that passes a different buffer for it.
     Input(usize),
     /// The graph's int buffer at this byte offset.
     IntBuffer {
+        /// Byte offset into the int buffer: 4 × the variable's [`VarId`].
         offset: usize,
     },
 }
@@ -208,6 +229,7 @@ pub enum Bind {
 /// One command of the indirect command buffer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandPlan {
+    /// Index into the graph's programs of the kernel the command runs.
     pub program: usize,
     /// `(binding index, what)`, in binding order.
     pub bindings: Vec<(usize, Bind)>,
@@ -218,6 +240,7 @@ pub struct CommandPlan {
 /// Every decision of the graph, made once from the spec, in pure Rust.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GraphPlan {
+    /// One command per [`ExecItem`] of the spec, in the same order.
     pub commands: Vec<CommandPlan>,
     /// `(command, binding index, input)` for every slot bound to an input.
     pub input_slots: Vec<(usize, usize, usize)>,
@@ -381,8 +404,14 @@ pub struct MetalGraph<A: MetalApi> {
     bound_inputs: Vec<u64>,
     /// Dimensions currently encoded, per command.
     encoded_dims: Vec<(Size3, Size3)>,
-    /// The previous replay's command buffer.
-    last: Option<Seq>,
+    /// The previous replay: the queue it went to, its place there, and its command buffer.
+    last: Option<LastReplay<A>>,
+}
+
+struct LastReplay<A: MetalApi> {
+    queue_id: u64,
+    seq: Seq,
+    cb: A::CommandBuffer,
 }
 
 impl<A: MetalApi> MetalGraph<A> {
@@ -541,8 +570,14 @@ impl<A: MetalApi> MetalGraph<A> {
         let mut st = lock(&dev.state);
         // The ICB and the int buffer are about to change: the previous replay must be done.
         if let Some(last) = self.last.take() {
-            if st.in_flight.contains(last) {
-                dev.wait_locked(&mut st, Some(last))?;
+            if last.queue_id == dev.queue_id {
+                if st.in_flight.contains(last.seq) {
+                    dev.wait_locked(&mut st, Some(last.seq))?;
+                }
+            } else if !api.status(&last.cb).is_finished() {
+                // It went to another queue of the device (a stream): wait for its command
+                // buffer itself. Its own queue still retires it and reports a failure.
+                api.wait_until_completed(&last.cb);
             }
         }
         let ids: Vec<u64> = inputs.iter().map(|b| b.id).collect();
@@ -579,8 +614,12 @@ impl<A: MetalApi> MetalGraph<A> {
         api.use_resources(&enc, &resources);
         api.execute_commands_in_buffer(&enc, &self.icb, 0..self.plan.commands.len());
         api.end_encoding(&enc);
-        let seq = dev.submit_locked(&mut st, cb);
-        self.last = Some(seq);
+        let seq = dev.submit_locked(&mut st, cb.clone());
+        self.last = Some(LastReplay {
+            queue_id: dev.queue_id,
+            seq,
+            cb,
+        });
         if !wait {
             return Ok(None);
         }
@@ -609,10 +648,12 @@ impl<A: MetalApi> MetalGraph<A> {
         out
     }
 
-    /// Whether the last replay's command buffer is still tracked as in flight.
+    /// Whether the last replay's command buffer is still tracked as in flight on `dev` (the
+    /// device's queue or a stream's).
     pub fn in_flight(&self, dev: &MetalDevice<A>) -> bool {
-        self.last
-            .is_some_and(|s| dev.id == self.device_id && lock(&dev.state).in_flight.contains(s))
+        self.last.as_ref().is_some_and(|l| {
+            l.queue_id == dev.queue_id && lock(&dev.state).in_flight.contains(l.seq)
+        })
     }
 }
 

@@ -27,6 +27,7 @@ impl<C> Default for InFlight<C> {
 }
 
 impl<C> InFlight<C> {
+    /// An empty queue whose first pushed command buffer gets sequence number 0.
     pub fn new() -> Self {
         Self::default()
     }
@@ -57,10 +58,12 @@ impl<C> InFlight<C> {
         self.queue.pop_front().map(|(_, c)| c)
     }
 
+    /// Command buffers tracked: pushed and not yet retired or popped.
     pub fn len(&self) -> usize {
         self.queue.len()
     }
 
+    /// Whether no command buffer is tracked (every pushed one has been retired or popped).
     pub fn is_empty(&self) -> bool {
         self.queue.is_empty()
     }

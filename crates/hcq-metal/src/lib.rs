@@ -10,13 +10,16 @@
 //! `aarch64-apple-darwin` by `scripts/check-apple.sh`.
 //!
 //! - [`api`]: the [`MetalApi`] trait, one method per Metal call.
-//! - [`device`]: [`MetalDevice`], [`MetalBuffer`], [`MetalProgram`].
+//! - [`device`]: [`MetalDevice`], [`MetalBuffer`], [`MetalProgram`], streams (more command
+//!   queues of one device) and [`MetalEvent`]s that order them.
 //! - [`inflight`]: the queue of committed command buffers (O(1) "still in flight?").
 //! - [`graph`]: the neutral graph description ([`GraphSpec`]), its [`GraphPlan`], and
 //!   [`MetalGraph`].
 //! - [`fake`]: the recording fake Metal.
 //! - `objc` (macOS only): `ObjcMetal`, the real Metal through `objc2-metal`, and
 //!   `ThreadSafeMetalDevice`, which states when a device over it may be shared between threads.
+
+#![deny(missing_docs)]
 
 pub mod api;
 pub mod device;
@@ -27,7 +30,10 @@ pub mod inflight;
 pub mod objc;
 
 pub use api::{CommandStatus, MetalApi, Size3};
-pub use device::{device_names, MetalBuffer, MetalDevice, MetalProgram, MAX_BUFFER_BINDINGS};
+pub use device::{
+    device_names, MetalBuffer, MetalDevice, MetalEvent, MetalProgram, StreamQueue,
+    MAX_BUFFER_BINDINGS,
+};
 pub use graph::{
     dims, Bind, BufferRef, CommandPlan, DimExpr, Dims, ExecItem, GraphPlan, GraphSpec, MetalGraph,
     VarId, VarSpec,
@@ -35,4 +41,5 @@ pub use graph::{
 #[cfg(target_os = "macos")]
 pub use objc::{
     open_system_device, system_device_names, ObjcMetal, SystemMetalDevice, ThreadSafeMetalDevice,
+    ThreadSafeMetalEvent,
 };

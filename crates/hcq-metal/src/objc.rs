@@ -13,9 +13,10 @@ use objc2_foundation::{NSData, NSProcessInfo, NSRange, NSString};
 use objc2_metal::{
     MTLBlitCommandEncoder, MTLBuffer, MTLCommandBuffer, MTLCommandBufferStatus, MTLCommandEncoder,
     MTLCommandQueue, MTLCompileOptions, MTLComputeCommandEncoder, MTLComputePipelineDescriptor,
-    MTLComputePipelineState, MTLCopyAllDevices, MTLDevice, MTLFunction, MTLIndirectCommandBuffer,
-    MTLIndirectCommandBufferDescriptor, MTLIndirectCommandType, MTLIndirectComputeCommand,
-    MTLLibrary, MTLPipelineOption, MTLResource, MTLResourceOptions, MTLResourceUsage, MTLSize,
+    MTLComputePipelineState, MTLCopyAllDevices, MTLDevice, MTLEvent, MTLFunction,
+    MTLIndirectCommandBuffer, MTLIndirectCommandBufferDescriptor, MTLIndirectCommandType,
+    MTLIndirectComputeCommand, MTLLibrary, MTLPipelineOption, MTLResource, MTLResourceOptions,
+    MTLResourceUsage, MTLSharedEvent, MTLSize,
 };
 use std::ops::Range;
 use std::ptr::NonNull;
@@ -46,6 +47,7 @@ impl MetalApi for ObjcMetal {
     type BlitEncoder = Obj<dyn MTLBlitCommandEncoder>;
     type Icb = Obj<dyn MTLIndirectCommandBuffer>;
     type IcbCommand = Obj<dyn MTLIndirectComputeCommand>;
+    type Event = Obj<dyn MTLSharedEvent>;
 
     const EMULATED: bool = false;
 
@@ -372,6 +374,22 @@ impl MetalApi for ObjcMetal {
     fn set_barrier(&self, command: &Self::IcbCommand) {
         command.setBarrier();
     }
+
+    fn new_shared_event(&self, device: &Self::Device) -> Option<Self::Event> {
+        device.newSharedEvent()
+    }
+
+    fn encode_signal_event(&self, cb: &Self::CommandBuffer, event: &Self::Event, value: u64) {
+        cb.encodeSignalEvent_value(ProtocolObject::<dyn MTLEvent>::from_ref(&**event), value);
+    }
+
+    fn encode_wait_for_event(&self, cb: &Self::CommandBuffer, event: &Self::Event, value: u64) {
+        cb.encodeWaitForEvent_value(ProtocolObject::<dyn MTLEvent>::from_ref(&**event), value);
+    }
+
+    fn signaled_value(&self, event: &Self::Event) -> u64 {
+        event.signaledValue()
+    }
 }
 
 /// The objc2 Metal device.
@@ -392,7 +410,37 @@ impl ThreadSafeMetalDevice {
     pub fn open(index: usize) -> hcq_core::Result<Self> {
         open_system_device(index).map(Self)
     }
+
+    /// A stream of this device ([`crate::MetalDevice::new_stream`]), which
+    /// [`crate::MetalDevice::synchronize_streams`] of this device waits for while it lives.
+    pub fn open_stream(&self) -> hcq_core::Result<std::sync::Arc<ThreadSafeMetalDevice>> {
+        let stream = std::sync::Arc::new(ThreadSafeMetalDevice(self.0.new_stream()?));
+        let weak: std::sync::Weak<dyn crate::device::StreamQueue> =
+            std::sync::Arc::downgrade(&stream) as _;
+        self.0.track_stream(weak);
+        Ok(stream)
+    }
 }
+
+impl crate::device::StreamQueue for ThreadSafeMetalDevice {
+    fn synchronize(&self) -> hcq_core::Result<()> {
+        self.0.synchronize()
+    }
+}
+
+/// A [`crate::MetalEvent`] of the system Metal that threads may share (see
+/// [`ThreadSafeMetalDevice`]).
+pub struct ThreadSafeMetalEvent(pub crate::MetalEvent<ObjcMetal>);
+
+// SAFETY: the event holds an `MTLSharedEvent`, which Apple documents as usable from any thread
+// (and any device, and other processes), plain Rust data, and the retained `MTLCommandBuffer`
+// that sets it: that one is only retained and released (atomic) and, in
+// `MetalDevice::elapsed_between`, read for its `GPUEndTime` once it has finished, under a
+// device's lock.
+unsafe impl Send for ThreadSafeMetalEvent {}
+// SAFETY: as for `Send`: through `&ThreadSafeMetalEvent` only `signaledValue` of the shared
+// event is called directly; the command buffer is read as above.
+unsafe impl Sync for ThreadSafeMetalEvent {}
 
 impl std::ops::Deref for ThreadSafeMetalDevice {
     type Target = SystemMetalDevice;
@@ -402,12 +450,14 @@ impl std::ops::Deref for ThreadSafeMetalDevice {
     }
 }
 
-// SAFETY: a `MetalDevice<ObjcMetal>` holds plain Rust data (its name, ids, the compile cache),
-// the unit `ObjcMetal`, an `MTLDevice` and an `MTLCommandQueue`, which Apple documents as
-// thread-safe, and the committed `MTLCommandBuffer`s in its `Mutex<DeviceState>`: device.rs
-// touches those only with that lock held (`submit_locked`, `wait_*_locked`), so one thread at a
-// time, and retaining/releasing an Objective-C object is atomic. A change to that locking must
-// revisit this.
+// SAFETY: a `MetalDevice<ObjcMetal>` holds plain Rust data (its name, ids, the compile cache,
+// its streams as `Weak<dyn StreamQueue>`, which are `Send + Sync`), the unit `ObjcMetal`, an
+// `MTLDevice` and an `MTLCommandQueue`, which Apple documents as thread-safe, and in its
+// `Mutex<DeviceState>` the committed `MTLCommandBuffer`s and its events' `MTLSharedEvent`
+// (thread-safe too): device.rs touches the command buffers only with that lock held
+// (`submit_locked`, `wait_*_locked`, `record_event`), so one thread at a time, and
+// retaining/releasing an Objective-C object is atomic. A change to that locking must revisit
+// this.
 unsafe impl Send for ThreadSafeMetalDevice {}
 // SAFETY: as for `Send` above: through `&ThreadSafeMetalDevice`, the thread-safe `MTLDevice`
 // and `MTLCommandQueue` are used directly and the command buffers only under the device's lock.

@@ -1,7 +1,7 @@
 //! The Metal device against the recording fake.
 
 use hcq_core::{Arg, CompileCache, Error};
-use hcq_metal::fake::{Call, FakeBuffer, FakeCommandBuffer, FakeEncoder, FakeMetal};
+use hcq_metal::fake::{Call, FakeBuffer, FakeCommandBuffer, FakeEncoder, FakeMetal, FakeQueue};
 use hcq_metal::inflight::InFlight;
 use hcq_metal::{CommandStatus, MetalBuffer, MetalDevice};
 use std::time::Duration;
@@ -155,7 +155,10 @@ fn launch_encodes_buffers_and_scalars_in_order() {
     assert_eq!(
         calls,
         vec![
-            Call::CommandBuffer(cb),
+            Call::CommandBuffer {
+                queue: FakeQueue(1),
+                cb
+            },
             Call::ComputeCommandEncoder { cb, encoder: enc },
             Call::SetComputePipelineState {
                 encoder: enc,

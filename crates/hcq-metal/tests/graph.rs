@@ -2,7 +2,9 @@
 //! what it waits on, and what it refuses.
 
 use hcq_core::{CompileCache, Error};
-use hcq_metal::fake::{Call, FakeBuffer, FakeCommandBuffer, FakeIcb, FakeIcbCommand, FakeMetal};
+use hcq_metal::fake::{
+    Call, FakeBuffer, FakeCommandBuffer, FakeIcb, FakeIcbCommand, FakeMetal, FakeQueue,
+};
 use hcq_metal::{
     dims, BufferRef, DimExpr, ExecItem, GraphPlan, GraphSpec, MetalBuffer, MetalDevice, MetalGraph,
     MetalProgram, VarSpec,
@@ -233,7 +235,10 @@ fn replay_writes_variables_and_runs_the_icb_in_one_command_buffer() {
     assert_eq!(
         calls,
         vec![
-            Call::CommandBuffer(cb),
+            Call::CommandBuffer {
+                queue: FakeQueue(1),
+                cb
+            },
             Call::ComputeCommandEncoder { cb, encoder: enc },
             Call::UseResources {
                 encoder: enc,
@@ -513,4 +518,47 @@ fn bad_specs_and_values_are_errors_not_crashes() {
     let other =
         MetalDevice::open_with_cache(FakeMetal::new(), 0, CompileCache::disabled()).unwrap();
     assert!(g.replay(&other, &[], &[10, 0], false).is_err());
+}
+
+/// A replay on a stream, then one on the device's queue: before the second patches the ICB it
+/// waits for the first's command buffer on the stream's queue, which still reports it.
+#[test]
+fn a_replay_on_another_queue_waits_for_the_previous_one() {
+    let mut b = build();
+    let stream = b.s.dev.new_stream().unwrap();
+    let inputs = [&b.inputs[0], &b.inputs[1]];
+    b.g.replay(&stream, &inputs, &[10, 3], false).unwrap();
+    assert!(b.g.in_flight(&stream) && !b.g.in_flight(&b.s.dev));
+    let api = b.s.dev.api();
+    let on_stream = match api.take_calls()[..] {
+        [.., Call::CommandBuffer {
+            queue: FakeQueue(2),
+            cb,
+        }, _, _, _, _, Call::Commit(c)]
+            if c == cb =>
+        {
+            cb
+        }
+        ref other => panic!("unexpected calls {other:?}"),
+    };
+    assert_eq!(
+        api.status_of(on_stream),
+        hcq_metal::CommandStatus::Committed
+    );
+    // New n: the second replay re-patches item 1's dimensions, after waiting.
+    b.g.replay(&b.s.dev, &inputs, &[20, 3], false).unwrap();
+    let calls = api.take_calls();
+    let wait = calls
+        .iter()
+        .position(|c| *c == Call::WaitUntilCompleted(on_stream))
+        .expect("waited for the stream's replay");
+    let patch = calls
+        .iter()
+        .position(|c| matches!(c, Call::ConcurrentDispatchThreadgroups { .. }))
+        .expect("re-patched the dimensions");
+    assert!(wait < patch, "{calls:?}");
+    assert!(b.g.in_flight(&b.s.dev) && !b.g.in_flight(&stream));
+    assert_eq!(stream.in_flight(), 1);
+    stream.synchronize().unwrap();
+    b.s.dev.synchronize().unwrap();
 }

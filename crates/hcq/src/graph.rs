@@ -1163,9 +1163,9 @@ impl Graph {
     /// [`Graph::replay`] on `stream`, a stream of the graph's device: after the work queued
     /// there, ordered with it and not with the device's own queue. A graph replayed on a
     /// stream other than its last one first waits (on the host) for its last replay, whose
-    /// memory it shares. AMD, single-GPU graphs whose copies run on the compute queue and
-    /// whose kernels use no scratch memory; others are `Unsupported` on a stream that is not
-    /// the device's own (`dev.default_stream()` is always fine).
+    /// memory it shares. Any Metal graph; on AMD, single-GPU graphs whose copies run on the
+    /// compute queue and whose kernels use no scratch memory, others being `Unsupported` on a
+    /// stream that is not the device's own (`dev.default_stream()` is always fine).
     pub fn replay_on(
         &self,
         stream: &crate::Stream,
@@ -1268,7 +1268,11 @@ impl Graph {
             (Backend::Metal(d), GraphInner::Metal(g)) => {
                 let bufs: Vec<&MetalBuffer<ObjcMetal>> =
                     inputs.iter().map(|&b| metal_buf(b)).collect();
-                crate::lock(g).replay(d, &bufs, vars, false).map(drop)
+                let queue: &hcq_metal::SystemMetalDevice = match stream {
+                    Some(s) => s.metal_queue(),
+                    None => d,
+                };
+                crate::lock(g).replay(queue, &bufs, vars, false).map(drop)
             }
         };
         match result {

@@ -428,7 +428,7 @@ impl Device {
             #[cfg(target_os = "linux")]
             Backend::Amd(d) => d.synchronize_streams(),
             #[cfg(target_os = "macos")]
-            Backend::Metal(d) => d.synchronize(),
+            Backend::Metal(d) => d.synchronize_streams(),
         }
     }
 

@@ -3,7 +3,8 @@
 use crate::{Arg, Buffer, Device, Error, LaunchOptions, Program, Queue, Result};
 #[cfg(target_os = "linux")]
 use hcq_amd::{AmdDevice, AmdEvent};
-#[cfg(target_os = "linux")]
+#[cfg(target_os = "macos")]
+use hcq_metal::{ThreadSafeMetalDevice, ThreadSafeMetalEvent};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,8 +22,9 @@ use std::time::Duration;
 ///
 /// On AMD a stream is a compute queue of its own, with its own kernel-argument ring and
 /// scratch memory; it copies on that queue (CP DMA), leaving the GPU's few copy-engine
-/// queues to the device. Metal has no streams yet: [`Device::stream`] says `Unsupported`
-/// there. Cloning is cheap; clones are the same stream.
+/// queues to the device. On Metal it is an `MTLCommandQueue` of its own on the same
+/// `MTLDevice`, and events are values of an `MTLSharedEvent`. Cloning is cheap; clones are the
+/// same stream.
 #[derive(Clone)]
 pub struct Stream {
     device: Device,
@@ -35,6 +37,8 @@ enum StreamQueue {
     Default,
     #[cfg(target_os = "linux")]
     Amd(Arc<AmdDevice>),
+    #[cfg(target_os = "macos")]
+    Metal(Arc<ThreadSafeMetalDevice>),
 }
 
 impl std::fmt::Debug for Stream {
@@ -43,6 +47,8 @@ impl std::fmt::Debug for Stream {
             StreamQueue::Default => write!(f, "Stream(default of {})", self.device.name()),
             #[cfg(target_os = "linux")]
             StreamQueue::Amd(s) => write!(f, "Stream({})", s.name),
+            #[cfg(target_os = "macos")]
+            StreamQueue::Metal(s) => write!(f, "Stream({})", s.name),
         }
     }
 }
@@ -60,9 +66,10 @@ impl Device {
                 queue: StreamQueue::Amd(d.open_stream()?),
             }),
             #[cfg(target_os = "macos")]
-            crate::Backend::Metal(_) => Err(Error::Unsupported(
-                "streams on Metal (the device's own queue is its only one for now)".into(),
-            )),
+            crate::Backend::Metal(d) => Ok(Stream {
+                device: self.clone(),
+                queue: StreamQueue::Metal(d.open_stream()?),
+            }),
         }
     }
 
@@ -97,6 +104,8 @@ impl Stream {
             StreamQueue::Default => self.device.queue(),
             #[cfg(target_os = "linux")]
             StreamQueue::Amd(s) => Queue::Amd(s),
+            #[cfg(target_os = "macos")]
+            StreamQueue::Metal(s) => Queue::Metal(s),
         }
     }
 
@@ -106,7 +115,8 @@ impl Stream {
             (StreamQueue::Default, StreamQueue::Default) => self.device.same(&other.device),
             #[cfg(target_os = "linux")]
             (StreamQueue::Amd(a), StreamQueue::Amd(b)) => Arc::ptr_eq(a, b),
-            #[cfg(target_os = "linux")]
+            #[cfg(target_os = "macos")]
+            (StreamQueue::Metal(a), StreamQueue::Metal(b)) => Arc::ptr_eq(a, b),
             _ => false,
         }
     }
@@ -116,6 +126,14 @@ impl Stream {
     pub(crate) fn amd_queue(&self) -> &AmdDevice {
         match self.queue() {
             Queue::Amd(d) => d,
+        }
+    }
+
+    /// The Metal queue behind the stream.
+    #[cfg(target_os = "macos")]
+    pub(crate) fn metal_queue(&self) -> &ThreadSafeMetalDevice {
+        match self.queue() {
+            Queue::Metal(d) => d,
         }
     }
 
@@ -214,20 +232,22 @@ impl Stream {
                 inner: EventInner::Amd(d.record_event()?),
             }),
             #[cfg(target_os = "macos")]
-            Queue::Metal(_) => Err(Error::Unsupported(
-                "events on Metal (its only queue is in order already)".into(),
-            )),
+            Queue::Metal(d) => Ok(Event {
+                stream: self.clone(),
+                inner: EventInner::Metal(ThreadSafeMetalEvent(d.record_event()?)),
+            }),
         }
     }
 
     /// Makes the work queued on this stream from now on wait, on the GPU, until `event` (of
-    /// any stream, of any device of the same backend) is reached; returns at once.
+    /// any stream, of any device of the same driver on AMD, of this device on Metal) is
+    /// reached; returns at once.
     pub fn wait_event(&self, event: &Event) -> Result<()> {
         match (self.queue(), &event.inner) {
             #[cfg(target_os = "linux")]
             (Queue::Amd(d), EventInner::Amd(e)) => d.wait_event(e),
             #[cfg(target_os = "macos")]
-            (Queue::Metal(_), EventInner::Metal) => Ok(()),
+            (Queue::Metal(d), EventInner::Metal(e)) => d.wait_event(&e.0),
         }
     }
 
@@ -242,6 +262,8 @@ impl Stream {
             },
             #[cfg(target_os = "linux")]
             StreamQueue::Amd(s) => s.synchronize(),
+            #[cfg(target_os = "macos")]
+            StreamQueue::Metal(s) => s.synchronize(),
         }
     }
 }
@@ -258,8 +280,7 @@ enum EventInner {
     #[cfg(target_os = "linux")]
     Amd(AmdEvent),
     #[cfg(target_os = "macos")]
-    #[allow(dead_code)]
-    Metal,
+    Metal(ThreadSafeMetalEvent),
 }
 
 impl std::fmt::Debug for Event {
@@ -280,7 +301,9 @@ impl Event {
             #[cfg(target_os = "linux")]
             EventInner::Amd(e) => e.is_complete(),
             #[cfg(target_os = "macos")]
-            EventInner::Metal => true,
+            EventInner::Metal(e) => match self.stream.queue() {
+                Queue::Metal(d) => d.event_is_complete(&e.0),
+            },
         }
     }
 
@@ -291,7 +314,7 @@ impl Event {
             #[cfg(target_os = "linux")]
             (Queue::Amd(d), EventInner::Amd(e)) => d.synchronize_event(e),
             #[cfg(target_os = "macos")]
-            (Queue::Metal(_), EventInner::Metal) => Ok(()),
+            (Queue::Metal(d), EventInner::Metal(e)) => d.synchronize_event(&e.0),
         }
     }
 
@@ -302,9 +325,9 @@ impl Event {
             #[cfg(target_os = "linux")]
             (EventInner::Amd(e), EventInner::Amd(start)) => e.elapsed_since(start),
             #[cfg(target_os = "macos")]
-            (EventInner::Metal, EventInner::Metal) => {
-                Err(Error::Unsupported("event timing on Metal".into()))
-            }
+            (EventInner::Metal(e), EventInner::Metal(start)) => match self.stream.queue() {
+                Queue::Metal(d) => d.elapsed_between(&start.0, &e.0),
+            },
         }
     }
 }
