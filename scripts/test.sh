@@ -44,6 +44,15 @@ echo "== cargo doc"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 echo "== cargo test"
 cargo test --workspace 2>&1
+# The driver alone: hcq without its `emulator` feature links neither the emulated GPU nor the
+# interpreter, and still builds and passes its own unit tests.
+echo "== hcq without the emulator"
+tree=$(cargo tree -p hcq --no-default-features -e normal --prefix none)
+if grep -E '^(hcq-emu|rdna3) ' <<<"$tree"; then
+  echo "hcq --no-default-features still depends on the emulator" >&2
+  exit 1
+fi
+cargo test -p hcq --no-default-features --lib --quiet
 # The Rust examples, each checking its results (the test profile's build is already there).
 for example in saxpy reduction graph_symbolic two_devices two_streams; do
   echo "== example $example"

@@ -36,7 +36,18 @@ fn real_driver() -> Result<Arc<AmdDriver>> {
         .map_err(Error::NoDevice)
 }
 
+/// Whether this build has the emulated GPU (the `emulator` feature).
 #[cfg(target_os = "linux")]
+const HAS_EMULATOR: bool = cfg!(feature = "emulator");
+
+#[cfg(all(target_os = "linux", not(feature = "emulator")))]
+fn emulated_driver() -> Result<Arc<AmdDriver>> {
+    Err(Error::NoDevice(format!(
+        "{EMULATED}: this build of hcq has no emulated GPU (its `emulator` feature is off)"
+    )))
+}
+
+#[cfg(all(target_os = "linux", feature = "emulator"))]
 fn emulated_driver() -> Result<Arc<AmdDriver>> {
     static DRIVER: DriverSlot = OnceLock::new();
     let emulated = hcq_emu::kernel().map_err(|e| Error::InvalidArgument(e.to_string()))?;
@@ -159,6 +170,20 @@ fn platform_default_name() -> Result<String> {
 /// whether `/dev/kfd` exists.
 #[cfg(target_os = "linux")]
 fn choose_default(real: Result<usize>, kfd_exists: bool) -> Result<String> {
+    if !HAS_EMULATOR {
+        return match real {
+            Ok(gpus) if gpus > 0 => Ok(format!("{REAL}:0")),
+            Ok(_) => Err(Error::NoDevice(
+                "KFD lists no AMD GPU, and this build of hcq has no emulated GPU (its \
+                 `emulator` feature is off)"
+                    .into(),
+            )),
+            Err(e) => Err(Error::NoDevice(format!(
+                "no usable AMD GPU ({e}), and this build of hcq has no emulated GPU (its \
+                 `emulator` feature is off)"
+            ))),
+        };
+    }
     match &real {
         Ok(0) => {
             tracing::info!(target: "hcq::device", "no AMD GPU in KFD's topology: the default device is the emulator")
@@ -275,12 +300,32 @@ pub fn emulator_counters(device: &Device) -> Option<EmulatorCounters> {
     if kind != EMULATED {
         return None;
     }
+    emulated_shader_stats(index)
+}
+
+#[cfg(all(target_os = "linux", feature = "emulator"))]
+fn emulated_shader_stats(index: usize) -> Option<EmulatorCounters> {
     let c = hcq_emu::kernel().ok()?.shader_stats(index)?;
     Some(EmulatorCounters {
         dispatches: c.dispatches,
         waves: c.waves,
         instructions: c.instructions,
     })
+}
+
+#[cfg(all(target_os = "linux", not(feature = "emulator")))]
+fn emulated_shader_stats(_: usize) -> Option<EmulatorCounters> {
+    None
+}
+
+#[cfg(all(target_os = "linux", feature = "emulator"))]
+fn hold_engines(index: usize, held: bool) -> bool {
+    hcq_emu::kernel().is_ok_and(|k| k.hold_engines(index, held))
+}
+
+#[cfg(all(target_os = "linux", not(feature = "emulator")))]
+fn hold_engines(_: usize, _: bool) -> bool {
+    false
 }
 
 /// For benchmarks: holds (`true`) or releases the engines of an emulated device. While held
@@ -291,11 +336,7 @@ pub fn emulator_counters(device: &Device) -> Option<EmulatorCounters> {
 #[cfg(target_os = "linux")]
 pub fn hold_emulated_engines(device: &Device, held: bool) -> Result<()> {
     match parse(device.name()) {
-        Ok((kind, index))
-            if kind == EMULATED && hcq_emu::kernel().is_ok_and(|k| k.hold_engines(index, held)) =>
-        {
-            Ok(())
-        }
+        Ok((kind, index)) if kind == EMULATED && hold_engines(index, held) => Ok(()),
         _ => Err(Error::Unsupported(format!(
             "{} is not an emulated device: its engines cannot be held",
             device.name()
@@ -307,6 +348,7 @@ pub fn hold_emulated_engines(device: &Device, held: bool) -> Result<()> {
 mod tests {
     use super::*;
 
+    #[cfg(feature = "emulator")]
     #[test]
     fn the_default_device_falls_back_only_where_there_is_no_amd_gpu_driver() {
         assert_eq!(choose_default(Ok(2), true).unwrap(), "amd:0");
@@ -333,5 +375,26 @@ mod tests {
             Err(Error::NoDevice(m)) => assert!(m.contains("KFD ABI 2.0"), "{m}"),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// Built without the emulator (`cargo test -p hcq --no-default-features --lib`, which the
+    /// test command runs): a real GPU is still the default, and where there is none the error
+    /// says the emulator is not in this build.
+    #[cfg(not(feature = "emulator"))]
+    #[test]
+    fn without_the_emulator_there_is_no_fall_back() {
+        assert_eq!(choose_default(Ok(1), true).unwrap(), "amd:0");
+        let absent = Err(Error::NoDevice("/dev/kfd does not exist".into()));
+        for e in [choose_default(Ok(0), true), choose_default(absent, false)] {
+            match e {
+                Err(Error::NoDevice(m)) => assert!(m.contains("`emulator` feature"), "{m}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        match crate::Device::open("amd-emu:0") {
+            Err(Error::NoDevice(m)) => assert!(m.contains("no emulated GPU"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(list_devices().iter().all(|d| !d.emulated));
     }
 }
