@@ -241,6 +241,39 @@ impl PyBuffer {
         .or_raise()
     }
 
+    /// DLPack: the buffer's memory as a tensor another library can use in place, e.g.
+    /// `torch.from_dlpack(buf)`. Buffers are untyped: the tensor is 1-D uint8 of `nbytes`
+    /// elements, to reinterpret on the consumer's side
+    /// (`torch.from_dlpack(buf).view(torch.float32)`). Its data pointer is the address a kernel
+    /// receives (a view's own start), and it keeps the memory and the device alive until the
+    /// consumer lets it go, even after the buffer itself is gone.
+    ///
+    /// Waits for all the device's queued work first (every stream), so the memory is ready on
+    /// whatever stream the consumer passes; `stream=-1` skips that wait. With
+    /// `max_version >= (1, 0)` the capsule holds a versioned (DLPack 1.0) tensor, else an
+    /// unversioned one. `copy=True`, and a `dl_device` other than the buffer's own, are a
+    /// `BufferError`: hcq only lends its memory where it is. `UnsupportedError` on Metal
+    /// (its buffers have no address).
+    #[pyo3(signature = (*, stream = None, max_version = None, dl_device = None, copy = None))]
+    fn __dlpack__<'py>(
+        &self,
+        py: Python<'py>,
+        stream: Option<i64>,
+        max_version: Option<(i64, i64)>,
+        dl_device: Option<(i64, i64)>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::dlpack::dlpack(py, &self.buffer, stream, max_version, dl_device, copy)
+    }
+
+    /// DLPack: `(device type, device index)`: `(10, N)` (`kDLROCM`) for device memory,
+    /// `(11, N)` (`kDLROCMHost`) for pinned host memory (`Device.alloc_host`), where `N` is
+    /// the device's number (the `N` of `amd:N` or `amd-emu:N`); `(8, N)` (`kDLMetal`) on
+    /// Metal.
+    fn __dlpack_device__(&self) -> PyResult<(i32, i32)> {
+        crate::dlpack::dlpack_device(&self.buffer)
+    }
+
     fn __repr__(&self) -> String {
         let mut text = format!("hcq.Buffer(nbytes={}", self.buffer.size());
         if self.buffer.offset() > 0 {

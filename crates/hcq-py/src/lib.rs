@@ -7,6 +7,7 @@
 
 mod buffer;
 mod device;
+mod dlpack;
 mod errors;
 mod graph;
 mod program;
@@ -34,6 +35,7 @@ fn _hcq(module: &Bound<'_, PyModule>) -> PyResult<()> {
             .try_init();
     }
     module.add_function(wrap_pyfunction!(device::devices, module)?)?;
+    module.add_function(wrap_pyfunction!(dlpack::from_dlpack, module)?)?;
     module.add_class::<device::PyDevice>()?;
     module.add_class::<device::PyDeviceInfo>()?;
     module.add_class::<device::PyComputeInfo>()?;

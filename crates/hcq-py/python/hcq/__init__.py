@@ -7,6 +7,8 @@
 >>> x = dev.alloc(n * 4); x.write(np.arange(n, dtype=np.float32))
 >>> saxpy(out, x, y, np.float32(2.0), n, grid=(n // 64, 1, 1), block=(64, 1, 1))
 >>> out.numpy(np.float32)
+>>> torch.from_dlpack(out).view(torch.float32)   # DLPack: the same memory, no copy
+>>> buf = hcq.from_dlpack(host_array)            # a host array copied into a new buffer
 
 See the package README for the whole API.
 """
@@ -40,6 +42,7 @@ from ._hcq import (
     Stream,
     Event,
     devices,
+    from_dlpack,
 )
 
 __version__ = "0.1.0"
@@ -71,4 +74,5 @@ __all__ = [
     "TimeoutError",
     "UnsupportedError",
     "devices",
+    "from_dlpack",
 ]

@@ -1,7 +1,7 @@
 """Type stubs for the compiled part of hcq (the ``hcq._hcq`` extension module)."""
 
 import os
-from typing import List, Literal, Optional, Sequence, Tuple, Union, overload
+from typing import Any, List, Literal, Optional, Sequence, Tuple, Union, overload
 
 import numpy
 from numpy.typing import DTypeLike
@@ -13,6 +13,12 @@ _KernelArg = Union["Buffer", "numpy.generic", int, float, bool, bytes, bytearray
 
 def devices() -> List[str]:
     """Names of every device hcq can open (real GPUs first, then the emulated ones)."""
+
+def from_dlpack(obj: Any, device: Optional["Device"] = None) -> "Buffer":
+    """Copies a host array (anything with ``__dlpack__`` and ``__dlpack_device__`` in host
+    memory: ``kDLCPU`` such as numpy arrays, or pinned ``kDLCUDAHost`` / ``kDLROCMHost``) into
+    a new buffer on ``device`` (default ``Device()``): its elements in C order, whatever its
+    strides. Any element type of whole bytes. Another device's memory: ``UnsupportedError``."""
 
 class ComputeInfo:
     """A GPU's compute shape and identity, as rocminfo shows them."""
@@ -157,6 +163,21 @@ class Buffer:
     ) -> None:
         """Copies on the GPU (or between two GPUs) into ``dst``; ``nbytes`` defaults to all
         of this buffer from ``src_offset``."""
+    def __dlpack__(
+        self,
+        *,
+        stream: Optional[int] = None,
+        max_version: Optional[Tuple[int, int]] = None,
+        dl_device: Optional[Tuple[int, int]] = None,
+        copy: Optional[bool] = None,
+    ) -> Any:
+        """DLPack: the buffer's memory, in place, as a 1-D uint8 tensor of ``nbytes`` elements
+        (reinterpret it: ``torch.from_dlpack(buf).view(torch.float32)``), in a capsule. Waits
+        for the device's queued work first (``stream=-1``: not). ``max_version >= (1, 0)``: a
+        versioned capsule. ``copy=True`` or another ``dl_device``: ``BufferError``."""
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        """DLPack: ``(10, N)`` (kDLROCM) for device memory, ``(11, N)`` (kDLROCMHost) for
+        pinned host memory, N the device's number (``amd-emu:N``)."""
 
 class Stream:
     """An in-order queue of work on a device, independent of its other streams; pass it as
