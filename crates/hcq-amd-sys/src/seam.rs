@@ -122,6 +122,36 @@ pub trait Kernel: Send + Sync + 'static {
         let _ = gpu_id;
         None
     }
+
+    /// The emulator's own controls when this kernel is an emulated one, for benchmarks and
+    /// tests; `None` for the real kernel. The driver never uses them.
+    fn emulator(&self) -> Option<&dyn EmulatorControl> {
+        None
+    }
+}
+
+/// Totals of the dispatches an emulated GPU has completed ([`EmulatorControl::shader_counts`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShaderCounts {
+    /// `DISPATCH_DIRECT` packets that ran to completion. One that faulted is not counted, nor
+    /// are its waves and instructions; nor is one with nothing to run (an empty grid).
+    pub dispatches: u64,
+    /// Waves those dispatches ran (wave32: a workgroup of `n` work-items is `n / 32` waves,
+    /// rounded up).
+    pub waves: u64,
+    /// Instructions executed, counted once per wave (not per lane), summed over all waves.
+    pub instructions: u64,
+}
+
+/// What an emulated kernel offers beyond system calls ([`Kernel::emulator`]): the capability
+/// a benchmark asks a device's kernel for, instead of guessing from the device's name.
+pub trait EmulatorControl: Send + Sync {
+    /// What GPU `gpu_id` has executed so far; `None` when there is no such GPU.
+    fn shader_counts(&self, gpu_id: u32) -> Option<ShaderCounts>;
+    /// Holds (`true`) or releases GPU `gpu_id`'s engines: while held they take no new
+    /// commands, so the host's side of a submission can be timed without the emulator taking
+    /// the cores. Work waited for on a held GPU times out. `false` when there is no such GPU.
+    fn hold_engines(&self, gpu_id: u32, held: bool) -> bool;
 }
 
 /// The real kernel, through libc.
@@ -236,6 +266,9 @@ impl<K: Kernel + ?Sized> Kernel for &'static K {
     }
     fn take_fault_report(&self, gpu_id: u32) -> Option<String> {
         (**self).take_fault_report(gpu_id)
+    }
+    fn emulator(&self) -> Option<&dyn EmulatorControl> {
+        (**self).emulator()
     }
 }
 
@@ -433,6 +466,9 @@ impl<K: Kernel> Kernel for FaultInjector<K> {
     fn take_fault_report(&self, gpu_id: u32) -> Option<String> {
         self.inner.take_fault_report(gpu_id)
     }
+    fn emulator(&self) -> Option<&dyn EmulatorControl> {
+        self.inner.emulator()
+    }
 }
 
 /// A shared kernel is a kernel, so a test can keep a handle on a wrapper (a
@@ -476,6 +512,9 @@ impl<K: Kernel + ?Sized> Kernel for std::sync::Arc<K> {
     }
     fn take_fault_report(&self, gpu_id: u32) -> Option<String> {
         (**self).take_fault_report(gpu_id)
+    }
+    fn emulator(&self) -> Option<&dyn EmulatorControl> {
+        (**self).emulator()
     }
 }
 

@@ -195,7 +195,7 @@ use std::ffi::c_void;
 use std::io;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use hcq_amd_sys::seam::{Fd, Kernel};
+use hcq_amd_sys::seam::{EmulatorControl, Fd, Kernel};
 
 pub use clock::GPU_CLOCK_HZ;
 pub use config::{parse_size, ConfigError, EmuConfig, KfdRules};
@@ -221,18 +221,7 @@ pub fn kernel() -> Result<&'static EmuKernel, ConfigError> {
         .map_err(Clone::clone)
 }
 
-/// Totals of the dispatches a GPU has completed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ShaderCounts {
-    /// `DISPATCH_DIRECT` packets that ran to completion. One that faulted is not counted, nor
-    /// are its waves and instructions; nor is one with nothing to run (an empty grid).
-    pub dispatches: u64,
-    /// Waves those dispatches ran (wave32: a workgroup of `n` work-items is `n / 32` waves,
-    /// rounded up).
-    pub waves: u64,
-    /// Instructions executed, counted once per wave (not per lane), summed over all waves.
-    pub instructions: u64,
-}
+pub use hcq_amd_sys::seam::ShaderCounts;
 
 /// What the emulated kernel holds for the process, for leak checks ([`EmuKernel::live_objects`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -575,6 +564,19 @@ impl Drop for EmuKernel {
     }
 }
 
+impl EmulatorControl for EmuKernel {
+    fn shader_counts(&self, gpu_id: u32) -> Option<ShaderCounts> {
+        let index = self.gpus.iter().position(|g| g.gpu_id == gpu_id)?;
+        self.shader_stats(index)
+    }
+    fn hold_engines(&self, gpu_id: u32, held: bool) -> bool {
+        match self.gpus.iter().position(|g| g.gpu_id == gpu_id) {
+            Some(index) => EmuKernel::hold_engines(self, index, held),
+            None => false,
+        }
+    }
+}
+
 impl Kernel for EmuKernel {
     fn open(&self, path: &str) -> io::Result<Fd> {
         let node = if path == "/dev/kfd" {
@@ -632,6 +634,9 @@ impl Kernel for EmuKernel {
         self.doorbells.write(doorbell, value);
     }
 
+    fn emulator(&self) -> Option<&dyn EmulatorControl> {
+        Some(self)
+    }
     fn take_fault_report(&self, gpu_id: u32) -> Option<String> {
         self.gpu_by_id(gpu_id)?.take_report()
     }

@@ -296,36 +296,18 @@ pub struct EmulatorCounters {
 /// wave-instructions), for benchmarks; `None` for real devices.
 #[cfg(target_os = "linux")]
 pub fn emulator_counters(device: &Device) -> Option<EmulatorCounters> {
-    let (kind, index) = parse(device.name()).ok()?;
-    if kind != EMULATED {
-        return None;
-    }
-    emulated_shader_stats(index)
-}
-
-#[cfg(all(target_os = "linux", feature = "emulator"))]
-fn emulated_shader_stats(index: usize) -> Option<EmulatorCounters> {
-    let c = hcq_emu::kernel().ok()?.shader_stats(index)?;
+    let Backend::Amd(d) = &*device.backend;
+    let c = d
+        .driver
+        .kfd
+        .kernel
+        .emulator()?
+        .shader_counts(d.node.gpu_id)?;
     Some(EmulatorCounters {
         dispatches: c.dispatches,
         waves: c.waves,
         instructions: c.instructions,
     })
-}
-
-#[cfg(all(target_os = "linux", not(feature = "emulator")))]
-fn emulated_shader_stats(_: usize) -> Option<EmulatorCounters> {
-    None
-}
-
-#[cfg(all(target_os = "linux", feature = "emulator"))]
-fn hold_engines(index: usize, held: bool) -> bool {
-    hcq_emu::kernel().is_ok_and(|k| k.hold_engines(index, held))
-}
-
-#[cfg(all(target_os = "linux", not(feature = "emulator")))]
-fn hold_engines(_: usize, _: bool) -> bool {
-    false
 }
 
 /// For benchmarks: holds (`true`) or releases the engines of an emulated device. While held
@@ -335,8 +317,9 @@ fn hold_engines(_: usize, _: bool) -> bool {
 /// [`Error::Unsupported`] for real devices.
 #[cfg(target_os = "linux")]
 pub fn hold_emulated_engines(device: &Device, held: bool) -> Result<()> {
-    match parse(device.name()) {
-        Ok((kind, index)) if kind == EMULATED && hold_engines(index, held) => Ok(()),
+    let Backend::Amd(d) = &*device.backend;
+    match d.driver.kfd.kernel.emulator() {
+        Some(emulator) if emulator.hold_engines(d.node.gpu_id, held) => Ok(()),
         _ => Err(Error::Unsupported(format!(
             "{} is not an emulated device: its engines cannot be held",
             device.name()
