@@ -29,6 +29,16 @@ pub struct PyDim {
 }
 
 impl PyDim {
+    /// A dimension of the builder or JIT `builder`; `var` when it is exactly that variable.
+    pub(crate) fn new(builder: u64, expr: DimExpr, var: Option<hcq::Var>) -> PyDim {
+        PyDim { builder, expr, var }
+    }
+
+    /// The variable this dimension is, when it is exactly a variable of `builder`.
+    pub(crate) fn var_of(&self, builder: u64) -> Option<hcq::Var> {
+        self.var.filter(|_| self.builder == builder)
+    }
+
     fn combine(
         &self,
         other: &Bound<'_, PyAny>,
@@ -130,6 +140,34 @@ fn dim_expr(obj: &Bound<'_, PyAny>, builder: Option<u64>) -> PyResult<DimExpr> {
         ))
     })?;
     Ok(DimExpr::Const(value))
+}
+
+/// Launch dimensions from an int, an `hcq.Dim` of `builder` (a graph builder's or a JIT's), or
+/// a tuple of one to three of them.
+pub(crate) fn dim_exprs(obj: &Bound<'_, PyAny>, what: &str, builder: u64) -> PyResult<DimExprs> {
+    if obj.cast::<PyDim>().is_ok() || obj.extract::<i64>().is_ok() {
+        return Ok([dim_expr(obj, Some(builder))?, 1u32.into(), 1u32.into()]);
+    }
+    // Plain ints everywhere: the same parsing and messages as eager launches.
+    if let Ok(plain) = dims(obj, what) {
+        return Ok(plain.map(DimExpr::from));
+    }
+    let items = obj.cast::<PySequence>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{what} must be an int, an hcq.Dim or a tuple of one to three of them"
+        ))
+    })?;
+    let count = items.len()?;
+    if count == 0 || count > 3 {
+        return Err(invalid_argument(format!(
+            "{what} has {count} dimensions (one to three)"
+        )));
+    }
+    let mut out: DimExprs = [1u32.into(), 1u32.into(), 1u32.into()];
+    for (slot, item) in out.iter_mut().zip(items.try_iter()?) {
+        *slot = dim_expr(&item?, Some(builder))?;
+    }
+    Ok(out)
 }
 
 /// Records launches and copies into an `hcq.Graph`:
@@ -240,29 +278,7 @@ impl PyGraphBuilder {
 
 impl PyGraphBuilder {
     fn dim_exprs(&self, obj: &Bound<'_, PyAny>, what: &str) -> PyResult<DimExprs> {
-        if obj.cast::<PyDim>().is_ok() || obj.extract::<i64>().is_ok() {
-            return Ok([dim_expr(obj, Some(self.id))?, 1u32.into(), 1u32.into()]);
-        }
-        // Plain ints everywhere: the same parsing and messages as eager launches.
-        if let Ok(plain) = dims(obj, what) {
-            return Ok(plain.map(DimExpr::from));
-        }
-        let items = obj.cast::<PySequence>().map_err(|_| {
-            PyTypeError::new_err(format!(
-                "{what} must be an int, an hcq.Dim or a tuple of one to three of them"
-            ))
-        })?;
-        let count = items.len()?;
-        if count == 0 || count > 3 {
-            return Err(invalid_argument(format!(
-                "{what} has {count} dimensions (one to three)"
-            )));
-        }
-        let mut out: DimExprs = [1u32.into(), 1u32.into(), 1u32.into()];
-        for (slot, item) in out.iter_mut().zip(items.try_iter()?) {
-            *slot = dim_expr(&item?, Some(self.id))?;
-        }
-        Ok(out)
+        dim_exprs(obj, what, self.id)
     }
 
     fn graph_arg<'a>(

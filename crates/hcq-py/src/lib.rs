@@ -10,6 +10,7 @@ mod device;
 mod dlpack;
 mod errors;
 mod graph;
+mod jit;
 mod program;
 mod stream;
 
@@ -49,5 +50,8 @@ fn _hcq(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<graph::PyInput>()?;
     module.add_class::<stream::PyStream>()?;
     module.add_class::<stream::PyEvent>()?;
+    module.add_class::<jit::PyJit>()?;
+    module.add_class::<jit::PyJitRecorder>()?;
+    module.add_class::<jit::PyJitBuffer>()?;
     Ok(())
 }

@@ -37,6 +37,9 @@ from ._hcq import (
     Graph,
     GraphBuilder,
     Input,
+    Jit,
+    JitBuffer,
+    JitRecorder,
     Program,
     ProgramInfo,
     Stream,
@@ -46,6 +49,29 @@ from ._hcq import (
 )
 
 __version__ = "0.1.0"
+
+
+def jit(function=None, *, vars=()):
+    """Captures a function's launches and copies into a graph, as ``hcq::Jit`` does.
+
+    ``function(r)`` records through ``r``, a ``JitRecorder``: ``r.launch(program, *args,
+    grid=..., block=...)`` and ``r.copy(src, dst, nbytes)``, with the call's buffers as
+    ``r.input(n)`` / ``r.output(n)`` and its variables as ``r.var(n)`` (an ``hcq.Dim`` in launch
+    dimensions, an ``int32`` as a kernel argument). Call the result as
+    ``f(inputs, outputs=(), vars=())``: the first call runs the function, the second runs it
+    while capturing a graph, later calls replay that graph with the call's buffers and values::
+
+        @hcq.jit(vars=[("n", 1, 1 << 20)])
+        def scale(r):
+            n = r.var(0)
+            r.launch(saxpy, r.output(0), r.input(0), r.input(1), np.float32(2), n,
+                     grid=n.ceil_div(64), block=64)
+
+        scale([x, y], [out], [n])
+    """
+    if function is None:
+        return lambda f: Jit(f, list(vars))
+    return Jit(function, list(vars))
 
 __all__ = [
     "Buffer",
@@ -64,6 +90,9 @@ __all__ = [
     "GraphBuilder",
     "Input",
     "InvalidArgumentError",
+    "Jit",
+    "JitBuffer",
+    "JitRecorder",
     "InvalidCodeObjectError",
     "IoError",
     "NoDeviceError",
@@ -75,4 +104,5 @@ __all__ = [
     "UnsupportedError",
     "devices",
     "from_dlpack",
+    "jit",
 ]

@@ -1,7 +1,7 @@
 """Type stubs for the compiled part of hcq (the ``hcq._hcq`` extension module)."""
 
 import os
-from typing import Any, List, Literal, Optional, Sequence, Tuple, Union, overload
+from typing import Any, Callable, List, Literal, Optional, Sequence, Tuple, Union, overload
 
 import numpy
 from numpy.typing import DTypeLike
@@ -309,6 +309,47 @@ class GraphBuilder:
         """Records a GPU copy of the first ``nbytes`` of ``src`` into ``dst``."""
     def __len__(self) -> int: ...
     def build(self) -> Graph: ...
+
+class JitBuffer:
+    """A placeholder for one of a JIT call's buffers (``JitRecorder.input`` / ``output``)."""
+
+class JitRecorder:
+    """What a JIT's function records through, valid only during that call."""
+
+    def input(self, n: int) -> JitBuffer:
+        """Input buffer ``n`` of each call."""
+    def output(self, n: int) -> JitBuffer:
+        """Output buffer ``n`` of each call."""
+    def var(self, n: int) -> Dim:
+        """Variable ``n``: a ``Dim`` for dimensions, an ``int32`` as a kernel argument."""
+    def launch(
+        self,
+        program: Program,
+        *args: Union[_KernelArg, JitBuffer, Dim],
+        grid: _GraphDims,
+        block: Optional[_GraphDims] = None,
+        lds: int = 0,
+    ) -> None:
+        """Launches now and, while capturing, records the launch."""
+    def copy(
+        self, src: Union[Buffer, JitBuffer], dst: Union[Buffer, JitBuffer], nbytes: int
+    ) -> None:
+        """Copies now and, while capturing, records the copy."""
+
+class Jit:
+    """A function captured into a graph on its second call (``hcq.jit``)."""
+
+    def __init__(
+        self, function: Callable[[JitRecorder], None], vars: Sequence[Tuple[str, int, int]] = ...
+    ) -> None: ...
+    def __call__(
+        self, inputs: Sequence[Buffer], outputs: Sequence[Buffer] = ..., vars: Sequence[int] = ...
+    ) -> None:
+        """Runs (or replays) the work on these buffers with these variable values."""
+    @property
+    def is_captured(self) -> bool: ...
+    @property
+    def fallback_reason(self) -> Optional[str]: ...
 
 class Graph:
     """A built graph."""
