@@ -1,7 +1,7 @@
 //! Fast paths for the most common VALU forms: plain 32-bit sources (no DPP, no input or
 //! output modifiers, no clamp) computed on `u32` rows straight from the register file and
 //! written back under EXEC. Anything else — and any operand the general path would reject —
-//! returns `None` and takes the general path in `valu.rs`, which defines the semantics these
+//! returns `None` and takes the general path in `valu/`, which defines the semantics these
 //! paths reproduce bit for bit. The f32 paths run only while MODE keeps f32 denormals.
 
 use super::{Flow, Wave, WAVE_SIZE};
