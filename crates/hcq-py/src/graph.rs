@@ -142,6 +142,30 @@ fn dim_expr(obj: &Bound<'_, PyAny>, builder: Option<u64>) -> PyResult<DimExpr> {
     Ok(DimExpr::Const(value))
 }
 
+/// What a recorded launch (a graph builder's or a JIT's) shares besides its arguments: the
+/// argument count checked against the kernel, `grid` and `block` (ints or `hcq.Dim`s of
+/// `builder`; `block` 1 when absent), and the options (never timed).
+pub(crate) fn launch_shape(
+    program: &PyProgram,
+    args: &Bound<'_, PyTuple>,
+    grid: &Bound<'_, PyAny>,
+    block: Option<&Bound<'_, PyAny>>,
+    lds: u32,
+    builder: u64,
+) -> PyResult<(DimExprs, DimExprs, LaunchOptions)> {
+    program.check_count(args.len())?;
+    let grid = dim_exprs(grid, "grid", builder)?;
+    let block = match block {
+        Some(block) => dim_exprs(block, "block", builder)?,
+        None => [1u32.into(), 1u32.into(), 1u32.into()],
+    };
+    let options = LaunchOptions {
+        dynamic_lds_bytes: lds,
+        timed: false,
+    };
+    Ok((grid, block, options))
+}
+
 /// Launch dimensions from an int, an `hcq.Dim` of `builder` (a graph builder's or a JIT's), or
 /// a tuple of one to three of them.
 pub(crate) fn dim_exprs(obj: &Bound<'_, PyAny>, what: &str, builder: u64) -> PyResult<DimExprs> {
@@ -229,21 +253,12 @@ impl PyGraphBuilder {
         lds: u32,
     ) -> PyResult<()> {
         let program = program.get();
-        program.check_count(args.len())?;
-        let grid = self.dim_exprs(grid, "grid")?;
-        let block = match block {
-            Some(block) => self.dim_exprs(block, "block")?,
-            None => [1u32.into(), 1u32.into(), 1u32.into()],
-        };
+        let (grid, block, options) = launch_shape(program, args, grid, block, lds, self.id)?;
         let objects: Vec<Bound<'_, PyAny>> = args.iter().collect();
         let mut graph_args = Vec::with_capacity(objects.len());
         for (index, obj) in objects.iter().enumerate() {
             graph_args.push(self.graph_arg(program, index, obj)?);
         }
-        let options = LaunchOptions {
-            dynamic_lds_bytes: lds,
-            timed: false,
-        };
         self.builder
             .launch_with(program.program(), &graph_args, grid, block, &options)
             .or_raise()
@@ -277,10 +292,6 @@ impl PyGraphBuilder {
 }
 
 impl PyGraphBuilder {
-    fn dim_exprs(&self, obj: &Bound<'_, PyAny>, what: &str) -> PyResult<DimExprs> {
-        dim_exprs(obj, what, self.id)
-    }
-
     fn graph_arg<'a>(
         &self,
         program: &PyProgram,

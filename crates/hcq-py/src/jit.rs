@@ -5,9 +5,9 @@
 
 use crate::buffer::PyBuffer;
 use crate::errors::{invalid_argument, to_py_err, IntoPyResult};
-use crate::graph::{dim_exprs, PyDim};
+use crate::graph::{launch_shape, PyDim};
 use crate::program::PyProgram;
-use hcq::{DimExpr, JitArg, JitRecorder, LaunchOptions};
+use hcq::{DimExpr, JitArg, JitRecorder};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -249,21 +249,12 @@ impl PyJitRecorder {
         lds: u32,
     ) -> PyResult<()> {
         let program = program.get();
-        program.check_count(args.len())?;
-        let grid = dim_exprs(grid, "grid", self.jit)?;
-        let block = match block {
-            Some(block) => dim_exprs(block, "block", self.jit)?,
-            None => [1u32.into(), 1u32.into(), 1u32.into()],
-        };
+        let (grid, block, options) = launch_shape(program, args, grid, block, lds, self.jit)?;
         let objects: Vec<Bound<'_, PyAny>> = args.iter().collect();
         let mut jit_args = Vec::with_capacity(objects.len());
         for (index, obj) in objects.iter().enumerate() {
             jit_args.push(self.jit_arg(program, index, obj)?);
         }
-        let options = LaunchOptions {
-            dynamic_lds_bytes: lds,
-            timed: false,
-        };
         self.with(|r| {
             r.launch_with(program.program(), &jit_args, grid, block, &options)
                 .or_raise()
