@@ -132,7 +132,7 @@ impl KernelDescriptor {
 
     /// VGPRs per work-item that `compute_pgm_rsrc1` allocates for a wave32 wave.
     pub fn wave32_vgprs(&self) -> u32 {
-        ((self.compute_pgm_rsrc1 & 0x3f) + 1) * WAVE32_VGPR_ENCODING_GRANULE
+        (crate::regs::PgmRsrc1(self.compute_pgm_rsrc1).vgprs() + 1) * WAVE32_VGPR_ENCODING_GRANULE
     }
 
     /// Checks what gfx11 hardware defines for a wave32 kernel: reserved bytes and bits clear,
@@ -163,7 +163,7 @@ impl KernelDescriptor {
                 "compute_pgm_rsrc1 asks for {} VGPRs per work-item (granulated count {}); a \
                  gfx11 wave32 wave has at most {GFX11_WAVE32_MAX_VGPRS}",
                 self.wave32_vgprs(),
-                self.compute_pgm_rsrc1 & 0x3f
+                crate::regs::PgmRsrc1(self.compute_pgm_rsrc1).vgprs()
             ));
         }
         // GRANULATED_WAVEFRONT_SGPR_COUNT needs no check: gfx10 and later always give a wave
@@ -190,7 +190,7 @@ impl KernelDescriptor {
             }
         }
         // The command processor has 16 COMPUTE_USER_DATA registers to load user SGPRs from.
-        let user_sgprs = (self.compute_pgm_rsrc2 >> 1) & 0x1f;
+        let user_sgprs = crate::regs::PgmRsrc2(self.compute_pgm_rsrc2).user_sgpr();
         if user_sgprs > 16 {
             return Err(format!(
                 "compute_pgm_rsrc2.USER_SGPR_COUNT is {user_sgprs} (at most 16)"

@@ -1522,7 +1522,7 @@ impl Pm4Builder {
     ) -> DispatchPatch {
         self.hdp_flush();
         self.invalidate_cache();
-        let lds_granules = setup.group_segment_size.div_ceil(regs::LDS_GRANULE) & 0x1ff;
+        let lds_granules = setup.group_segment_size.div_ceil(regs::LDS_GRANULE);
         let prog = setup.code_entry >> 8;
         let w = &mut self.words;
         let sh = |w: &mut Vec<u32>, reg: u16, values: &[u32]| SetShReg { reg, values }.encode(w);
@@ -1543,7 +1543,7 @@ impl Pm4Builder {
             regs::COMPUTE_PGM_RSRC1,
             &[
                 setup.rsrc1,
-                setup.rsrc2 | (lds_granules << regs::RSRC2_LDS_SIZE_SHIFT),
+                regs::PgmRsrc2(setup.rsrc2).with_lds_size(lds_granules).0,
             ],
         );
         sh(w, regs::COMPUTE_TMPRING_SIZE, &[setup.tmpring_size]);

@@ -122,7 +122,7 @@ pub mod initiator {
 }
 
 macro_rules! bitfield {
-    ($(#[$m:meta])* $name:ident { $($(#[$fm:meta])* $field:ident : $lo:literal, $width:literal;)* }) => {
+    ($(#[$m:meta])* $name:ident { $($(#[$fm:meta])* $field:ident / $setter:ident : $lo:literal, $width:literal;)* }) => {
         $(#[$m])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
         pub struct $name(pub u32);
@@ -133,6 +133,13 @@ macro_rules! bitfield {
                 pub const fn $field(self) -> u32 {
                     (self.0 >> $lo) & ((1u64 << $width) - 1) as u32
                 }
+                #[doc = concat!("The register with `", stringify!($field), "` set to `value` (its bits above the field's width dropped) and every other field kept.")]
+                #[inline]
+                #[must_use]
+                pub const fn $setter(self, value: u32) -> Self {
+                    let mask = (((1u64 << $width) - 1) as u32) << $lo;
+                    Self((self.0 & !mask) | ((value << $lo) & mask))
+                }
             )*
         }
     };
@@ -142,18 +149,21 @@ bitfield!(
     /// `COMPUTE_PGM_RSRC1`.
     PgmRsrc1 {
         /// VGPR blocks minus one (granule 8 in wave32 on gfx11... see the ISA guide).
-        vgprs: 0, 6;
+        vgprs / with_vgprs: 0, 6;
         /// Bits 6..10: SGPR blocks minus one; gfx10 and later ignore it and give every wave its
         /// full SGPR set.
-        sgprs: 6, 4;
+        sgprs / with_sgprs: 6, 4;
         /// Bits 12..20: the waves' initial float rounding (bits 0..4 of the field) and denormal
         /// (bits 4..8) modes, loaded into `MODE`.
-        float_mode: 12, 8;
+        float_mode / with_float_mode: 12, 8;
         /// Bit 20 (`PRIV`): the waves start privileged ([`RSRC1_PRIV`]).
-        privileged: 20, 1;
+        privileged / with_privileged: 20, 1;
+        /// Bit 21 (`DX10_CLAMP`): the waves start with DX10 clamping of NaN results in
+        /// clamping operations (loaded into `MODE`).
+        dx10_clamp / with_dx10_clamp: 21, 1;
         /// Bit 23 (`IEEE_MODE`): the waves start with IEEE-754 NaN handling in min/max and quieted
         /// signaling NaNs.
-        ieee_mode: 23, 1;
+        ieee_mode / with_ieee_mode: 23, 1;
     }
 );
 
@@ -162,32 +172,32 @@ bitfield!(
     PgmRsrc2 {
         /// Bit 0: the waves get a private (scratch) segment in the ring at
         /// `COMPUTE_DISPATCH_SCRATCH_BASE`.
-        scratch_en: 0, 1;
+        scratch_en / with_scratch_en: 0, 1;
         /// Bits 1..6: how many `COMPUTE_USER_DATA_n` values load into s0, s1, ... (at most 16).
-        user_sgpr: 1, 5;
+        user_sgpr / with_user_sgpr: 1, 5;
         /// Bit 6: a trap handler is installed; the command processor sets it, a kernel descriptor
         /// may not.
-        trap_present: 6, 1;
+        trap_present / with_trap_present: 6, 1;
         /// Bit 7: the workgroup ID along X goes to the first SGPR after the user SGPRs.
-        tgid_x_en: 7, 1;
+        tgid_x_en / with_tgid_x_en: 7, 1;
         /// Bit 8: the workgroup ID along Y goes to the next SGPR.
-        tgid_y_en: 8, 1;
+        tgid_y_en / with_tgid_y_en: 8, 1;
         /// Bit 9: the workgroup ID along Z goes to the next SGPR.
-        tgid_z_en: 9, 1;
+        tgid_z_en / with_tgid_z_en: 9, 1;
         /// Bit 10: an SGPR after the workgroup IDs holds the wave's index in its workgroup (bits
         /// 0..6) and the workgroup's wave count (bits 6..12).
-        tg_size_en: 10, 1;
+        tg_size_en / with_tg_size_en: 10, 1;
         /// Bits 11..13: which work-item IDs v0 carries: 0 X, 1 X and Y, 2 X, Y and Z (10 bits each
         /// on gfx11).
-        tidig_comp_cnt: 11, 2;
+        tidig_comp_cnt / with_tidig_comp_cnt: 11, 2;
         /// Bits 13..15: address-watch (bit 13) and memory-violation (bit 14) exceptions, debugger
         /// controls a kernel leaves 0.
-        excp_en_msb: 13, 2;
+        excp_en_msb / with_excp_en_msb: 13, 2;
         /// LDS allocation in 512-byte granules (gfx11 compute).
-        lds_size: 15, 9;
+        lds_size / with_lds_size: 15, 9;
         /// Bits 24..31: the float exceptions that trap (invalid, input denormal, divide by zero,
         /// overflow, underflow, inexact, in bits 24..30) and integer divide by zero (bit 30).
-        excp_en: 24, 7;
+        excp_en / with_excp_en: 24, 7;
     }
 );
 
@@ -211,5 +221,46 @@ pub fn dispatch_rsrc1_bits(arch: &str) -> u32 {
 pub const LDS_GRANULE: u32 = 512;
 /// Largest LDS a workgroup can have on gfx11 (64 KiB).
 pub const LDS_MAX_BYTES: u32 = 64 * 1024;
-/// Bit position of `LDS_SIZE` in `COMPUTE_PGM_RSRC2`.
-pub const RSRC2_LDS_SIZE_SHIFT: u32 = 15;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each setter writes its own bits and no others, drops bits above the field's width,
+    /// and its getter reads back what it wrote; the positions are the register manual's.
+    #[test]
+    fn bit_fields_set_and_read_only_their_bits() {
+        let all = PgmRsrc2(u32::MAX);
+        let cleared = all.with_lds_size(0);
+        assert_eq!(cleared.0, !(0x1ff << 15));
+        assert_eq!(PgmRsrc2(0).with_lds_size(0x1ff).0, 0x1ff << 15);
+        // 0x3ff has a bit above LDS_SIZE's 9: it is dropped, and EXCP_EN (bit 24) stays 0.
+        assert_eq!(PgmRsrc2(0).with_lds_size(0x3ff).0, 0x1ff << 15);
+        let r = PgmRsrc2(0)
+            .with_user_sgpr(16)
+            .with_tgid_y_en(1)
+            .with_tidig_comp_cnt(2)
+            .with_lds_size(3);
+        assert_eq!(r.0, (16 << 1) | (1 << 8) | (2 << 11) | (3 << 15));
+        assert_eq!(
+            (
+                r.user_sgpr(),
+                r.tgid_y_en(),
+                r.tidig_comp_cnt(),
+                r.lds_size()
+            ),
+            (16, 1, 2, 3)
+        );
+        assert_eq!((r.tgid_x_en(), r.tgid_z_en(), r.scratch_en()), (0, 0, 0));
+
+        let r1 = PgmRsrc1(0)
+            .with_vgprs(63)
+            .with_float_mode(0xf0)
+            .with_privileged(1)
+            .with_dx10_clamp(1)
+            .with_ieee_mode(1);
+        assert_eq!(r1.0, 63 | (0xf0 << 12) | RSRC1_PRIV | (1 << 21) | (1 << 23));
+        assert_eq!(r1.with_privileged(0).0, r1.0 & !RSRC1_PRIV);
+        assert_eq!((r1.vgprs(), r1.float_mode(), r1.sgprs()), (63, 0xf0, 0));
+    }
+}

@@ -11,6 +11,7 @@ use crate::exec::{
 use crate::fault::{Fault, FaultKind};
 use crate::memory::Memory;
 use crate::operand::EXEC_LO;
+use hcq_amd_sys::regs;
 
 /// Everything the command processor collected for one DISPATCH_DIRECT.
 #[derive(Clone, Debug, Default)]
@@ -85,26 +86,23 @@ pub struct Rsrc2 {
 }
 
 /// LDS allocation granularity of COMPUTE_PGM_RSRC2.LDS_SIZE on gfx11 (128 dwords).
-pub const LDS_GRANULE_BYTES: usize = 512;
+pub const LDS_GRANULE_BYTES: usize = regs::LDS_GRANULE as usize;
 /// Granularity of COMPUTE_TMPRING_SIZE.WAVESIZE (bytes of scratch per wave).
 pub const TMPRING_WAVESIZE_GRANULE: u64 = 256;
 /// LDS available to one workgroup on gfx11.
-pub const MAX_LDS_BYTES: usize = 64 * 1024;
+pub const MAX_LDS_BYTES: usize = regs::LDS_MAX_BYTES as usize;
 
 impl Rsrc2 {
     /// Decodes the launch-relevant fields.
     pub fn decode(rsrc2: u32) -> Self {
+        let r = regs::PgmRsrc2(rsrc2);
         Rsrc2 {
-            scratch_enable: rsrc2 & 1 != 0,
-            user_sgprs: (rsrc2 >> 1) & 0x1f,
-            workgroup_id_enable: [
-                rsrc2 >> 7 & 1 != 0,
-                rsrc2 >> 8 & 1 != 0,
-                rsrc2 >> 9 & 1 != 0,
-            ],
-            workgroup_info_enable: rsrc2 >> 10 & 1 != 0,
-            workitem_id_components: (rsrc2 >> 11) & 3,
-            lds_bytes: ((rsrc2 >> 15) & 0x1ff) as usize * LDS_GRANULE_BYTES,
+            scratch_enable: r.scratch_en() != 0,
+            user_sgprs: r.user_sgpr(),
+            workgroup_id_enable: [r.tgid_x_en() != 0, r.tgid_y_en() != 0, r.tgid_z_en() != 0],
+            workgroup_info_enable: r.tg_size_en() != 0,
+            workitem_id_components: r.tidig_comp_cnt(),
+            lds_bytes: r.lds_size() as usize * LDS_GRANULE_BYTES,
         }
     }
 }

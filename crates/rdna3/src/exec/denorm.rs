@@ -74,7 +74,8 @@ const FP_DENORM_SHIFT: u32 = 4;
 /// The MODE register a wave starts with, from COMPUTE_PGM_RSRC1: FLOAT_MODE (bits 19:12) is
 /// `MODE[7:0]`, DX10_CLAMP (bit 21) `MODE[8]`, IEEE_MODE (bit 23) `MODE[9]`.
 pub fn mode_from_rsrc1(rsrc1: u32) -> u32 {
-    ((rsrc1 >> 12) & 0xff) | (((rsrc1 >> 21) & 1) << 8) | (((rsrc1 >> 23) & 1) << 9)
+    let r = hcq_amd_sys::regs::PgmRsrc1(rsrc1);
+    r.float_mode() | (r.dx10_clamp() << 8) | (r.ieee_mode() << 9)
 }
 
 /// MODE with FP_DENORM replaced by `denorm` (the S_DENORM_MODE immediate's low 4 bits:

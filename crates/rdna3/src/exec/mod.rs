@@ -31,7 +31,7 @@ pub const WAVE32_VGPR_GRANULE: usize = 8;
 /// VGPRs a wave32 wave gets from COMPUTE_PGM_RSRC1 (bits 5:0 = blocks minus one), at most
 /// [`VGPR_COUNT`].
 pub fn wave32_vgprs_of_rsrc1(rsrc1: u32) -> usize {
-    ((rsrc1 & 0x3f) as usize + 1)
+    (hcq_amd_sys::regs::PgmRsrc1(rsrc1).vgprs() as usize + 1)
         .saturating_mul(WAVE32_VGPR_GRANULE)
         .min(VGPR_COUNT)
 }
