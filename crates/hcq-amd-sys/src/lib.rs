@@ -6,6 +6,7 @@
 //! - [`pm4`]: compute-queue packets, encoded by the driver and decoded by the emulator.
 //! - [`regs`]: gfx11 compute registers and their bit fields.
 //! - [`kd`]: the kernel descriptor of a code object.
+//! - [`aql`]: the AQL kernel dispatch packet a kernel may read its launch from.
 //! - [`queue_areas`]: the sizes of a compute queue's EOP buffer, control stack and context
 //!   save area, as KFD computes and checks them.
 //! - [`signal`]: the `amd_signal_t` layout.
@@ -17,6 +18,7 @@
 
 #![deny(missing_docs)]
 
+pub mod aql;
 pub mod drm;
 pub mod kd;
 pub mod kfd;

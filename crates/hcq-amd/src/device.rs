@@ -1641,24 +1641,15 @@ pub(crate) fn aql_dispatch_packet(
     local: [u32; 3],
     kernargs: u64,
     group_segment_size: u32,
-) -> [u8; 64] {
-    let mut p = [0u8; 64];
-    let dims: u16 = if global[2] > 1 || local[2] > 1 {
-        3
-    } else if global[1] > 1 || local[1] > 1 {
-        2
-    } else {
-        1
-    };
-    p[2..4].copy_from_slice(&dims.to_le_bytes());
-    for i in 0..3 {
-        p[4 + 2 * i..6 + 2 * i].copy_from_slice(&(local[i] as u16).to_le_bytes());
-        p[12 + 4 * i..16 + 4 * i].copy_from_slice(&global[i].wrapping_mul(local[i]).to_le_bytes());
-    }
-    p[24..28].copy_from_slice(&descriptor.private_segment_fixed_size.to_le_bytes());
-    p[28..32].copy_from_slice(&group_segment_size.to_le_bytes());
-    p[40..48].copy_from_slice(&kernargs.to_le_bytes());
-    p
+) -> [u8; hcq_amd_sys::aql::KERNEL_DISPATCH_PACKET_BYTES] {
+    hcq_amd_sys::aql::KernelDispatchPacket::for_launch(
+        global,
+        local,
+        descriptor.private_segment_fixed_size,
+        group_segment_size,
+        kernargs,
+    )
+    .to_bytes()
 }
 
 #[cfg(test)]
