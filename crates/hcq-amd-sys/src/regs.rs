@@ -217,6 +217,14 @@ pub fn dispatch_rsrc1_bits(arch: &str) -> u32 {
     }
 }
 
+/// Ticks per second of the clock the GPU's timestamps count (`RELEASE_MEM` and SDMA
+/// `TIMESTAMP`, `AMDKFD_IOC_GET_CLOCK_COUNTERS`'s GPU counter): 100 MHz on gfx11.
+pub const TIMESTAMP_CLOCK_HZ: u64 = 100_000_000;
+
+/// Bytes of the doorbell region KFD maps for one GPU of a process (two pages on gfx9 and
+/// later: 1,024 doorbells of 8 bytes, indexed by the `doorbell_offset` a queue gets).
+pub const DOORBELL_REGION_BYTES: u64 = 0x2000;
+
 /// Bytes per `LDS_SIZE` granule on gfx11.
 pub const LDS_GRANULE: u32 = 512;
 /// Largest LDS a workgroup can have on gfx11 (64 KiB).

@@ -45,4 +45,4 @@ pub use program::AmdProgram;
 pub use stream::AmdEvent;
 
 /// Frequency of the clock that `RELEASE_MEM` timestamps count (gfx11: 100 MHz).
-pub const GPU_TIMESTAMP_HZ: u64 = 100_000_000;
+pub const GPU_TIMESTAMP_HZ: u64 = hcq_amd_sys::regs::TIMESTAMP_CLOCK_HZ;

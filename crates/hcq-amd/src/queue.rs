@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 pub const COMPUTE_RING_BYTES: u64 = 0x10_0000;
 /// Bytes of a copy queue's ring.
 pub const SDMA_RING_BYTES: u64 = 0x10_0000;
-const DOORBELL_PAGE_BYTES: usize = 0x2000;
+const DOORBELL_PAGE_BYTES: usize = hcq_amd_sys::regs::DOORBELL_REGION_BYTES as usize;
 
 /// Which engine a queue feeds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

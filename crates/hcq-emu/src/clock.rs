@@ -4,8 +4,8 @@
 use std::sync::OnceLock;
 use std::time::Instant;
 
-/// Ticks per second of the GPU clock.
-pub const GPU_CLOCK_HZ: u64 = 100_000_000;
+/// Ticks per second of the GPU clock, the hardware's.
+pub const GPU_CLOCK_HZ: u64 = hcq_amd_sys::regs::TIMESTAMP_CLOCK_HZ;
 
 fn origin() -> Instant {
     static ORIGIN: OnceLock<Instant> = OnceLock::new();

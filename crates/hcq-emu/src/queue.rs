@@ -20,7 +20,7 @@ use crate::gpu::EngineHold;
 use crate::util::{errno, lock, wait_timeout};
 
 /// Bytes of one GPU's doorbell region (two pages, as the driver maps it).
-pub const DOORBELL_REGION_BYTES: u64 = 0x2000;
+pub const DOORBELL_REGION_BYTES: u64 = hcq_amd_sys::regs::DOORBELL_REGION_BYTES;
 /// Doorbell slots (8 bytes each) in a region.
 pub const DOORBELL_SLOTS: u32 = (DOORBELL_REGION_BYTES / 8) as u32;
 /// Where KFD places the gpu id in an mmap offset (`KFD_MMAP_GPU_ID_SHIFT`).
