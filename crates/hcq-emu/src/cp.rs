@@ -726,7 +726,7 @@ impl Cp {
         let result = dispatch::run(
             &snap,
             &self.gpu.code_cache,
-            &params,
+            params,
             self.gpu.max_steps,
             crate::topology::shader_engines(&self.gpu.shape),
             self.ring.queue.stop_flag(),

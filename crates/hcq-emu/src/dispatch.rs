@@ -29,23 +29,10 @@ fn r(regs: &[u32], reg: u16) -> u32 {
     regs.get(usize::from(reg)).copied().unwrap_or(0)
 }
 
-/// Everything a dispatch needs, read from the registers and the packet.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct DispatchParams {
-    pub code_entry: u64,
-    pub rsrc1: u32,
-    pub rsrc2: u32,
-    pub rsrc3: u32,
-    pub user_data: [u32; 16],
-    pub grid: [u32; 3],
-    pub block: [u32; 3],
-    pub scratch_base: u64,
-    pub tmpring_size: u32,
-    pub wave32: bool,
-}
-
-/// Builds the dispatch from the register file; `Ok(None)` when there is nothing to run.
-pub(crate) fn params(sh: &[u32], d: &DispatchDirect) -> Result<Option<DispatchParams>, String> {
+/// Builds the dispatch from the register file and the packet; `Ok(None)` when there is nothing
+/// to run. What the registers do not hold is the GPU's (the shader engines, the step budget,
+/// the queue's stop flag): [`run`] sets it.
+pub(crate) fn params(sh: &[u32], d: &DispatchDirect) -> Result<Option<rdna3::Dispatch>, String> {
     use regs::initiator::*;
     if d.initiator & COMPUTE_SHADER_EN == 0 {
         return Ok(None);
@@ -105,7 +92,7 @@ pub(crate) fn params(sh: &[u32], d: &DispatchDirect) -> Result<Option<DispatchPa
     for (i, v) in user_data.iter_mut().enumerate() {
         *v = r(sh, regs::COMPUTE_USER_DATA_0 + i as u16);
     }
-    Ok(Some(DispatchParams {
+    Ok(Some(rdna3::Dispatch {
         code_entry: pgm << 8,
         rsrc1: r(sh, regs::COMPUTE_PGM_RSRC1),
         rsrc2: r(sh, regs::COMPUTE_PGM_RSRC2),
@@ -116,6 +103,9 @@ pub(crate) fn params(sh: &[u32], d: &DispatchDirect) -> Result<Option<DispatchPa
         scratch_base: scratch << 8,
         tmpring_size: r(sh, regs::COMPUTE_TMPRING_SIZE),
         wave32: d.initiator & CS_W32_EN != 0,
+        shader_engines: 1,
+        max_steps: 0,
+        cancel: None,
     }))
 }
 
@@ -123,25 +113,16 @@ pub(crate) fn params(sh: &[u32], d: &DispatchDirect) -> Result<Option<DispatchPa
 pub(crate) fn run(
     mem: &Snapshot,
     cache: &CodeCache,
-    p: &DispatchParams,
+    launch: rdna3::Dispatch,
     max_steps: u64,
     shader_engines: u32,
     cancel: Arc<AtomicBool>,
 ) -> Result<rdna3::DispatchStats, (FaultClass, String)> {
     let d = rdna3::Dispatch {
-        code_entry: p.code_entry,
-        rsrc1: p.rsrc1,
-        rsrc2: p.rsrc2,
-        rsrc3: p.rsrc3,
-        user_data: p.user_data,
-        grid: p.grid,
-        block: p.block,
-        scratch_base: p.scratch_base,
-        tmpring_size: p.tmpring_size,
         shader_engines,
-        wave32: p.wave32,
         max_steps,
         cancel: Some(cancel),
+        ..launch
     };
     // An interpreter bug must not take the command processor (and its queue) down with it.
     let outcome =
