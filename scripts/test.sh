@@ -63,6 +63,12 @@ bash crates/hcq-py/run-tests.sh
 # Publishable crates: each library crate (and the CLI) packages, and each package builds on its
 # own from the packaged files alone, against the packages of its dependencies.
 echo "== cargo package"
+# Cargo unpacks each package it verifies into its home's registry/src (one directory per local
+# registry, named `-<hash>`) and never refreshes a version it has unpacked once, so a second run
+# would build against the first run's sources: drop those copies of our crates first.
+cargo_home=${CARGO_HOME:-$HOME/.cargo}
+rm -rf "$cargo_home"/registry/src/-*/hcq-[0-9]* "$cargo_home"/registry/src/-*/hcq-*-[0-9]* \
+  "$cargo_home"/registry/src/-*/rdna3-[0-9]*
 cargo package --workspace --exclude hcq-py --quiet --allow-dirty --target-dir target/package-check
 
 # The oldest toolchain the crates declare (`rust-version`) must build them all.
