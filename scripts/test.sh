@@ -63,12 +63,13 @@ bash crates/hcq-py/run-tests.sh
 # Publishable crates: each library crate (and the CLI) packages, and each package builds on its
 # own from the packaged files alone, against the packages of its dependencies.
 echo "== cargo package"
-# Cargo unpacks each package it verifies into its home's registry/src (one directory per local
-# registry, named `-<hash>`) and never refreshes a version it has unpacked once, so a second run
-# would build against the first run's sources: drop those copies of our crates first.
+# Cargo treats the packages it verifies as published versions, which never change: it unpacks
+# each into its home's registry/src once (one directory per local registry, named `-<hash>`)
+# and never rebuilds a compiled one. A second run would verify against the first run's sources,
+# so both go first: our crates' unpacked copies, and the verification's build directory.
 cargo_home=${CARGO_HOME:-$HOME/.cargo}
 rm -rf "$cargo_home"/registry/src/-*/hcq-[0-9]* "$cargo_home"/registry/src/-*/hcq-*-[0-9]* \
-  "$cargo_home"/registry/src/-*/rdna3-[0-9]*
+  "$cargo_home"/registry/src/-*/rdna3-[0-9]* target/package-check
 cargo package --workspace --exclude hcq-py --quiet --allow-dirty --target-dir target/package-check
 
 # The oldest toolchain the crates declare (`rust-version`) must build them all.
