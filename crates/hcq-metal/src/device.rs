@@ -205,7 +205,29 @@ impl<A: MetalApi> MetalDevice<A> {
             .new_command_queue(&device, MAX_COMMAND_BUFFERS)
             .ok_or_else(|| Error::Unsupported(format!("{name}: newCommandQueue returned nil")))?;
         let compiler_id = format!("Metal on {}", api.operating_system_version());
-        Ok(MetalDevice {
+        Ok(Self::on_queue(
+            api,
+            name,
+            device,
+            queue,
+            cache,
+            compiler_id,
+            next_id(),
+        ))
+    }
+
+    /// A device of identity `id` (shared by a device and its streams) driving `queue`, with
+    /// that queue's own state: nothing in flight, no event timeline, no streams of its own.
+    fn on_queue(
+        api: A,
+        name: String,
+        device: A::Device,
+        queue: A::Queue,
+        cache: CompileCache,
+        compiler_id: String,
+        id: u64,
+    ) -> Self {
+        MetalDevice {
             api,
             name,
             device,
@@ -213,11 +235,11 @@ impl<A: MetalApi> MetalDevice<A> {
             state: Mutex::new(DeviceState::new()),
             cache,
             compiler_id,
-            id: next_id(),
+            id,
             queue_id: next_id(),
             streams: Mutex::new(Vec::new()),
             next_stream: AtomicU32::new(1),
-        })
+        }
     }
 
     /// A stream: another `MTLCommandQueue` on the same `MTLDevice`, as a device of its own
@@ -238,19 +260,15 @@ impl<A: MetalApi> MetalDevice<A> {
             .api
             .new_command_queue(&self.device, MAX_COMMAND_BUFFERS)
             .ok_or_else(|| Error::Unsupported(format!("{name}: newCommandQueue returned nil")))?;
-        Ok(MetalDevice {
-            api: self.api.clone(),
+        Ok(Self::on_queue(
+            self.api.clone(),
             name,
-            device: self.device.clone(),
+            self.device.clone(),
             queue,
-            state: Mutex::new(DeviceState::new()),
-            cache: self.cache.clone(),
-            compiler_id: self.compiler_id.clone(),
-            id: self.id,
-            queue_id: next_id(),
-            streams: Mutex::new(Vec::new()),
-            next_stream: AtomicU32::new(1),
-        })
+            self.cache.clone(),
+            self.compiler_id.clone(),
+            self.id,
+        ))
     }
 
     /// Has [`MetalDevice::synchronize_streams`] wait for `stream` while it lives.
