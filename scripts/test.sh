@@ -4,6 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# A CI machine builds once from a clean clone and may have little disk: incremental state (about
+# as large as the build itself) buys it nothing, and the build directories made only for the
+# package and rust-version checks go once those have run.
+ci=${CI:-}
+if [ -n "$ci" ]; then export CARGO_INCREMENTAL=0; fi
+
 need_llvm=()
 for tool in clang-19 ld.lld-19 llvm-objdump-19 llvm-mc-19; do
   command -v "$tool" >/dev/null 2>&1 || need_llvm+=("$tool")
@@ -71,6 +77,7 @@ cargo_home=${CARGO_HOME:-$HOME/.cargo}
 rm -rf "$cargo_home"/registry/src/-*/hcq-[0-9]* "$cargo_home"/registry/src/-*/hcq-*-[0-9]* \
   "$cargo_home"/registry/src/-*/rdna3-[0-9]* target/package-check
 cargo package --workspace --exclude hcq-py --quiet --allow-dirty --target-dir target/package-check
+rm -rf target/package-check
 
 # The oldest toolchain the crates declare (`rust-version`) must build them all.
 msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
@@ -78,3 +85,5 @@ msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
 echo "== cargo +$msrv check (rust-version)"
 cargo "+$msrv" --version >/dev/null 2>&1 || rustup toolchain install "$msrv" --profile minimal --no-self-update
 cargo "+$msrv" check --workspace --all-targets --quiet --target-dir target/msrv
+if [ -n "$ci" ]; then rm -rf target/msrv; fi
+echo "== done; the build directory holds $(du -sh target | cut -f1)"
