@@ -94,6 +94,7 @@ fn adjacent_pair(dev: &Dev) -> (Buf, Buf) {
             size: 0x1000,
             handle: a.handle,
             mmap_offset: a.mmap_offset,
+            guard: 0, // the pair shares one reservation, freed page by page
         };
         dev.map(&buf).unwrap();
         buf

@@ -48,7 +48,12 @@ pub struct Buf {
     pub size: u64,
     pub handle: u64,
     pub mmap_offset: u64,
+    /// Bytes of address space reserved after the buffer (see `Dev::try_alloc`).
+    pub guard: u64,
 }
+
+/// The guard page after each device buffer a test allocates.
+pub const GUARD_BYTES: u64 = 0x1000;
 
 impl Buf {
     pub fn ptr<T>(&self, offset: u64) -> *mut T {
@@ -134,6 +139,10 @@ impl<'k> Dev<'k> {
     }
 
     /// Reserves address space, allocates, maps for the CPU and the GPU (like `_gpu_alloc`).
+    /// A device buffer's reservation ends in a guard page that is never mapped for the GPU:
+    /// the host places new mappings next to old ones, so without it the byte past a buffer
+    /// could belong to another of the test's buffers, and a test of running past the end would
+    /// pass or fail with the host's address-space layout.
     pub fn try_alloc(&self, size: u64, flags: u32) -> io::Result<Buf> {
         let flags = flags
             | ALLOC_MEM_FLAGS_WRITABLE
@@ -154,7 +163,7 @@ impl<'k> Dev<'k> {
             } else {
                 self.k.mmap(
                     ptr::null_mut(),
-                    size as usize,
+                    (size + GUARD_BYTES) as usize,
                     PROT_NONE,
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                     -1,
@@ -170,9 +179,15 @@ impl<'k> Dev<'k> {
             mmap_offset: if userptr { addr } else { 0 },
             ..Default::default()
         };
+        let guard = if userptr { 0 } else { GUARD_BYTES };
+        let reserved = size + guard;
         if let Err(e) = ioctl(self.k, self.kfd, IOC_ALLOC_MEMORY_OF_GPU, &mut a) {
             // SAFETY: the reservation made above.
-            unsafe { self.k.munmap(addr as usize as *mut c_void, size as usize) }.unwrap();
+            unsafe {
+                self.k
+                    .munmap(addr as usize as *mut c_void, reserved as usize)
+            }
+            .unwrap();
             return Err(e);
         }
         if !userptr {
@@ -194,6 +209,7 @@ impl<'k> Dev<'k> {
             size,
             handle: a.handle,
             mmap_offset: a.mmap_offset,
+            guard,
         };
         self.map(&buf)?;
         Ok(buf)
@@ -230,10 +246,11 @@ impl<'k> Dev<'k> {
     /// Unmaps from the GPU and the CPU, then frees (like `_gpu_free`).
     pub fn free(&self, buf: Buf) {
         self.unmap(&buf).unwrap();
-        // SAFETY: the CPU view of the buffer, which the test no longer uses.
+        let reserved = buf.size + buf.guard;
+        // SAFETY: the CPU view of the buffer and its guard page, which the test no longer uses.
         unsafe {
             self.k
-                .munmap(buf.va as usize as *mut c_void, buf.size as usize)
+                .munmap(buf.va as usize as *mut c_void, reserved as usize)
         }
         .unwrap();
         ioctl(
