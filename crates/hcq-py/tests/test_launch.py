@@ -185,3 +185,50 @@ def test_grid_and_block_are_checked(dev, kernel):
         prg(buf, grid=1, block=(2048, 1, 1))
     with pytest.raises(OverflowError):
         prg(buf, grid=1, lds=-1)
+
+
+
+def test_launch_keywords(dev, kernel):
+    """Keyword names built at run time (not interned) and None for the defaults."""
+    n = 64
+    out = dev.alloc(n * 4)
+    x = upload(dev, np.arange(n, dtype=np.float32))
+    y = upload(dev, np.ones(n, np.float32))
+    saxpy = kernel("saxpy")
+    keywords = {"".join(["gr", "id"]): 1, "".join(["blo", "ck"]): n, "stream": None,
+                "lds": 0, "timed": False}
+    assert saxpy(out, x, y, 2.0, n, **keywords) is None
+    dev.synchronize()
+    np.testing.assert_array_equal(out.numpy(np.float32), 2 * np.arange(n) + 1)
+    out.write(np.zeros(n, np.float32))
+    saxpy(out, x, y, 3.0, n, grid=(1,), block=None)  # block=None is one work-item
+    expected = np.zeros(n, np.float32)
+    expected[0] = 1
+    np.testing.assert_array_equal(out.numpy(np.float32), expected)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'gird'"):
+        saxpy(out, x, y, 2.0, n, gird=1)
+    with pytest.raises(TypeError, match="grid"):
+        saxpy(out, x, y, 2.0, n, block=1)
+    with pytest.raises(TypeError, match="stream"):
+        saxpy(out, x, y, 2.0, n, grid=1, stream=dev)
+
+
+def test_launch_method_is_the_call_with_grid_and_block_first(dev, kernel):
+    n = 1000
+    x = (np.arange(n) % 97).astype(np.float32)
+    y = ((np.arange(n) * 3) % 31).astype(np.float32)
+    out = dev.alloc(n * 4)
+    out.write(np.full(n, -1, np.float32))
+    saxpy = kernel("saxpy")
+    assert saxpy.launch((n + 63) // 64, 64, out, upload(dev, x), upload(dev, y), 1.5, n) is None
+    np.testing.assert_array_equal(out.numpy(np.float32), np.float32(1.5) * x + y)
+    seconds = saxpy.launch((16, 1, 1), (64, 1, 1), out, upload(dev, y), upload(dev, x), 2.0, n,
+                           timed=True, stream=dev.stream())
+    assert isinstance(seconds, float) and seconds > 0
+    np.testing.assert_array_equal(out.numpy(np.float32), np.float32(2.0) * y + x)
+    with pytest.raises(hcq.InvalidArgumentError, match="saxpy takes 5 arguments"):
+        saxpy.launch(1, 1, out)
+    with pytest.raises(TypeError):
+        saxpy.launch(1)  # no block
+    with pytest.raises(hcq.InvalidArgumentError, match="dimensions"):
+        saxpy.launch((), 1, out, out, out, 1.0, n)

@@ -5,6 +5,7 @@ use crate::{Arg, Buffer, Device, Error, LaunchOptions, Program, Queue, Result};
 use hcq_amd::{AmdDevice, AmdEvent};
 #[cfg(target_os = "macos")]
 use hcq_metal::{ThreadSafeMetalDevice, ThreadSafeMetalEvent};
+use std::fmt::Display;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -142,7 +143,7 @@ impl Stream {
         matches!(self.queue, StreamQueue::Default)
     }
 
-    fn check_device(&self, what: &str, device: &Device) -> Result<()> {
+    fn check_device(&self, what: impl Display, device: &Device) -> Result<()> {
         if device.same(&self.device) {
             return Ok(());
         }
@@ -176,7 +177,8 @@ impl Stream {
         local: [u32; 3],
         options: &LaunchOptions,
     ) -> Result<Option<Duration>> {
-        self.check_device(&format!("program {}", program.name()), program.device())?;
+        // Formatted only on a mismatch: this is on every launch's path.
+        self.check_device(format_args!("program {}", program.name()), program.device())?;
         program.launch_on(self.queue(), args, global, local, options)
     }
 

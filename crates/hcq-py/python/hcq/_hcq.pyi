@@ -261,6 +261,28 @@ class Program:
         """Launches over ``grid`` workgroups of ``block`` work-items with ``lds`` bytes of
         dynamic LDS. Returns None at once, or with ``timed=True`` waits and returns the GPU
         time in seconds."""
+    @overload
+    def launch(
+        self,
+        grid: _Dims,
+        block: _Dims,
+        *args: _KernelArg,
+        lds: int = 0,
+        timed: Literal[False] = False,
+        stream: Optional[Stream] = None,
+    ) -> None: ...
+    @overload
+    def launch(
+        self,
+        grid: _Dims,
+        block: _Dims,
+        *args: _KernelArg,
+        lds: int = 0,
+        timed: Literal[True],
+        stream: Optional[Stream] = None,
+    ) -> float:
+        """The launch ``prg(*args, grid=grid, block=block)`` makes, with the grid and block
+        first: the cheaper call in a hot loop (Python passes no keywords)."""
 
 _DimLike = Union[int, "Dim"]
 _GraphDims = Union[_DimLike, Sequence[_DimLike]]

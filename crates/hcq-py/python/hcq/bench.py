@@ -20,13 +20,15 @@ import hcq
 EMPTY_KERNEL = 'extern "C" __attribute__((global)) void empty(int* data, int n) {}'
 
 
-def python_launch_ns(dev, rounds=20):
+def python_launch_ns(dev, form, rounds=20):
     """Best nanoseconds per launch over `rounds` batches, each small enough to fit the command
-    ring while the engines are held."""
+    ring while the engines are held. `form` is "call" (`prg(buf, 1, grid=1, block=1)`) or
+    "launch" (`prg.launch(1, 1, buf, 1)`)."""
     empty = dev.program(dev.compile(EMPTY_KERNEL), "empty")
     buf = dev.alloc(64)
     empty(buf, 1, grid=1, block=1)
     dev.synchronize()
+    launch = empty.launch
     per_launch, capacity = dev._ring_dwords
     # Half the ring: the batch never waits for ring space.
     batch = max(1, min(2000, capacity // max(per_launch, 1) // 2))
@@ -36,10 +38,16 @@ def python_launch_ns(dev, rounds=20):
         if emulated:
             dev._hold_engines(True)
         try:
-            start = time.perf_counter_ns()
-            for _ in range(batch):
-                empty(buf, 1, grid=1, block=1)
-            elapsed = time.perf_counter_ns() - start
+            if form == "call":
+                start = time.perf_counter_ns()
+                for _ in range(batch):
+                    empty(buf, 1, grid=1, block=1)
+                elapsed = time.perf_counter_ns() - start
+            else:
+                start = time.perf_counter_ns()
+                for _ in range(batch):
+                    launch(1, 1, buf, 1)
+                elapsed = time.perf_counter_ns() - start
         finally:
             if emulated:
                 dev._hold_engines(False)
@@ -74,18 +82,26 @@ def main(argv=None):
     parser.add_argument("--device", default=None, help="device name (default: hcq's default)")
     args = parser.parse_args(argv)
     dev = hcq.Device(args.device)
-    python_ns, batch = python_launch_ns(dev)
+    figures = [
+        ("python_launch", "prg(buf, 1, grid=1, block=1)", *python_launch_ns(dev, "call")),
+        ("python_launch_positional", "prg.launch(1, 1, buf, 1)", *python_launch_ns(dev, "launch")),
+    ]
     rust_ns = rust_launch_ns(dev.name)
-    ratio = python_ns / rust_ns if rust_ns else None
-    if args.json:
-        print(json.dumps({"name": "python_launch", "value": python_ns, "unit": "ns",
-                          "baseline": rust_ns, "ratio": ratio, "device": dev.name}))
-    else:
-        print(f"launch from Python on {dev.name}: {python_ns:.0f} ns (best batch of {batch})")
+    for name, form, python_ns, batch in figures:
+        ratio = python_ns / rust_ns if rust_ns else None
+        if args.json:
+            print(json.dumps({"name": name, "call": form, "value": python_ns, "unit": "ns",
+                              "baseline": rust_ns, "ratio": ratio, "device": dev.name}))
+        else:
+            line = f"launch from Python on {dev.name}, {form}: {python_ns:.0f} ns"
+            if ratio is not None:
+                line += f" ({ratio:.2f}x Rust)"
+            print(f"{line} (best batch of {batch})")
+    if not args.json:
         if rust_ns is None:
             print("hcq bench launch: no hcq binary found (set HCQ_CLI or put hcq on the PATH)")
         else:
-            print(f"launch from Rust (hcq bench launch): {rust_ns:.0f} ns; Python/Rust {ratio:.2f}x")
+            print(f"launch from Rust (hcq bench launch, launch_enqueue_driver): {rust_ns:.0f} ns")
     return 0
 
 
