@@ -1,5 +1,7 @@
 //! The AMDHSA kernel descriptor: the 64 bytes at a code object's `<kernel>.kd` symbol.
 
+use crate::regs::{PgmRsrc1, PgmRsrc2, PgmRsrc3};
+
 /// Size of a kernel descriptor in bytes.
 pub const KERNEL_DESCRIPTOR_SIZE: usize = 64;
 
@@ -72,35 +74,40 @@ pub const GFX11_WAVE32_MAX_VGPRS: u32 = 256;
 /// gfx10 and later.
 pub const WAVE32_VGPR_ENCODING_GRANULE: u32 = 8;
 
-/// Bit fields a gfx11 descriptor must leave 0, per register, as (first bit, width, name). The
-/// ABI reserves some; the command processor fills in others (priority, trap presence, LDS
-/// size) and the rest are debugger or privileged-mode controls a kernel may not set.
-const RSRC1_ZERO_FIELDS: &[(u32, u32, &str)] = &[
-    (10, 2, "PRIORITY"),
-    (20, 1, "PRIV"),
-    (22, 1, "DEBUG_MODE"),
-    (24, 1, "BULKY"),
-    (25, 1, "CDBG_USER"),
-    (27, 2, "reserved bits 27..29"),
+/// Bit fields a gfx11 descriptor must leave 0, per register, as (name, getter). The ABI
+/// reserves some; the command processor fills in others (priority, trap presence, LDS size)
+/// and the rest are debugger or privileged-mode controls a kernel may not set.
+type ZeroField = (&'static str, fn(u32) -> u32);
+const RSRC1_ZERO_FIELDS: &[ZeroField] = &[
+    ("PRIORITY", |v| PgmRsrc1(v).priority()),
+    ("PRIV", |v| PgmRsrc1(v).privileged()),
+    ("DEBUG_MODE", |v| PgmRsrc1(v).debug_mode()),
+    ("BULKY", |v| PgmRsrc1(v).bulky()),
+    ("CDBG_USER", |v| PgmRsrc1(v).cdbg_user()),
+    ("reserved bits 27..29", |v| PgmRsrc1(v).reserved_27()),
 ];
-const RSRC2_ZERO_FIELDS: &[(u32, u32, &str)] = &[
-    (6, 1, "ENABLE_TRAP_HANDLER"),
-    (13, 1, "ENABLE_EXCEPTION_ADDRESS_WATCH"),
-    (14, 1, "ENABLE_EXCEPTION_MEMORY"),
-    (15, 9, "GRANULATED_LDS_SIZE"),
-    (31, 1, "reserved bit 31"),
+const RSRC2_ZERO_FIELDS: &[ZeroField] = &[
+    ("ENABLE_TRAP_HANDLER", |v| PgmRsrc2(v).trap_present()),
+    ("ENABLE_EXCEPTION_ADDRESS_WATCH", |v| {
+        PgmRsrc2(v).exception_address_watch()
+    }),
+    ("ENABLE_EXCEPTION_MEMORY", |v| {
+        PgmRsrc2(v).exception_memory()
+    }),
+    ("GRANULATED_LDS_SIZE", |v| PgmRsrc2(v).lds_size()),
+    ("reserved bit 31", |v| PgmRsrc2(v).reserved_31()),
 ];
-/// gfx11 layout: `SHARED_VGPR_COUNT` must be 0 in wave32; bits 12..31 are reserved
-/// (`INST_PREF_SIZE`, `TRAP_ON_START`/`END` and `IMAGE_OP` may be set).
-const RSRC3_ZERO_FIELDS: &[(u32, u32, &str)] = &[
-    (0, 4, "SHARED_VGPR_COUNT"),
-    (12, 19, "reserved bits 12..31"),
+/// `SHARED_VGPR_COUNT` must be 0 in wave32; `INST_PREF_SIZE`, `TRAP_ON_START`/`END` and
+/// `IMAGE_OP` may be set.
+const RSRC3_ZERO_FIELDS: &[ZeroField] = &[
+    ("SHARED_VGPR_COUNT", |v| PgmRsrc3(v).shared_vgpr_count()),
+    ("reserved bits 12..31", |v| PgmRsrc3(v).reserved_12()),
 ];
 
 /// The first field of `value` in `fields` that is not 0, described.
-fn nonzero_field(register: &str, value: u32, fields: &[(u32, u32, &str)]) -> Option<String> {
-    fields.iter().find_map(|&(shift, width, name)| {
-        let v = (value >> shift) & ((1u64 << width) - 1) as u32;
+fn nonzero_field(register: &str, value: u32, fields: &[ZeroField]) -> Option<String> {
+    fields.iter().find_map(|&(name, field)| {
+        let v = field(value);
         (v != 0)
             .then(|| format!("{register}.{name} is {v} (must be 0; the register is 0x{value:08x})"))
     })
@@ -132,7 +139,7 @@ impl KernelDescriptor {
 
     /// VGPRs per work-item that `compute_pgm_rsrc1` allocates for a wave32 wave.
     pub fn wave32_vgprs(&self) -> u32 {
-        (crate::regs::PgmRsrc1(self.compute_pgm_rsrc1).vgprs() + 1) * WAVE32_VGPR_ENCODING_GRANULE
+        (PgmRsrc1(self.compute_pgm_rsrc1).vgprs() + 1) * WAVE32_VGPR_ENCODING_GRANULE
     }
 
     /// Checks what gfx11 hardware defines for a wave32 kernel: reserved bytes and bits clear,
@@ -163,7 +170,7 @@ impl KernelDescriptor {
                 "compute_pgm_rsrc1 asks for {} VGPRs per work-item (granulated count {}); a \
                  gfx11 wave32 wave has at most {GFX11_WAVE32_MAX_VGPRS}",
                 self.wave32_vgprs(),
-                crate::regs::PgmRsrc1(self.compute_pgm_rsrc1).vgprs()
+                PgmRsrc1(self.compute_pgm_rsrc1).vgprs()
             ));
         }
         // GRANULATED_WAVEFRONT_SGPR_COUNT needs no check: gfx10 and later always give a wave
@@ -190,7 +197,7 @@ impl KernelDescriptor {
             }
         }
         // The command processor has 16 COMPUTE_USER_DATA registers to load user SGPRs from.
-        let user_sgprs = crate::regs::PgmRsrc2(self.compute_pgm_rsrc2).user_sgpr();
+        let user_sgprs = PgmRsrc2(self.compute_pgm_rsrc2).user_sgpr();
         if user_sgprs > 16 {
             return Err(format!(
                 "compute_pgm_rsrc2.USER_SGPR_COUNT is {user_sgprs} (at most 16)"

@@ -69,8 +69,8 @@ pub const COMPUTE_RESTART_Z: u16 = 0x21d;
 /// Follows the three restart registers: a four-value write from `COMPUTE_RESTART_X` (as
 /// tinygrad's until its PR #9314) turns thread tracing off.
 pub const COMPUTE_THREAD_TRACE_ENABLE: u16 = 0x21e;
-/// More launch state on gfx11 (the descriptor's `compute_pgm_rsrc3`: shared VGPRs, instruction
-/// prefetch, trap on start or end); the emulator reads it,
+/// More launch state on gfx11 ([`PgmRsrc3`], the descriptor's `compute_pgm_rsrc3`: shared
+/// VGPRs, instruction prefetch, trap on start or end); the emulator reads it,
 /// [`Pm4Builder::exec`](crate::pm4::Pm4Builder::exec) does not write it.
 pub const COMPUTE_PGM_RSRC3: u16 = 0x228;
 /// CU mask of shader engine 4; the masks of engines 5..=7 follow, and the driver writes the four at
@@ -127,6 +127,9 @@ macro_rules! bitfield {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
         pub struct $name(pub u32);
         impl $name {
+            /// Each field's name, first bit and width, in declaration order.
+            pub const FIELDS: &'static [(&'static str, u32, u32)] =
+                &[$((stringify!($field), $lo, $width)),*];
             $(
                 $(#[$fm])*
                 #[inline]
@@ -153,6 +156,9 @@ bitfield!(
         /// Bits 6..10: SGPR blocks minus one; gfx10 and later ignore it and give every wave its
         /// full SGPR set.
         sgprs / with_sgprs: 6, 4;
+        /// Bits 10..12 (`PRIORITY`): the waves' priority; the command processor sets it, a kernel
+        /// descriptor leaves it 0.
+        priority / with_priority: 10, 2;
         /// Bits 12..20: the waves' initial float rounding (bits 0..4 of the field) and denormal
         /// (bits 4..8) modes, loaded into `MODE`.
         float_mode / with_float_mode: 12, 8;
@@ -161,9 +167,27 @@ bitfield!(
         /// Bit 21 (`DX10_CLAMP`): the waves start with DX10 clamping of NaN results in
         /// clamping operations (loaded into `MODE`).
         dx10_clamp / with_dx10_clamp: 21, 1;
+        /// Bit 22 (`DEBUG_MODE`): a debugger control.
+        debug_mode / with_debug_mode: 22, 1;
         /// Bit 23 (`IEEE_MODE`): the waves start with IEEE-754 NaN handling in min/max and quieted
         /// signaling NaNs.
         ieee_mode / with_ieee_mode: 23, 1;
+        /// Bit 24 (`BULKY`): only one such workgroup per CU at a time; privileged.
+        bulky / with_bulky: 24, 1;
+        /// Bit 25 (`CDBG_USER`): a debugger control.
+        cdbg_user / with_cdbg_user: 25, 1;
+        /// Bit 26 (`FP16_OVFL`): f16 results that overflow clamp to the largest finite value
+        /// instead of becoming infinities.
+        fp16_overflow_clamp / with_fp16_overflow_clamp: 26, 1;
+        /// Bits 27..29, reserved.
+        reserved_27 / with_reserved_27: 27, 2;
+        /// Bit 29 (`WGP_MODE`): the workgroup's waves spread over a whole WGP (both CUs)
+        /// rather than one CU.
+        wgp_mode / with_wgp_mode: 29, 1;
+        /// Bit 30 (`MEM_ORDERED`): memory operations of the waves complete in issue order.
+        mem_ordered / with_mem_ordered: 30, 1;
+        /// Bit 31 (`FWD_PROGRESS`): forward progress is guaranteed between the waves.
+        fwd_progress / with_fwd_progress: 31, 1;
     }
 );
 
@@ -190,14 +214,39 @@ bitfield!(
         /// Bits 11..13: which work-item IDs v0 carries: 0 X, 1 X and Y, 2 X, Y and Z (10 bits each
         /// on gfx11).
         tidig_comp_cnt / with_tidig_comp_cnt: 11, 2;
-        /// Bits 13..15: address-watch (bit 13) and memory-violation (bit 14) exceptions, debugger
-        /// controls a kernel leaves 0.
-        excp_en_msb / with_excp_en_msb: 13, 2;
+        /// Bit 13 (`ENABLE_EXCEPTION_ADDRESS_WATCH`): a debugger control a kernel leaves 0.
+        exception_address_watch / with_exception_address_watch: 13, 1;
+        /// Bit 14 (`ENABLE_EXCEPTION_MEMORY`): memory-violation exceptions, a debugger control a
+        /// kernel leaves 0.
+        exception_memory / with_exception_memory: 14, 1;
         /// LDS allocation in 512-byte granules (gfx11 compute).
         lds_size / with_lds_size: 15, 9;
         /// Bits 24..31: the float exceptions that trap (invalid, input denormal, divide by zero,
         /// overflow, underflow, inexact, in bits 24..30) and integer divide by zero (bit 30).
         excp_en / with_excp_en: 24, 7;
+        /// Bit 31, reserved.
+        reserved_31 / with_reserved_31: 31, 1;
+    }
+);
+
+bitfield!(
+    /// `COMPUTE_PGM_RSRC3` on gfx11.
+    PgmRsrc3 {
+        /// Bits 0..4 (`SHARED_VGPR_COUNT`): VGPRs shared between the two halves of a wave64, in
+        /// blocks of 8; 0 in wave32.
+        shared_vgpr_count / with_shared_vgpr_count: 0, 4;
+        /// Bits 4..10 (`INST_PREF_SIZE`): how much of the kernel's code the waves prefetch, in
+        /// 128-byte lines; a hint.
+        inst_pref_size / with_inst_pref_size: 4, 6;
+        /// Bit 10 (`TRAP_ON_START`): the waves enter the trap handler before their first
+        /// instruction (a debugger control).
+        trap_on_start / with_trap_on_start: 10, 1;
+        /// Bit 11 (`TRAP_ON_END`): the waves enter the trap handler at `s_endpgm`.
+        trap_on_end / with_trap_on_end: 11, 1;
+        /// Bits 12..31, reserved.
+        reserved_12 / with_reserved_12: 12, 19;
+        /// Bit 31 (`IMAGE_OP`): the kernel uses image instructions.
+        image_op / with_image_op: 31, 1;
     }
 );
 
@@ -270,5 +319,41 @@ mod tests {
         assert_eq!(r1.0, 63 | (0xf0 << 12) | RSRC1_PRIV | (1 << 21) | (1 << 23));
         assert_eq!(r1.with_privileged(0).0, r1.0 & !RSRC1_PRIV);
         assert_eq!((r1.vgprs(), r1.float_mode(), r1.sgprs()), (63, 0xf0, 0));
+        let full = PgmRsrc1(u32::MAX);
+        assert_eq!(
+            (full.priority(), full.reserved_27(), full.fwd_progress()),
+            (3, 3, 1)
+        );
+        assert_eq!(full.with_reserved_27(0).0, !(3 << 27));
+
+        assert_eq!(PgmRsrc2(u32::MAX).with_exception_memory(0).0, !(1 << 14));
+        assert_eq!(PgmRsrc2(1 << 31).reserved_31(), 1);
+
+        let r3 = PgmRsrc3(0)
+            .with_shared_vgpr_count(5)
+            .with_inst_pref_size(0x3f)
+            .with_trap_on_end(1)
+            .with_image_op(1);
+        assert_eq!(r3.0, 5 | (0x3f << 4) | (1 << 11) | (1 << 31));
+        assert_eq!((r3.trap_on_start(), r3.reserved_12()), (0, 0));
+        assert_eq!(PgmRsrc3(u32::MAX).reserved_12(), (1 << 19) - 1);
+    }
+
+    /// Every bit of each register belongs to exactly one declared field.
+    #[test]
+    fn fields_cover_each_register_once() {
+        for (name, fields) in [
+            ("RSRC1", PgmRsrc1::FIELDS),
+            ("RSRC2", PgmRsrc2::FIELDS),
+            ("RSRC3", PgmRsrc3::FIELDS),
+        ] {
+            let mut seen = 0u64;
+            for &(field, lo, width) in fields {
+                let mask = ((1u64 << width) - 1) << lo;
+                assert_eq!(seen & mask, 0, "{name}.{field} overlaps another field");
+                seen |= mask;
+            }
+            assert_eq!(seen, 0xffff_ffff, "{name} leaves bits undeclared");
+        }
     }
 }
