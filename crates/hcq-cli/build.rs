@@ -51,7 +51,16 @@ fn main() {
         println!("cargo:rerun-if-changed=.cargo_vcs_info.json");
         return;
     }
-    let commit = git(&["describe", "--always", "--dirty", "--abbrev=12"])
+    // `--dirty` refreshes the index, which fails while another git command holds its lock (a
+    // commit in another terminal): tried again before giving up. Either way the script reruns
+    // when the commit or the index changes, so a failure does not stick.
+    let commit = (0..3)
+        .find_map(|attempt| {
+            if attempt > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            git(&["describe", "--always", "--dirty", "--abbrev=12"])
+        })
         .unwrap_or_else(|| "unknown commit".to_string());
     println!("cargo:rustc-env=HCQ_BUILD_COMMIT={commit}");
     // Rebuilt when the checked-out commit or the index changes.
