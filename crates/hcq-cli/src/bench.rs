@@ -304,7 +304,7 @@ fn graph(device: Option<&str>, replays: usize) -> Result<Vec<Figure>, String> {
                     hcq::GraphArg::Buffer(&out),
                     hcq::GraphArg::Input(input),
                     hcq::GraphArg::Buffer(&other),
-                    hcq::GraphArg::I32(1),
+                    hcq::GraphArg::Value(hcq::Arg::I32(1)),
                 ],
                 one.clone(),
                 one.clone(),

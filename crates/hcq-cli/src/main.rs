@@ -123,7 +123,8 @@ enum Command {
         #[arg(long, value_parser = run::parse_dims)]
         block: [u32; 3],
         /// One per kernel argument, in order: KIND:VALUE for the kinds i8 u8 i16 u16 i32 u32 i64
-        /// u64 f32 f64 (decimal or 0x hex), bool:true|false, bytes:HEX (a struct by value);
+        /// u64 f16 f32 f64 (decimal or 0x hex; an f16 in hex is its bits), bool:true|false, bytes:HEX (a struct by
+        /// value);
         /// in:PATH (a buffer of the file's bytes; in:PATH:BYTES reads that many), out:PATH:BYTES
         /// (a zeroed buffer written to PATH afterwards), inout:PATH.
         #[arg(long = "arg", allow_hyphen_values = true)]

@@ -6,19 +6,9 @@ use std::path::PathBuf;
 /// One `--arg`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ArgSpec {
-    I32(i32),
-    U32(u32),
-    I64(i64),
-    U64(u64),
-    F32(f32),
-    F64(f64),
-    I8(i8),
-    U8(u8),
-    I16(i16),
-    U16(u16),
-    Bool(bool),
-    /// A by-value argument given as hex bytes (a struct, a vector type, a half's bits).
-    Bytes(hcq::ArgBytes),
+    /// A by-value argument: a number, a bool, or bytes (a struct, a vector type), as
+    /// `hcq::VALUE_KINDS` names them.
+    Value(hcq::ValueArg),
     /// A device buffer filled from a file: exactly this many bytes of it when a size is given,
     /// else the whole file (which must then be a regular file).
     In(PathBuf, Option<usize>),
@@ -28,59 +18,23 @@ pub enum ArgSpec {
     InOut(PathBuf),
 }
 
-/// `00ff10..`: bytes in memory order, two hex digits each.
-fn hex_bytes(text: &str) -> Result<hcq::ArgBytes, String> {
-    if text.is_empty() || !text.len().is_multiple_of(2) {
-        return Err("expected an even number of hex digits".into());
-    }
-    let bytes = (0..text.len())
-        .step_by(2)
-        .map(|i| {
-            text.get(i..i + 2)
-                .and_then(|d| u8::from_str_radix(d, 16).ok())
-                .ok_or_else(|| format!("{text:?} is not hex"))
-        })
-        .collect::<Result<Vec<u8>, String>>()?;
-    hcq::ArgBytes::new(&bytes).map_err(|e| e.to_string())
+/// Every `--arg` kind, as errors list them: the value kinds, then the buffer kinds.
+pub fn arg_kinds() -> String {
+    let mut kinds = hcq::VALUE_KINDS.join(" ");
+    kinds.push_str(" in out inout");
+    kinds
 }
-
-fn scalar<T: std::str::FromStr>(kind: &str, v: &str) -> Result<T, String> {
-    let parsed = if let Some(hex) = v.strip_prefix("0x") {
-        u64::from_str_radix(hex, 16)
-            .ok()
-            .and_then(|x| x.to_string().parse().ok())
-    } else {
-        v.parse().ok()
-    };
-    parsed.ok_or_else(|| format!("--arg {kind}:{v}: {v:?} is not a valid {kind}"))
-}
-
-/// Every `--arg` kind, as errors list them.
-pub const ARG_KINDS: &str = "i8 u8 i16 u16 i32 u32 i64 u64 f32 f64 bool bytes in out inout";
 
 impl std::str::FromStr for ArgSpec {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let (kind, rest) = s
-            .split_once(':')
-            .ok_or_else(|| format!("--arg {s:?}: expected KIND:VALUE, KIND one of {ARG_KINDS}"))?;
+        let (kind, rest) = s.split_once(':').ok_or_else(|| {
+            format!(
+                "--arg {s:?}: expected KIND:VALUE, KIND one of {}",
+                arg_kinds()
+            )
+        })?;
         Ok(match kind {
-            "i32" => ArgSpec::I32(scalar(kind, rest)?),
-            "u32" => ArgSpec::U32(scalar(kind, rest)?),
-            "i64" => ArgSpec::I64(scalar(kind, rest)?),
-            "u64" => ArgSpec::U64(scalar(kind, rest)?),
-            "f32" => ArgSpec::F32(scalar(kind, rest)?),
-            "f64" => ArgSpec::F64(scalar(kind, rest)?),
-            "i8" => ArgSpec::I8(scalar(kind, rest)?),
-            "u8" => ArgSpec::U8(scalar(kind, rest)?),
-            "i16" => ArgSpec::I16(scalar(kind, rest)?),
-            "u16" => ArgSpec::U16(scalar(kind, rest)?),
-            "bool" => ArgSpec::Bool(match rest {
-                "true" | "1" => true,
-                "false" | "0" => false,
-                _ => return Err(format!("--arg {s:?}: a bool is true, false, 1 or 0")),
-            }),
-            "bytes" => ArgSpec::Bytes(hex_bytes(rest).map_err(|e| format!("--arg {s:?}: {e}"))?),
             "in" if !rest.is_empty() => match rest.rsplit_once(':') {
                 // A path ending in `:DIGITS` is read as a size; `in:PATH:BYTES` spells it out.
                 Some((path, bytes))
@@ -108,9 +62,13 @@ impl std::str::FromStr for ArgSpec {
                 }
                 ArgSpec::Out(path.into(), bytes)
             }
+            _ if hcq::VALUE_KINDS.contains(&kind) => ArgSpec::Value(
+                hcq::ValueArg::parse_value(kind, rest).map_err(|e| format!("--arg {s:?}: {e}"))?,
+            ),
             _ => {
                 return Err(format!(
-                    "--arg {s:?}: unknown kind {kind:?}: one of {ARG_KINDS}"
+                    "--arg {s:?}: unknown kind {kind:?}: one of {}",
+                    arg_kinds()
                 ))
             }
         })
@@ -120,14 +78,10 @@ impl std::str::FromStr for ArgSpec {
 impl ArgSpec {
     /// Bytes of a by-value argument; `None` for the buffer kinds.
     fn value_bytes(&self) -> Option<u32> {
-        Some(match self {
-            ArgSpec::I8(_) | ArgSpec::U8(_) | ArgSpec::Bool(_) => 1,
-            ArgSpec::I16(_) | ArgSpec::U16(_) => 2,
-            ArgSpec::I32(_) | ArgSpec::U32(_) | ArgSpec::F32(_) => 4,
-            ArgSpec::I64(_) | ArgSpec::U64(_) | ArgSpec::F64(_) => 8,
-            ArgSpec::Bytes(b) => b.len() as u32,
-            ArgSpec::In(..) | ArgSpec::Out(..) | ArgSpec::InOut(_) => return None,
-        })
+        match self {
+            ArgSpec::Value(v) => Some(v.size() as u32),
+            ArgSpec::In(..) | ArgSpec::Out(..) | ArgSpec::InOut(_) => None,
+        }
     }
 
     fn describe(&self) -> String {
@@ -364,18 +318,7 @@ pub fn run(o: RunOptions) -> Result<(), String> {
         .zip(&buffers)
         .map(|(a, b)| match (a, b) {
             (_, Some(b)) => Arg::Buffer(b),
-            (ArgSpec::I32(v), _) => Arg::I32(*v),
-            (ArgSpec::U32(v), _) => Arg::U32(*v),
-            (ArgSpec::I64(v), _) => Arg::I64(*v),
-            (ArgSpec::U64(v), _) => Arg::U64(*v),
-            (ArgSpec::F32(v), _) => Arg::F32(*v),
-            (ArgSpec::F64(v), _) => Arg::F64(*v),
-            (ArgSpec::I8(v), _) => Arg::I8(*v),
-            (ArgSpec::U8(v), _) => Arg::U8(*v),
-            (ArgSpec::I16(v), _) => Arg::I16(*v),
-            (ArgSpec::U16(v), _) => Arg::U16(*v),
-            (ArgSpec::Bool(v), _) => Arg::Bool(*v),
-            (ArgSpec::Bytes(v), _) => Arg::Bytes(*v),
+            (ArgSpec::Value(v), _) => v.map_scalar().expect("a value is not a buffer"),
             (ArgSpec::In(..) | ArgSpec::Out(..) | ArgSpec::InOut(_), None) => {
                 unreachable!("buffers were made above")
             }
@@ -419,12 +362,21 @@ mod tests {
 
     #[test]
     fn arg_specs_parse() {
-        assert_eq!("i32:-5".parse::<ArgSpec>().unwrap(), ArgSpec::I32(-5));
-        assert_eq!("u32:0x10".parse::<ArgSpec>().unwrap(), ArgSpec::U32(16));
-        assert_eq!("f32:1.5".parse::<ArgSpec>().unwrap(), ArgSpec::F32(1.5));
+        assert_eq!(
+            "i32:-5".parse::<ArgSpec>().unwrap(),
+            ArgSpec::Value(hcq::ValueArg::I32(-5))
+        );
+        assert_eq!(
+            "u32:0x10".parse::<ArgSpec>().unwrap(),
+            ArgSpec::Value(hcq::ValueArg::U32(16))
+        );
+        assert_eq!(
+            "f32:1.5".parse::<ArgSpec>().unwrap(),
+            ArgSpec::Value(hcq::ValueArg::F32(1.5))
+        );
         assert_eq!(
             "u64:18446744073709551615".parse::<ArgSpec>().unwrap(),
-            ArgSpec::U64(u64::MAX)
+            ArgSpec::Value(hcq::ValueArg::U64(u64::MAX))
         );
         assert_eq!(
             "out:/tmp/x:1024".parse::<ArgSpec>().unwrap(),
@@ -442,15 +394,21 @@ mod tests {
             "in:c:/x.bin".parse::<ArgSpec>().unwrap(),
             ArgSpec::In("c:/x.bin".into(), None)
         );
-        assert_eq!("bool:true".parse::<ArgSpec>().unwrap(), ArgSpec::Bool(true));
-        assert_eq!("i8:-128".parse::<ArgSpec>().unwrap(), ArgSpec::I8(-128));
+        assert_eq!(
+            "bool:true".parse::<ArgSpec>().unwrap(),
+            ArgSpec::Value(hcq::ValueArg::Bool(true))
+        );
+        assert_eq!(
+            "i8:-128".parse::<ArgSpec>().unwrap(),
+            ArgSpec::Value(hcq::ValueArg::I8(-128))
+        );
         assert_eq!(
             "u16:0xffff".parse::<ArgSpec>().unwrap(),
-            ArgSpec::U16(0xffff)
+            ArgSpec::Value(hcq::ValueArg::U16(0xffff))
         );
         assert_eq!(
             "bytes:00ff".parse::<ArgSpec>().unwrap(),
-            ArgSpec::Bytes(hcq::ArgBytes::new(&[0, 255]).unwrap())
+            ArgSpec::Value(hcq::ValueArg::Bytes(hcq::ArgBytes::new(&[0, 255]).unwrap()))
         );
         for bad in [
             "i32",

@@ -1118,7 +1118,7 @@ fn help_lists_every_variable_the_readme_documents_and_version_names_the_commit()
 
 #[test]
 fn a_wrong_argument_kind_lists_every_kind() {
-    for bad in ["f16:1", "f16", "ptr:3"] {
+    for bad in ["f128:1", "f128", "ptr:3"] {
         let o = hcq(
             &[
                 "run", "x.hip", "--kernel", "k", "--grid", "1", "--block", "1", "--arg", bad,

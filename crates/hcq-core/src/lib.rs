@@ -1,15 +1,17 @@
-//! What every hcq backend shares: [`Error`], kernel arguments ([`Arg`]), and the on-disk
-//! [`CompileCache`]. Backends (`hcq-amd`, `hcq-metal`) build on this; users see it re-exported
+//! What every hcq backend shares: [`Error`], kernel arguments ([`Arg`]), a graph's launch
+//! dimensions ([`DimExpr`]), and the on-disk [`CompileCache`]. Backends (`hcq-amd`, `hcq-metal`) build on this; users see it re-exported
 //! by the `hcq` crate.
 
 #![deny(missing_docs)]
 
 mod cache;
 pub mod compile_options;
+pub mod dims;
 mod error;
 
 pub use cache::{CompileCache, CompileKey, CompileOutput, FRESH_FILE_WINDOW};
 pub use compile_options::CompileOptions;
+pub use dims::{DimExpr, DimExprs, Var, VarSpec};
 pub use error::{Error, Result};
 
 /// Most bytes an [`Arg::Bytes`] holds.
@@ -102,7 +104,112 @@ pub enum Arg<B> {
     Bytes(ArgBytes),
 }
 
+/// The by-value argument kinds by name, as [`Arg::type_name`] gives them and
+/// [`Arg::parse_value`] takes them: the one list that command lines and bindings offer.
+pub const VALUE_KINDS: [&str; 13] = [
+    "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "f16", "f32", "f64", "bool", "bytes",
+];
+
+/// `text` as a `T`: decimal, or hexadecimal after `0x` (for integers, and for `f16` its bits).
+fn parse_number<T: std::str::FromStr>(text: &str) -> Option<T> {
+    match text.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok()?.to_string().parse().ok(),
+        None => text.parse().ok(),
+    }
+}
+
+/// The IEEE half nearest `x` (ties to even; too large is infinity), as its bits.
+pub fn f16_bits(x: f64) -> u16 {
+    let bits = x.to_bits();
+    let sign = ((bits >> 48) & 0x8000) as u16;
+    let exponent = ((bits >> 52) & 0x7ff) as i64;
+    let mantissa = bits & ((1 << 52) - 1);
+    if exponent == 0x7ff {
+        let nan = if mantissa != 0 { 0x200 } else { 0 };
+        return sign | 0x7c00 | nan;
+    }
+    // Rounds `units` plus a remainder out of `1 << shift`, ties to even.
+    let round = |units: u64, remainder: u64, shift: u32| {
+        let halfway = 1u64 << (shift - 1);
+        let up = remainder > halfway || (remainder == halfway && units & 1 == 1);
+        units + up as u64
+    };
+    let half_exponent = exponent - 1023 + 15;
+    if half_exponent >= 0x1f {
+        return sign | 0x7c00;
+    }
+    if half_exponent <= 0 {
+        // A subnormal half counts units of 2^-24; below half of one it rounds to zero.
+        if half_exponent < -11 {
+            return sign;
+        }
+        let significand = mantissa | (1 << 52);
+        let shift = (43 - half_exponent) as u32;
+        let units = round(
+            significand >> shift,
+            significand & ((1 << shift) - 1),
+            shift,
+        );
+        return sign | units as u16;
+    }
+    // Rounding up may carry into the exponent, up to infinity: the encoding's order does it.
+    let units = ((half_exponent as u64) << 10) | (mantissa >> 42);
+    sign | round(units, mantissa & ((1 << 42) - 1), 42) as u16
+}
+
+/// `00ff10..`: bytes in memory order, two hex digits each.
+fn parse_hex_bytes(text: &str) -> std::result::Result<ArgBytes, String> {
+    if text.is_empty() || !text.len().is_multiple_of(2) {
+        return Err("expected an even number of hex digits".into());
+    }
+    let bytes = (0..text.len())
+        .step_by(2)
+        .map(|i| {
+            text.get(i..i + 2)
+                .and_then(|d| u8::from_str_radix(d, 16).ok())
+        })
+        .collect::<Option<Vec<u8>>>()
+        .ok_or_else(|| format!("{text:?} is not hex"))?;
+    ArgBytes::new(&bytes).map_err(|e| e.to_string())
+}
+
 impl<B> Arg<B> {
+    /// A by-value argument of `kind` (one of [`VALUE_KINDS`]) written as `text`: integers in
+    /// decimal or `0x` hex, floats in decimal (an `f16` also by its bits: `0x3c00` is 1.0), a bool as
+    /// `true`, `false`, `1` or `0`, bytes as hex digits in memory order. The error says what
+    /// is wrong, without the kind and text (the caller knows how the user wrote them).
+    pub fn parse_value(kind: &str, text: &str) -> std::result::Result<Arg<B>, String> {
+        let number = || format!("{text:?} is not a valid {kind}");
+        Ok(match kind {
+            "i8" => Arg::I8(parse_number(text).ok_or_else(number)?),
+            "u8" => Arg::U8(parse_number(text).ok_or_else(number)?),
+            "i16" => Arg::I16(parse_number(text).ok_or_else(number)?),
+            "u16" => Arg::U16(parse_number(text).ok_or_else(number)?),
+            "i32" => Arg::I32(parse_number(text).ok_or_else(number)?),
+            "u32" => Arg::U32(parse_number(text).ok_or_else(number)?),
+            "i64" => Arg::I64(parse_number(text).ok_or_else(number)?),
+            "u64" => Arg::U64(parse_number(text).ok_or_else(number)?),
+            "f16" => Arg::F16(match text.strip_prefix("0x") {
+                Some(hex) => u16::from_str_radix(hex, 16).map_err(|_| number())?,
+                None => f16_bits(text.parse().map_err(|_| number())?),
+            }),
+            "f32" => Arg::F32(text.parse().map_err(|_| number())?),
+            "f64" => Arg::F64(text.parse().map_err(|_| number())?),
+            "bool" => Arg::Bool(match text {
+                "true" | "1" => true,
+                "false" | "0" => false,
+                _ => return Err("a bool is true, false, 1 or 0".into()),
+            }),
+            "bytes" => Arg::Bytes(parse_hex_bytes(text)?),
+            _ => {
+                return Err(format!(
+                    "unknown kind {kind:?}: one of {}",
+                    VALUE_KINDS.join(" ")
+                ))
+            }
+        })
+    }
+
     /// Bytes the argument occupies in the kernel-argument segment.
     pub fn size(&self) -> usize {
         match self {
@@ -270,4 +377,95 @@ pub struct ComputeInfo {
     /// no SDMA queue left to give): copies then run on the compute queue, with the same
     /// results and order but no overlap with kernels.
     pub copy_engine_missing: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_value_kind_parses_to_an_argument_of_that_name() {
+        let text = |kind: &str| match kind {
+            "f16" => "0x3c00",
+            "bool" => "true",
+            "bytes" => "00ff10",
+            "f32" | "f64" => "1.5",
+            _ => "0x7f",
+        };
+        for kind in VALUE_KINDS {
+            let arg = Arg::<()>::parse_value(kind, text(kind)).unwrap();
+            assert_eq!(arg.type_name(), kind);
+        }
+        assert_eq!(Arg::<()>::parse_value("i8", "-128"), Ok(Arg::I8(-128)));
+        assert_eq!(
+            Arg::<()>::parse_value("u16", "0xffff"),
+            Ok(Arg::U16(0xffff))
+        );
+        assert_eq!(
+            Arg::<()>::parse_value("u64", "0xffffffffffffffff"),
+            Ok(Arg::U64(u64::MAX))
+        );
+        assert_eq!(
+            Arg::<()>::parse_value("f16", "0x3c00"),
+            Ok(Arg::F16(0x3c00))
+        );
+        assert_eq!(Arg::<()>::parse_value("f16", "-2.5"), Ok(Arg::F16(0xc100)));
+        assert_eq!(
+            Arg::<()>::parse_value("bytes", "00ff"),
+            Ok(Arg::Bytes(ArgBytes::new(&[0, 255]).unwrap()))
+        );
+        for (kind, bad) in [
+            ("i8", "128"),
+            ("u8", "256"),
+            ("u32", "-1"),
+            ("i32", "99999999999"),
+            ("f32", "x"),
+            ("f16", "0xfffff"),
+            ("f16", "one"),
+            ("bool", "yes"),
+            ("bytes", ""),
+            ("bytes", "abc"),
+            ("bytes", "zz"),
+            ("i12", "1"),
+        ] {
+            assert!(Arg::<()>::parse_value(kind, bad).is_err(), "{kind}:{bad}");
+        }
+    }
+
+    #[test]
+    fn halves_round_to_nearest_even() {
+        let cases: [(f64, u16); 14] = [
+            (1.0, 0x3c00),
+            (1.5, 0x3e00),
+            (-0.0, 0x8000),
+            (65504.0, 0x7bff),
+            (65519.99, 0x7bff),
+            (65520.0, 0x7c00), // halfway to the next step: even is infinity
+            (1e10, 0x7c00),
+            (2f64.powi(-24), 0x0001),
+            (2f64.powi(-25), 0x0000), // halfway between 0 and the smallest: even is 0
+            (2f64.powi(-25) * 1.5, 0x0001),
+            (2f64.powi(-14), 0x0400),
+            (1.0 + 2f64.powi(-11), 0x3c00), // halfway, to even
+            (1.0 + 3.0 * 2f64.powi(-11), 0x3c02),
+            (f64::INFINITY, 0x7c00),
+        ];
+        for (x, bits) in cases {
+            assert_eq!(f16_bits(x), bits, "{x}");
+        }
+        assert_eq!(f16_bits(f64::NAN) & 0x7e00, 0x7e00);
+        assert_eq!(f16_bits(1e-30), 0);
+        // Every finite half converts back to itself.
+        for bits in (0..0x7c00u16).chain(0x8000..0xfc00) {
+            let magnitude = bits & 0x7fff;
+            let (e, m) = ((magnitude >> 10) as i32, (magnitude & 0x3ff) as f64);
+            let value = if e == 0 {
+                m * 2f64.powi(-24)
+            } else {
+                (1.0 + m / 1024.0) * 2f64.powi(e - 15)
+            };
+            let value = if bits & 0x8000 != 0 { -value } else { value };
+            assert_eq!(f16_bits(value), bits, "{bits:#x}");
+        }
+    }
 }

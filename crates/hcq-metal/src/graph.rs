@@ -29,6 +29,8 @@ use crate::device::{
     check_launch, lock, MetalBuffer, MetalDevice, MetalProgram, MAX_BUFFER_BINDINGS,
 };
 use crate::inflight::Seq;
+use hcq_core::dims::eval_dims;
+pub use hcq_core::{DimExpr, Var, VarSpec};
 use hcq_core::{Error, Result};
 use std::collections::HashSet;
 use std::time::Duration;
@@ -36,143 +38,12 @@ use std::time::Duration;
 /// Index of a symbolic variable in [`GraphSpec::vars`].
 pub type VarId = usize;
 
-/// A launch dimension: a constant or a small integer expression of variables.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DimExpr {
-    /// A fixed value.
-    Const(u32),
-    /// The value of variable `VarId` at the current replay (bounded by its [`VarSpec`]).
-    Var(VarId),
-    /// Sum of the two operands; overflow is an error at evaluation.
-    Add(Box<DimExpr>, Box<DimExpr>),
-    /// Product of the two operands; overflow is an error at evaluation.
-    Mul(Box<DimExpr>, Box<DimExpr>),
-    /// Floor division.
-    Div(Box<DimExpr>, Box<DimExpr>),
-    /// Ceiling division (the usual `(n + l - 1) / l` grid size).
-    CeilDiv(Box<DimExpr>, Box<DimExpr>),
-}
-
-impl DimExpr {
-    /// The value of variable `v` ([`DimExpr::Var`]).
-    pub fn var(v: VarId) -> DimExpr {
-        DimExpr::Var(v)
-    }
-    /// `self + o` ([`DimExpr::Add`]); a builder, not `std::ops::Add`.
-    #[allow(clippy::should_implement_trait)]
-    pub fn add(self, o: DimExpr) -> DimExpr {
-        DimExpr::Add(Box::new(self), Box::new(o))
-    }
-    /// `self * o` ([`DimExpr::Mul`]); a builder, not `std::ops::Mul`.
-    #[allow(clippy::should_implement_trait)]
-    pub fn mul(self, o: DimExpr) -> DimExpr {
-        DimExpr::Mul(Box::new(self), Box::new(o))
-    }
-    /// `self / o` rounded down ([`DimExpr::Div`]); a builder, not `std::ops::Div`.
-    #[allow(clippy::should_implement_trait)]
-    pub fn div(self, o: DimExpr) -> DimExpr {
-        DimExpr::Div(Box::new(self), Box::new(o))
-    }
-    /// `self / o` rounded up ([`DimExpr::CeilDiv`]), e.g. the threadgroups covering `self`
-    /// items `o` at a time; `o` must evaluate to a positive value.
-    pub fn ceil_div(self, o: DimExpr) -> DimExpr {
-        DimExpr::CeilDiv(Box::new(self), Box::new(o))
-    }
-
-    /// Whether the value depends on a variable.
-    pub fn has_vars(&self) -> bool {
-        match self {
-            DimExpr::Const(_) => false,
-            DimExpr::Var(_) => true,
-            DimExpr::Add(a, b)
-            | DimExpr::Mul(a, b)
-            | DimExpr::Div(a, b)
-            | DimExpr::CeilDiv(a, b) => a.has_vars() || b.has_vars(),
-        }
-    }
-
-    fn check_vars(&self, nvars: usize) -> Result<()> {
-        match self {
-            DimExpr::Const(_) => Ok(()),
-            DimExpr::Var(v) if *v < nvars => Ok(()),
-            DimExpr::Var(v) => Err(Error::InvalidArgument(format!(
-                "launch dimension uses variable {v}, the graph has {nvars}"
-            ))),
-            DimExpr::Add(a, b)
-            | DimExpr::Mul(a, b)
-            | DimExpr::Div(a, b)
-            | DimExpr::CeilDiv(a, b) => {
-                a.check_vars(nvars)?;
-                b.check_vars(nvars)
-            }
-        }
-    }
-
-    /// The value under `vals` (one per variable), with overflow and division by zero as errors.
-    pub fn eval(&self, vals: &[i32]) -> Result<i64> {
-        let bad = |what: &str| Error::InvalidArgument(format!("launch dimension {self:?}: {what}"));
-        Ok(match self {
-            DimExpr::Const(c) => *c as i64,
-            DimExpr::Var(v) => *vals.get(*v).ok_or_else(|| bad("unbound variable"))? as i64,
-            DimExpr::Add(a, b) => a
-                .eval(vals)?
-                .checked_add(b.eval(vals)?)
-                .ok_or_else(|| bad("overflow"))?,
-            DimExpr::Mul(a, b) => a
-                .eval(vals)?
-                .checked_mul(b.eval(vals)?)
-                .ok_or_else(|| bad("overflow"))?,
-            DimExpr::Div(a, b) => a
-                .eval(vals)?
-                .checked_div_euclid(b.eval(vals)?)
-                .ok_or_else(|| bad("division by zero"))?,
-            DimExpr::CeilDiv(a, b) => {
-                let (n, d) = (a.eval(vals)?, b.eval(vals)?);
-                if d <= 0 {
-                    return Err(bad("division by a non-positive value"));
-                }
-                n.checked_add(d - 1)
-                    .ok_or_else(|| bad("overflow"))?
-                    .div_euclid(d)
-            }
-        })
-    }
-}
-
-impl From<u32> for DimExpr {
-    fn from(c: u32) -> DimExpr {
-        DimExpr::Const(c)
-    }
-}
-
 /// Three launch dimensions.
 pub type Dims = [DimExpr; 3];
 
 /// Constant dimensions.
 pub fn dims(d: Size3) -> Dims {
-    d.map(DimExpr::Const)
-}
-
-fn eval_dims(d: &Dims, vals: &[i32]) -> Result<Size3> {
-    let mut out = [0u32; 3];
-    for (o, e) in out.iter_mut().zip(d) {
-        let v = e.eval(vals)?;
-        *o = u32::try_from(v).ok().filter(|&v| v > 0).ok_or_else(|| {
-            Error::InvalidArgument(format!("launch dimension {e:?} evaluates to {v}"))
-        })?;
-    }
-    Ok(out)
-}
-
-/// A symbolic integer variable (an `int` kernel argument) and its inclusive bounds.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VarSpec {
-    /// The variable's name, for error messages.
-    pub name: String,
-    /// Smallest value a replay may pass (inclusive; must not exceed `max`).
-    pub min: i32,
-    /// Largest value a replay may pass (inclusive).
-    pub max: i32,
+    d.map(DimExpr::from)
 }
 
 /// A buffer argument of a captured launch.
@@ -338,7 +209,7 @@ impl GraphPlan {
             for d in it.global.iter().chain(&it.local) {
                 d.check_vars(nvars)?;
             }
-            let dynamic_dims = it.global.iter().chain(&it.local).any(DimExpr::has_vars);
+            let dynamic_dims = it.global.iter().chain(&it.local).any(DimExpr::is_symbolic);
             if dynamic_dims {
                 dynamic.push(j);
             }

@@ -36,7 +36,7 @@ pub use device::{
 };
 pub use graph::{
     dims, Bind, BufferRef, CommandPlan, DimExpr, Dims, ExecItem, GraphPlan, GraphSpec, MetalGraph,
-    VarId, VarSpec,
+    Var, VarId, VarSpec,
 };
 #[cfg(target_os = "macos")]
 pub use objc::{

@@ -7,7 +7,7 @@ use hcq_metal::fake::{
 };
 use hcq_metal::{
     dims, BufferRef, DimExpr, ExecItem, GraphPlan, GraphSpec, MetalBuffer, MetalDevice, MetalGraph,
-    MetalProgram, VarSpec,
+    MetalProgram, Var, VarSpec,
 };
 
 const SRC: &str = "kernel void k0(device int* a) {}\nkernel void k1(device int* a, device int* b, constant int& n) {}\n";
@@ -51,7 +51,11 @@ fn spec() -> GraphSpec {
                 program: 1,
                 buffers: vec![BufferRef::Input(0), BufferRef::Fixed(1)],
                 vars: vec![0],
-                global: [DimExpr::var(0).ceil_div(4.into()), 1.into(), 1.into()],
+                global: [
+                    DimExpr::from(Var::new(0)).ceil_div(4u32),
+                    1.into(),
+                    1.into(),
+                ],
                 local: dims([4, 1, 1]),
             },
             ExecItem {
@@ -481,13 +485,13 @@ fn bad_specs_and_values_are_errors_not_crashes() {
     invalid(new(spec(), &[10]));
     // Dimension overflow and zero dimensions.
     let mut sp = spec();
-    sp.items[1].global[0] = DimExpr::var(0).mul(u32::MAX.into()).mul(u32::MAX.into());
+    sp.items[1].global[0] = DimExpr::from(Var::new(0)) * u32::MAX * u32::MAX;
     invalid(new(sp, &[10, 0]));
     let mut sp = spec();
-    sp.items[1].global[0] = DimExpr::var(0).div(0.into());
+    sp.items[1].global[0] = DimExpr::from(Var::new(0)) / 0u32;
     invalid(new(sp, &[10, 0]));
     let mut sp = spec();
-    sp.items[1].global[0] = DimExpr::var(1).add(0.into());
+    sp.items[1].global[0] = DimExpr::from(Var::new(1)) + 0u32;
     invalid(new(sp, &[10, 0]));
     // Unknown program, buffer, input; empty graph; wrong input count.
     let mut sp = spec();

@@ -80,167 +80,24 @@ use hcq_amd::graph::{
 };
 #[cfg(target_os = "linux")]
 use hcq_amd::AmdDevice;
+use hcq_core::dims::eval_dims;
 use hcq_core::{Arg, Error, Result};
+pub use hcq_core::{DimExpr, DimExprs, Var, VarSpec};
 #[cfg(target_os = "macos")]
-use hcq_metal::graph::{
-    BufferRef, DimExpr as MetalDim, ExecItem, GraphSpec, MetalGraph, VarSpec as MetalVarSpec,
-};
+use hcq_metal::graph::{BufferRef, ExecItem, GraphSpec, MetalGraph};
 #[cfg(target_os = "macos")]
 use hcq_metal::{MetalBuffer, MetalProgram, ObjcMetal, SystemMetalDevice};
 use std::sync::Mutex;
 
-/// A symbolic integer variable of a graph (an index in declaration order).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Var(usize);
-
 /// A swappable input buffer of a graph (an index in declaration order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Input(usize);
-
-impl Var {
-    /// Its position among the graph's variables (the slot of `vars` in a replay).
-    pub fn index(self) -> usize {
-        self.0
-    }
-}
 
 impl Input {
     /// Its position among the graph's inputs (the slot of `inputs` in a replay).
     pub fn index(self) -> usize {
         self.0
     }
-}
-
-/// A launch dimension: a constant or an integer expression of variables.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DimExpr {
-    /// A fixed number.
-    Const(i64),
-    /// A variable's value at replay.
-    Var(Var),
-    /// The sum of two expressions.
-    Add(Box<DimExpr>, Box<DimExpr>),
-    /// Their product.
-    Mul(Box<DimExpr>, Box<DimExpr>),
-    /// Floor division.
-    Div(Box<DimExpr>, Box<DimExpr>),
-    /// Rounded-up division.
-    CeilDiv(Box<DimExpr>, Box<DimExpr>),
-}
-
-impl From<u32> for DimExpr {
-    fn from(v: u32) -> Self {
-        DimExpr::Const(v.into())
-    }
-}
-
-impl From<Var> for DimExpr {
-    fn from(v: Var) -> Self {
-        DimExpr::Var(v)
-    }
-}
-
-impl<T: Into<DimExpr>> std::ops::Add<T> for DimExpr {
-    type Output = DimExpr;
-    fn add(self, o: T) -> DimExpr {
-        DimExpr::Add(Box::new(self), Box::new(o.into()))
-    }
-}
-
-impl<T: Into<DimExpr>> std::ops::Mul<T> for DimExpr {
-    type Output = DimExpr;
-    fn mul(self, o: T) -> DimExpr {
-        DimExpr::Mul(Box::new(self), Box::new(o.into()))
-    }
-}
-
-/// Floor division.
-impl<T: Into<DimExpr>> std::ops::Div<T> for DimExpr {
-    type Output = DimExpr;
-    fn div(self, o: T) -> DimExpr {
-        DimExpr::Div(Box::new(self), Box::new(o.into()))
-    }
-}
-
-impl DimExpr {
-    /// Rounded-up division.
-    pub fn ceil_div(self, o: impl Into<DimExpr>) -> DimExpr {
-        DimExpr::CeilDiv(Box::new(self), Box::new(o.into()))
-    }
-
-    /// Whether the expression depends on a variable.
-    pub fn is_symbolic(&self) -> bool {
-        match self {
-            DimExpr::Const(_) => false,
-            DimExpr::Var(_) => true,
-            DimExpr::Add(a, b)
-            | DimExpr::Mul(a, b)
-            | DimExpr::Div(a, b)
-            | DimExpr::CeilDiv(a, b) => a.is_symbolic() || b.is_symbolic(),
-        }
-    }
-
-    fn max_var(&self) -> Option<usize> {
-        match self {
-            DimExpr::Const(_) => None,
-            DimExpr::Var(v) => Some(v.0),
-            DimExpr::Add(a, b)
-            | DimExpr::Mul(a, b)
-            | DimExpr::Div(a, b)
-            | DimExpr::CeilDiv(a, b) => a.max_var().max(b.max_var()),
-        }
-    }
-
-    /// The value with `vars` (indexed by variable), checked for overflow and division by zero.
-    pub fn eval(&self, vars: &[i32]) -> Result<i64> {
-        let overflow = || Error::InvalidArgument(format!("launch dimension {self:?} overflows"));
-        Ok(match self {
-            DimExpr::Const(c) => *c,
-            DimExpr::Var(v) => *vars.get(v.0).ok_or_else(|| {
-                Error::InvalidArgument(format!("launch dimension uses unknown variable {}", v.0))
-            })? as i64,
-            DimExpr::Add(a, b) => a
-                .eval(vars)?
-                .checked_add(b.eval(vars)?)
-                .ok_or_else(overflow)?,
-            DimExpr::Mul(a, b) => a
-                .eval(vars)?
-                .checked_mul(b.eval(vars)?)
-                .ok_or_else(overflow)?,
-            DimExpr::Div(a, b) | DimExpr::CeilDiv(a, b) => {
-                let (x, y) = (a.eval(vars)?, b.eval(vars)?);
-                if y == 0 {
-                    return Err(Error::InvalidArgument(format!(
-                        "launch dimension {self:?} divides by zero"
-                    )));
-                }
-                if matches!(self, DimExpr::Div(..)) {
-                    x.div_euclid(y)
-                } else {
-                    x.checked_add(y - y.signum())
-                        .ok_or_else(overflow)?
-                        .div_euclid(y)
-                }
-            }
-        })
-    }
-}
-
-/// Launch dimensions as expressions: (workgroups per axis, work-items per workgroup).
-pub type DimExprs = [DimExpr; 3];
-
-fn eval_dims(exprs: &[DimExpr; 3], vars: &[i32]) -> Result<[u32; 3]> {
-    let mut out = [0u32; 3];
-    for (o, e) in out.iter_mut().zip(exprs) {
-        let v = e.eval(vars)?;
-        *o = u32::try_from(v).ok().filter(|&v| v > 0).ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "launch dimension {e:?} evaluates to {v} (must be 1 to {})",
-                u32::MAX
-            ))
-        })?;
-    }
-    Ok(out)
 }
 
 /// A kernel argument of a captured launch.
@@ -252,32 +109,19 @@ pub enum GraphArg<'a> {
     Input(Input),
     /// A variable, passed as an `int32`.
     Var(Var),
-    /// A fixed `int`.
-    I32(i32),
-    /// A fixed `unsigned int`.
-    U32(u32),
-    /// A fixed 64-bit signed integer.
-    I64(i64),
-    /// A fixed 64-bit unsigned integer.
-    U64(u64),
-    /// A fixed `float`.
-    F32(f32),
-    /// A fixed `double`.
-    F64(f64),
-    /// Any other value fixed for the life of the graph (`Arg::Bool`, `Arg::F16`,
-    /// `Arg::Bytes`, ...; not a buffer).
+    /// A value fixed for the life of the graph: any by-value [`Arg`](crate::Arg)
+    /// (`Arg::I32(n)`, `Arg::F32(x)`, `Arg::Bytes(..)`, ...), not a buffer.
     Value(crate::Arg<'a>),
 }
 
-/// A declared variable.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VarSpec {
-    /// The name it was declared with (for errors).
-    pub name: String,
-    /// Smallest value a replay may give it.
-    pub min: i32,
-    /// Largest value a replay may give it.
-    pub max: i32,
+/// A kernel argument as a graph argument: a buffer stays one, a value is fixed.
+impl<'a> From<crate::Arg<'a>> for GraphArg<'a> {
+    fn from(arg: crate::Arg<'a>) -> Self {
+        match arg {
+            Arg::Buffer(b) => GraphArg::Buffer(b),
+            value => GraphArg::Value(value),
+        }
+    }
 }
 
 // Partly read only by the AMD graph builder: Metal graphs reject scalars and copies.
@@ -368,7 +212,7 @@ impl GraphBuilder {
             min,
             max,
         });
-        Ok(Var(self.vars.len() - 1))
+        Ok(Var::new(self.vars.len() - 1))
     }
 
     /// Declares an input shaped like `example` (its size and device); the graph is built with
@@ -418,19 +262,13 @@ impl GraphBuilder {
             recorded.push(match *a {
                 GraphArg::Buffer(b) => RecordedArg::Buffer(b.clone()),
                 GraphArg::Input(x) if x.0 < self.inputs.len() => RecordedArg::Input(x.0),
-                GraphArg::Var(v) if v.0 < self.vars.len() => RecordedArg::Var(v.0),
+                GraphArg::Var(v) if v.index() < self.vars.len() => RecordedArg::Var(v.index()),
                 GraphArg::Input(_) | GraphArg::Var(_) => {
                     return Err(Error::InvalidArgument(format!(
                         "argument {i} of {}: an input or variable of another graph",
                         program.name()
                     )))
                 }
-                GraphArg::I32(v) => RecordedArg::Scalar(Arg::I32(v)),
-                GraphArg::U32(v) => RecordedArg::Scalar(Arg::U32(v)),
-                GraphArg::I64(v) => RecordedArg::Scalar(Arg::I64(v)),
-                GraphArg::U64(v) => RecordedArg::Scalar(Arg::U64(v)),
-                GraphArg::F32(v) => RecordedArg::Scalar(Arg::F32(v)),
-                GraphArg::F64(v) => RecordedArg::Scalar(Arg::F64(v)),
                 GraphArg::Value(v) => match v.map_scalar() {
                     Some(v) => RecordedArg::Scalar(v),
                     None => {
@@ -443,7 +281,7 @@ impl GraphBuilder {
             });
         }
         for e in global.iter().chain(&local) {
-            if e.max_var().is_some_and(|v| v >= self.vars.len()) {
+            if e.max_var().is_some_and(|v| v.index() >= self.vars.len()) {
                 return Err(Error::InvalidArgument(format!(
                     "launch of {}: dimension {e:?} uses a variable of another graph",
                     program.name()
@@ -889,16 +727,12 @@ impl GraphBuilder {
                 eval_dims(&l.global, &[])?;
                 eval_dims(&l.local, &[])?;
             }
-            let dims = |d: &DimExprs| -> Result<[MetalDim; 3]> {
-                let [x, y, z] = d;
-                Ok([metal_dim(x)?, metal_dim(y)?, metal_dim(z)?])
-            };
             items.push(ExecItem {
                 program,
                 buffers: refs,
                 vars,
-                global: dims(&l.global)?,
-                local: dims(&l.local)?,
+                global: l.global.clone(),
+                local: l.local.clone(),
             });
         }
         // The first encoding needs dimensions valid for some values within the bounds; every
@@ -917,52 +751,12 @@ impl GraphBuilder {
         };
         let spec = GraphSpec {
             items,
-            vars: self
-                .vars
-                .iter()
-                .map(|v| MetalVarSpec {
-                    name: v.name.clone(),
-                    min: v.min,
-                    max: v.max,
-                })
-                .collect(),
+            vars: self.vars.clone(),
             num_inputs: self.inputs.len(),
         };
         let inputs: Vec<&MetalBuffer<ObjcMetal>> = self.inputs.iter().map(metal_buf).collect();
         MetalGraph::new(dev, spec, &programs, &buffers, &inputs, &initial)
     }
-}
-
-/// `e` as hcq-metal's expression, whose constants are `u32`.
-#[cfg(target_os = "macos")]
-fn metal_dim(e: &DimExpr) -> Result<MetalDim> {
-    let pair = |a: &DimExpr, b: &DimExpr| {
-        Ok::<_, Error>((Box::new(metal_dim(a)?), Box::new(metal_dim(b)?)))
-    };
-    Ok(match e {
-        DimExpr::Const(c) => MetalDim::Const(u32::try_from(*c).map_err(|_| {
-            Error::Unsupported(format!(
-                "Metal graphs: launch dimension constant {c} is not a u32"
-            ))
-        })?),
-        DimExpr::Var(v) => MetalDim::Var(v.0),
-        DimExpr::Add(a, b) => {
-            let (a, b) = pair(a, b)?;
-            MetalDim::Add(a, b)
-        }
-        DimExpr::Mul(a, b) => {
-            let (a, b) = pair(a, b)?;
-            MetalDim::Mul(a, b)
-        }
-        DimExpr::Div(a, b) => {
-            let (a, b) = pair(a, b)?;
-            MetalDim::Div(a, b)
-        }
-        DimExpr::CeilDiv(a, b) => {
-            let (a, b) = pair(a, b)?;
-            MetalDim::CeilDiv(a, b)
-        }
-    })
 }
 
 #[cfg(target_os = "linux")]
@@ -1325,14 +1119,19 @@ pub enum JitArg<'a> {
     Buffer(&'a Buffer),
     /// Variable `n` of the call, as an `int32`.
     Var(usize),
-    /// A fixed `int`.
-    I32(i32),
-    /// A fixed `unsigned int`.
-    U32(u32),
-    /// A fixed `float`.
-    F32(f32),
-    /// Any other value (`Arg::Bool`, `Arg::Bytes`, ...; not a buffer).
+    /// A fixed value: any by-value [`Arg`](crate::Arg) (`Arg::I32(n)`, `Arg::F32(x)`, ...;
+    /// a buffer of the closure's goes in `Buffer`).
     Value(crate::Arg<'a>),
+}
+
+/// A kernel argument as a JIT argument: a buffer is the closure's own, a value is fixed.
+impl<'a> From<crate::Arg<'a>> for JitArg<'a> {
+    fn from(arg: crate::Arg<'a>) -> Self {
+        match arg {
+            Arg::Buffer(b) => JitArg::Buffer(b),
+            value => JitArg::Value(value),
+        }
+    }
 }
 
 /// What a [`Jit`] closure launches through. The closure sees variables only as symbols
@@ -1349,7 +1148,7 @@ pub struct JitRecorder<'c> {
 impl JitRecorder<'_> {
     /// Variable `n` as a dimension expression.
     pub fn var(&self, n: usize) -> DimExpr {
-        DimExpr::Var(Var(n))
+        DimExpr::Var(Var::new(n))
     }
 
     /// Launches `program` now and, while capturing, records it.
@@ -1394,9 +1193,6 @@ impl JitRecorder<'_> {
                 JitArg::Var(n) => {
                     Arg::I32(*self.vars.get(n).ok_or_else(|| missing("variable", n))?)
                 }
-                JitArg::I32(v) => Arg::I32(v),
-                JitArg::U32(v) => Arg::U32(v),
-                JitArg::F32(v) => Arg::F32(v),
                 JitArg::Value(v) => v,
             });
         }
@@ -1414,9 +1210,6 @@ impl JitRecorder<'_> {
                     JitArg::Output(n) => GraphArg::Input(slots[n_inputs + n]),
                     JitArg::Buffer(b) => GraphArg::Buffer(b),
                     JitArg::Var(n) => GraphArg::Var(self.var_handles[n]),
-                    JitArg::I32(v) => GraphArg::I32(v),
-                    JitArg::U32(v) => GraphArg::U32(v),
-                    JitArg::F32(v) => GraphArg::F32(v),
                     JitArg::Value(v) => GraphArg::Value(v),
                 })
                 .collect();

@@ -74,7 +74,7 @@ pub use graph::{
 
 pub use hcq_core::{
     ArgBytes, CacheInfo, CompileOptions, ComputeInfo, DeviceInfo, Error, ProgramInfo, Result,
-    ARG_BYTES_MAX,
+    ARG_BYTES_MAX, VALUE_KINDS,
 };
 #[cfg(target_os = "linux")]
 pub use registry::{
@@ -167,6 +167,10 @@ pub fn trace_finish() -> Result<()> {
 
 /// A kernel argument: a buffer or a scalar, in kernel-signature order.
 pub type Arg<'a> = hcq_core::Arg<&'a Buffer>;
+
+/// A by-value kernel argument held apart from any buffer (parsed from a command line, kept in
+/// a graph): [`Arg::map_scalar`] turns it into an [`Arg`].
+pub type ValueArg = hcq_core::Arg<()>;
 
 enum Backend {
     #[cfg(target_os = "linux")]

@@ -109,7 +109,7 @@ fn graphs_and_jits_size_dynamic_lds_too() {
         &[
             GraphArg::Buffer(&out),
             GraphArg::Buffer(&a),
-            GraphArg::I32(500),
+            GraphArg::Value(hcq::Arg::I32(500)),
         ],
         [groups.into(), 1.into(), 1.into()],
         [DimExpr::from(local), 1.into(), 1.into()],

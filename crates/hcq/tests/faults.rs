@@ -147,7 +147,7 @@ fn a_memory_fault_loses_only_its_own_gpu() {
     let mut g = GraphBuilder::new();
     g.launch(
         &add1,
-        &[GraphArg::Buffer(&on1), GraphArg::I32(100)],
+        &[GraphArg::Buffer(&on1), GraphArg::Value(hcq::Arg::I32(100))],
         [2.into(), 1.into(), 1.into()],
         [64.into(), 1.into(), 1.into()],
     )

@@ -47,7 +47,7 @@ fn copy_kernel_copy_graph_matches_the_host_over_a_thousand_replays() {
             GraphArg::Buffer(&scratch),
             GraphArg::Buffer(&y),
             GraphArg::Var(b),
-            GraphArg::I32(N as i32),
+            GraphArg::Value(hcq::Arg::I32(N as i32)),
         ],
         [DimExpr::from(N as u32 / 64), 1.into(), 1.into()],
         [64.into(), 1.into(), 1.into()],

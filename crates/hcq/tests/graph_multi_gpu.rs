@@ -72,7 +72,7 @@ fn a_graph_across_two_gpus_matches_the_host_with_swapped_inputs_and_variables() 
     let out = g.input(&outs[0]);
     let blocks = [DimExpr::from((N as u32).div_ceil(64)), 1.into(), 1.into()];
     let group = [DimExpr::from(64), 1.into(), 1.into()];
-    let n = GraphArg::I32(N as i32);
+    let n = GraphArg::Value(hcq::Arg::I32(N as i32));
     // d0: t0 = x*3 + k
     g.launch(
         &k0,
@@ -266,7 +266,7 @@ fn a_jit_captures_launches_and_transfers_on_two_gpus() {
                 JitArg::Buffer(&t0),
                 JitArg::Input(0),
                 JitArg::Var(0),
-                JitArg::I32(N as i32),
+                JitArg::Value(hcq::Arg::I32(N as i32)),
             ],
             groups.clone(),
             group(),
@@ -277,8 +277,8 @@ fn a_jit_captures_launches_and_transfers_on_two_gpus() {
             &[
                 JitArg::Buffer(&c1),
                 JitArg::Buffer(&b1),
-                JitArg::I32(5),
-                JitArg::I32(N as i32),
+                JitArg::Value(hcq::Arg::I32(5)),
+                JitArg::Value(hcq::Arg::I32(N as i32)),
             ],
             groups.clone(),
             group(),

@@ -129,7 +129,7 @@ fn every_copy_runs_on_the_compute_queue_when_kfd_has_no_sdma_queue() {
             GraphArg::Buffer(&t0),
             GraphArg::Buffer(&s0),
             GraphArg::Var(k),
-            GraphArg::I32(N as i32),
+            GraphArg::Value(hcq::Arg::I32(N as i32)),
         ],
         blocks.clone(),
         group.clone(),
@@ -161,7 +161,7 @@ fn every_copy_runs_on_the_compute_queue_when_kfd_has_no_sdma_queue() {
     let k = g.var("k", -1000, 1000).unwrap();
     let input = g.input(&in_bufs[0]);
     let out = g.input(&outs[0]);
-    let n = GraphArg::I32(N as i32);
+    let n = GraphArg::Value(hcq::Arg::I32(N as i32));
     g.launch(
         &k0,
         &[
@@ -180,7 +180,7 @@ fn every_copy_runs_on_the_compute_queue_when_kfd_has_no_sdma_queue() {
         &[
             GraphArg::Buffer(&e1),
             GraphArg::Buffer(&b1),
-            GraphArg::I32(1),
+            GraphArg::Value(hcq::Arg::I32(1)),
             n,
         ],
         blocks,

@@ -189,7 +189,7 @@ fn a_graph_built_before_growth_replays_on_its_own_ring() {
         &[
             GraphArg::Buffer(&a),
             GraphArg::Input(out_slot),
-            GraphArg::I32(n as i32),
+            GraphArg::Value(hcq::Arg::I32(n as i32)),
         ],
         [2.into(), 1.into(), 1.into()],
         [64.into(), 1.into(), 1.into()],

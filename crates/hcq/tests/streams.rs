@@ -397,8 +397,8 @@ fn graphs_replay_on_streams() {
         hcq::GraphArg::Buffer(&a.out),
         hcq::GraphArg::Input(input),
         hcq::GraphArg::Buffer(&a.sink),
-        hcq::GraphArg::I32(N as i32),
-        hcq::GraphArg::I32(1),
+        hcq::GraphArg::Value(hcq::Arg::I32(N as i32)),
+        hcq::GraphArg::Value(hcq::Arg::I32(1)),
     ];
     let to_dims = |d: [u32; 3]| d.map(hcq::DimExpr::from);
     g.launch(&prg, &args, to_dims([1, 1, 1]), to_dims([64, 1, 1]))
@@ -438,7 +438,7 @@ fn graphs_replay_on_streams() {
     let args = [
         hcq::GraphArg::Buffer(&out),
         hcq::GraphArg::Buffer(&a.inp),
-        hcq::GraphArg::I32(n as i32),
+        hcq::GraphArg::Value(hcq::Arg::I32(n as i32)),
     ];
     g.launch(&scratch_prg, &args, to_dims([1, 1, 1]), to_dims([64, 1, 1]))
         .unwrap();

@@ -26,7 +26,10 @@ fn each_replay_is_a_span() {
     for _ in 0..3 {
         g.launch(
             &prg,
-            &[GraphArg::Buffer(&x), GraphArg::I32(n as i32)],
+            &[
+                GraphArg::Buffer(&x),
+                GraphArg::Value(hcq::Arg::I32(n as i32)),
+            ],
             [(n as u32 / 64).into(), 1.into(), 1.into()],
             [64.into(), 1.into(), 1.into()],
         )
@@ -41,7 +44,10 @@ fn each_replay_is_a_span() {
     let mut g = GraphBuilder::new();
     g.launch(
         &prg,
-        &[GraphArg::Buffer(&x), GraphArg::I32(n as i32)],
+        &[
+            GraphArg::Buffer(&x),
+            GraphArg::Value(hcq::Arg::I32(n as i32)),
+        ],
         [(n as u32 / 64).into(), 1.into(), 1.into()],
         [64.into(), 1.into(), 1.into()],
     )
