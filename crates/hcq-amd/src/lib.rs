@@ -16,7 +16,9 @@
 //! - [`transfer`]: copies through the SDMA engine: host copies (staged, or in place in the
 //!   caller's pages when large), device to device.
 //! - [`trace`]: Chrome-trace output of kernels and copies with their GPU times.
-//! - [`device`]: [`AmdDevice`], which puts them together.
+//! - [`driver`]: [`AmdDriver`], the process's state for one kernel, shared by its devices.
+//! - [`device`]: [`AmdDevice`], which puts them together; its launches (`dispatch`) and the
+//!   GPU timestamps of traced commands (`trace_stamps`) are modules of their own.
 //! - [`stream`]: more compute queues on one GPU ([`AmdDevice::open_stream`]), and events
 //!   ([`AmdEvent`]) that order and time them.
 //! - [`graph`]: captured launches built once into a PM4 stream, replayed with one
@@ -27,6 +29,8 @@
 pub mod allocator;
 pub mod compiler;
 pub mod device;
+mod dispatch;
+pub mod driver;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod graph;
@@ -38,9 +42,11 @@ pub mod signal;
 pub mod stream;
 pub mod topology;
 pub mod trace;
+mod trace_stamps;
 pub mod transfer;
 
-pub use device::{AmdBuffer, AmdDevice, AmdDriver, DeviceOptions};
+pub use device::{AmdBuffer, AmdDevice, DeviceOptions};
+pub use driver::AmdDriver;
 pub use program::AmdProgram;
 pub use stream::AmdEvent;
 

@@ -3,8 +3,9 @@
 //! GPUs) directly. Every copy takes its place on the device's timeline, so copies and kernels
 //! execute in submission order.
 
-use crate::device::{lock, AmdBuffer, AmdDevice, DeviceState, Staging, TraceSlot};
+use crate::device::{lock, AmdBuffer, AmdDevice, DeviceState, Staging};
 use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
+use crate::trace_stamps::TraceSlot;
 use hcq_amd_sys::pm4::Pm4Builder;
 use hcq_amd_sys::sdma::{SdmaBuilder, MAX_COPY_SIZE};
 use hcq_core::{Error, Result};
