@@ -3,7 +3,7 @@
 //! into chained indirect-buffer segments when long; the patch lists replays rewrite.
 
 use super::hazards::Ordering;
-use super::patch::{AddressPatch, DimPatch, HiddenDim};
+use super::patch::{AddressPatch, DimPatch, HiddenDim, Mapping, PatchSite};
 use super::replay::Applied;
 use super::*;
 use crate::device::{lock, AmdDevice};
@@ -148,9 +148,9 @@ fn explicit_arg_offsets(prg: &AmdProgram, args: &[GraphArg]) -> Vec<u64> {
         .collect()
 }
 
-/// The hidden arguments of `prg` that depend on the launch dimensions, for a segment whose
-/// CPU address is `segment`.
-fn hidden_dims(prg: &AmdProgram, segment: usize) -> Vec<(usize, usize, HiddenDim)> {
+/// The hidden arguments of `prg` that depend on the launch dimensions: (byte offset in the
+/// argument segment, bytes, what it holds).
+fn hidden_dims(prg: &AmdProgram) -> Vec<(usize, usize, HiddenDim)> {
     let axis = |k: &str| match k.as_bytes().last() {
         Some(b'x') => 0,
         Some(b'y') => 1,
@@ -168,7 +168,7 @@ fn hidden_dims(prg: &AmdProgram, segment: usize) -> Vec<(usize, usize, HiddenDim
                 "grid_dims" => HiddenDim::GridDims,
                 _ => return None,
             };
-            Some((segment + a.offset as usize, (a.size as usize).min(8), what))
+            Some((a.offset as usize, (a.size as usize).min(8), what))
         })
         .collect()
 }
@@ -176,7 +176,7 @@ fn hidden_dims(prg: &AmdProgram, segment: usize) -> Vec<(usize, usize, HiddenDim
 /// Patch lists being gathered while the streams are built.
 struct Patches {
     inputs: Vec<Vec<AddressPatch>>,
-    vars: Vec<Vec<usize>>,
+    vars: Vec<Vec<PatchSite>>,
     dims: Vec<DimPatch>,
 }
 
@@ -266,15 +266,17 @@ fn build_compute(
         MemoryKind::Vram,
         AllocFlags::default(),
     )?;
-    let host = kernargs.as_ptr() as usize;
+    let kernargs_site = |offset: u64, len: usize| {
+        PatchSite::new(Mapping::Kernargs(p), image.len(), offset as usize, len)
+    };
     for (n, off) in input_offsets {
         patches.inputs[n].push(AddressPatch {
-            at: host + off as usize,
-            offset: 0,
+            site: kernargs_site(off, 8)?,
+            addend: 0,
         });
     }
     for (n, off) in var_offsets {
-        patches.vars[n].push(host + off as usize);
+        patches.vars[n].push(kernargs_site(off, 4)?);
     }
     // Pass 2: the command stream, with the AQL packets written into the image.
     let mut st = lock(&dev.state);
@@ -379,11 +381,27 @@ fn build_compute(
             patch = emit(&mut b);
         }
         if l.symbolic_dims {
+            // Words already emitted stay: the stream only grows from here.
+            let stream_site = |dword: usize| {
+                PatchSite::new(Mapping::ComputeStream(p), 4 * b.words.len(), 4 * dword, 12)
+            };
+            let kernargs_site = |offset: u64, len: usize| {
+                PatchSite::new(Mapping::Kernargs(p), image.len(), offset as usize, len)
+            };
+            let mut hidden = Vec::new();
+            for (offset, len, what) in hidden_dims(prg) {
+                hidden.push((kernargs_site(at + offset as u64, len)?, what));
+            }
+            let aql = if with_aql {
+                Some((kernargs_site(aql_at, 64)?, kernargs_addr))
+            } else {
+                None
+            };
             patches.dims.push(DimPatch {
-                part: p,
-                dispatch: patch,
-                hidden: hidden_dims(prg, host + at as usize),
-                aql: with_aql.then_some((host + aql_at as usize, kernargs_addr)),
+                local: stream_site(patch.local_at())?,
+                global: stream_site(patch.global_at())?,
+                hidden,
+                aql,
                 descriptor: prg.descriptor,
                 lds,
             });
@@ -414,15 +432,14 @@ fn build_compute(
         .map_or(dwords, |&c| c + IndirectBuffer::DWORDS) as u32;
     kernargs.write(0, &image)?;
     stream.write(0, bytemuck_words(&words))?;
-    let stream_host = stream.as_ptr() as usize;
-    for (n, k, offset) in address_words {
+    for (n, k, addend) in address_words {
         patches.inputs[n].push(AddressPatch {
-            at: stream_host + 4 * k,
-            offset,
+            site: PatchSite::new(Mapping::ComputeStream(p), 4 * dwords, 4 * k, 8)?,
+            addend,
         });
     }
     Ok(Some(ComputeStream {
-        _kernargs: kernargs,
+        kernargs,
         _scratch: scratch,
         stream,
         dwords,
@@ -495,11 +512,10 @@ fn build_copies(
     let dwords = b.words.len();
     let stream = dev.alloc_mem((dwords as u64 * 4).max(64), MemoryKind::Gtt, UNCACHED_GTT)?;
     stream.write(0, bytemuck_words(&b.words))?;
-    let host = stream.as_ptr() as usize;
-    for (n, k, offset) in address_words {
+    for (n, k, addend) in address_words {
         patches.inputs[n].push(AddressPatch {
-            at: host + 4 * k,
-            offset,
+            site: PatchSite::new(Mapping::CopyStream(p), 4 * dwords, 4 * k, 8)?,
+            addend,
         });
     }
     Ok(Some(CopyStream { stream, dwords }))

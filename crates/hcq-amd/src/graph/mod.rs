@@ -25,7 +25,7 @@
 //! - **The command streams** in uncached GTT. Compute streams longer than one indirect buffer
 //!   can name (or than [`GraphOptions::segment_dwords`]) are split into segments joined by
 //!   chained `INDIRECT_BUFFER` packets.
-//! - **Patch lists**: per graph input, the CPU addresses of the words holding its address
+//! - **Patch lists**: per graph input, the places of the words holding its address
 //!   (argument words and copy-packet address words); per variable, the argument words holding
 //!   its value; per launch whose dimensions change between replays, its `DISPATCH_DIRECT` and
 //!   workgroup-size words, its hidden block-count and group-size arguments and its AQL packet.
@@ -70,7 +70,7 @@ use crate::program::AmdProgram;
 use crate::stream::Progress;
 use hcq_amd_sys::pm4::IB_MAX_DWORDS;
 use hcq_core::Arg;
-use patch::{AddressPatch, DimPatch};
+use patch::{AddressPatch, DimPatch, PatchSite};
 use replay::Applied;
 use std::sync::{Arc, Mutex};
 
@@ -190,8 +190,8 @@ const UNCACHED_GTT: AllocFlags = AllocFlags {
 
 /// The compute stream of one GPU of the graph.
 struct ComputeStream {
-    /// Owns the argument segments the patch lists point into.
-    _kernargs: GpuMemory,
+    /// The argument segments (and AQL packets) of the launches.
+    kernargs: GpuMemory,
     /// The scratch ring the dispatches were built against, kept while the graph lives even
     /// if the device has since moved to a larger one.
     _scratch: Option<Arc<GpuMemory>>,
@@ -258,8 +258,8 @@ pub struct AmdGraph {
     /// Per stream, the progress its last item signals (0: the stream is empty).
     stream_ends: Vec<u32>,
     input_patches: Vec<Vec<AddressPatch>>,
-    /// Per variable, the CPU addresses of the 4-byte argument words holding its value.
-    var_patches: Vec<Vec<usize>>,
+    /// Per variable, the 4-byte argument words holding its value.
+    var_patches: Vec<Vec<PatchSite>>,
     dim_patches: Vec<DimPatch>,
     applied: Mutex<Applied>,
     /// The queue the graph was built on (its timeline's progress): a single-GPU graph also

@@ -1,19 +1,67 @@
 //! What a replay rewrites in a built graph: the words holding input addresses, variable
-//! values and launch dimensions, found at build, and how they are written.
+//! values and launch dimensions, found at build as [`PatchSite`]s (a mapping of the graph and
+//! an offset in it, checked then), and how they are written.
 
 use super::replay::Applied;
 use super::{AmdGraph, ReplayValues};
 use crate::dispatch::aql_dispatch_packet;
+use crate::memory::GpuMemory;
 use hcq_amd_sys::kd::KernelDescriptor;
-use hcq_amd_sys::pm4::DispatchPatch;
 use hcq_amd_sys::shared;
+use hcq_core::{Error, Result};
 
-/// A 64-bit address word the host rewrites when an input changes: its CPU address, and the
-/// byte offset added to the input's address (copies split into several packets).
+/// One of the graph's mappings a replay writes into, by the part that owns it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Mapping {
+    /// The argument segments (and AQL packets) of part `n`'s launches.
+    Kernargs(usize),
+    /// Part `n`'s compute stream.
+    ComputeStream(usize),
+    /// Part `n`'s copy stream.
+    CopyStream(usize),
+}
+
+/// Bytes a replay rewrites: where they lie in one of the graph's mappings. Made only by
+/// [`PatchSite::new`], which checks the bytes lie inside the mapping, so a write through a site
+/// needs no check of its own.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PatchSite {
+    mapping: Mapping,
+    /// Byte offset in the mapping (unaligned for argument words: the metadata places them).
+    offset: usize,
+    /// Bytes the site spans.
+    len: usize,
+}
+
+impl PatchSite {
+    /// The `len` bytes at `offset` of `mapping`, which holds `mapping_bytes` bytes that stay
+    /// allocated for the graph's life; `InvalidArgument` when they do not lie inside it.
+    pub(super) fn new(
+        mapping: Mapping,
+        mapping_bytes: usize,
+        offset: usize,
+        len: usize,
+    ) -> Result<PatchSite> {
+        match offset.checked_add(len) {
+            Some(end) if end <= mapping_bytes => Ok(PatchSite {
+                mapping,
+                offset,
+                len,
+            }),
+            _ => Err(Error::InvalidArgument(format!(
+                "graph patch of {len} bytes at offset {offset} lies outside the \
+                 {mapping_bytes}-byte {mapping:?}"
+            ))),
+        }
+    }
+}
+
+/// A 64-bit address word the host rewrites when an input changes, and the byte offset added
+/// to the input's address (copies split into several packets).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct AddressPatch {
-    pub(super) at: usize,
-    pub(super) offset: u64,
+    pub(super) site: PatchSite,
+    pub(super) addend: u64,
 }
 
 /// A hidden argument that depends on the launch dimensions.
@@ -27,46 +75,43 @@ pub(super) enum HiddenDim {
 /// Everything a replay rewrites for one launch whose dimensions change.
 #[derive(Debug, Clone)]
 pub(super) struct DimPatch {
-    /// The part whose compute stream holds the dispatch.
-    pub(super) part: usize,
-    pub(super) dispatch: DispatchPatch,
-    /// (CPU address in the part's kernarg memory, size in bytes, what it holds).
-    pub(super) hidden: Vec<(usize, usize, HiddenDim)>,
-    /// CPU address of the AQL dispatch packet, and GPU address of the argument segment it
-    /// points to.
-    pub(super) aql: Option<(usize, u64)>,
+    /// The workgroup size (three dwords) of the dispatch in its compute stream.
+    pub(super) local: PatchSite,
+    /// The grid size (three dwords, `DISPATCH_DIRECT`'s) of the dispatch.
+    pub(super) global: PatchSite,
+    /// Hidden-argument slots (at most 8 bytes each), and what each holds.
+    pub(super) hidden: Vec<(PatchSite, HiddenDim)>,
+    /// The AQL dispatch packet, and GPU address of the argument segment it points to.
+    pub(super) aql: Option<(PatchSite, u64)>,
     pub(super) descriptor: KernelDescriptor,
     /// LDS bytes per workgroup, dynamic ones included.
     pub(super) lds: u32,
 }
 
-/// Writes `bytes` at CPU address `at` of GPU memory.
-///
-/// # Safety
-/// `at..at + bytes.len()` must lie in a live CPU mapping of GPU memory the caller may write;
-/// the words may be unaligned (kernel-argument offsets come from the metadata).
-unsafe fn write_gpu_bytes(at: usize, bytes: &[u8]) {
-    // SAFETY: per this function's contract; GPU memory is never a Rust reference and is
-    // accessed atomically by everyone.
-    unsafe { shared::store(at as *mut u8, bytes) }
-}
-
 impl AmdGraph {
-    /// Overwrites the compute stream words of `part` from dword `at` with `values`. Callers
-    /// hold the graph's lock and have waited for the previous replay.
-    pub(super) fn store_stream_words(&self, part: usize, at: usize, values: &[u32]) {
-        let Some(c) = &self.parts[part].compute else {
+    /// The memory `mapping` names (the graph owns it for its whole life).
+    fn mapping(&self, mapping: Mapping) -> Option<&GpuMemory> {
+        match mapping {
+            Mapping::Kernargs(p) => self.parts.get(p)?.compute.as_ref().map(|c| &c.kernargs),
+            Mapping::ComputeStream(p) => self.parts.get(p)?.compute.as_ref().map(|c| &c.stream),
+            Mapping::CopyStream(p) => self.parts.get(p)?.copy.as_ref().map(|c| &c.stream),
+        }
+    }
+
+    /// Writes `bytes` (at most the site's length) at `site`. Callers hold the graph's lock
+    /// and have waited for the previous replay.
+    fn store(&self, site: &PatchSite, bytes: &[u8]) {
+        debug_assert!(bytes.len() <= site.len, "{bytes:?} overflows {site:?}");
+        let Some(memory) = self.mapping(site.mapping) else {
             return;
         };
-        match at.checked_add(values.len()) {
-            Some(end) if end <= c.dwords => {}
-            _ => return,
-        }
-        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        // SAFETY: the stream mapping holds `dwords` dwords for the life of the graph and
-        // `at + values.len() <= dwords` (checked); callers hold the graph's lock (the only
-        // writer) and have waited for the previous replay.
-        unsafe { write_gpu_bytes(c.stream.as_ptr() as usize + 4 * at, &bytes) };
+        let bytes = &bytes[..bytes.len().min(site.len)];
+        // SAFETY: `PatchSite::new` checked that `site.offset + site.len` lies inside this
+        // mapping, which the graph owns for its whole life, and at most `site.len` bytes are
+        // written; GPU memory is only ever accessed atomically (the words may be unaligned);
+        // callers hold the graph's lock (the only writer) and have waited for the previous
+        // replay, so the GPU is not reading them.
+        unsafe { shared::store(memory.as_ptr().add(site.offset), bytes) }
     }
 
     /// Rewrites the words of every input, variable and dimension that changed, and records
@@ -80,21 +125,15 @@ impl AmdGraph {
         for (n, (&new, old)) in values.inputs.iter().zip(&mut applied.inputs).enumerate() {
             if new != *old {
                 for p in &self.input_patches[n] {
-                    // SAFETY: every patch address was taken at build inside a mapping the
-                    // graph owns (argument segments, copy streams) for its whole life; the
-                    // previous replay has finished and the graph's lock makes this the only
-                    // writer.
-                    unsafe { write_gpu_bytes(p.at, &new.wrapping_add(p.offset).to_le_bytes()) };
+                    self.store(&p.site, &new.wrapping_add(p.addend).to_le_bytes());
                 }
                 *old = new;
             }
         }
         for (n, (&new, old)) in values.vars.iter().zip(&mut applied.vars).enumerate() {
             if new != *old {
-                for &at in &self.var_patches[n] {
-                    // SAFETY: as for the inputs above: a 4-byte argument word in the graph's
-                    // argument memory, not read by the GPU meanwhile.
-                    unsafe { write_gpu_bytes(at, &new.to_le_bytes()) };
+                for site in &self.var_patches[n] {
+                    self.store(site, &new.to_le_bytes());
                 }
                 *old = new;
             }
@@ -106,40 +145,45 @@ impl AmdGraph {
                 if old.as_ref().map(|d| d[k]) == Some((global, local)) {
                     continue;
                 }
-                self.store_stream_words(p.part, p.dispatch.local_at(), &local);
-                self.store_stream_words(p.part, p.dispatch.global_at(), &global);
-                patch_hidden_dims(p, global, local);
+                self.store(&p.local, &dwords_le(local));
+                self.store(&p.global, &dwords_le(global));
+                self.patch_hidden_dims(p, global, local);
             }
             applied.dims = Some(new.to_vec());
         }
     }
 }
 
-/// Rewrites the hidden arguments and AQL packet of a launch whose dimensions changed.
-fn patch_hidden_dims(p: &DimPatch, global: [u32; 3], local: [u32; 3]) {
-    let grid_dims: u64 = if global[2] > 1 || local[2] > 1 {
-        3
-    } else if global[1] > 1 || local[1] > 1 {
-        2
-    } else {
-        1
-    };
-    for &(at, size, what) in &p.hidden {
-        let value = match what {
-            HiddenDim::BlockCount(a) => global[a] as u64,
-            HiddenDim::GroupSize(a) => local[a] as u64,
-            HiddenDim::GridDims => grid_dims,
-        };
-        let bytes = value.to_le_bytes();
-        // SAFETY: `at..at + size` (size <= 8) is a hidden-argument slot inside the graph's
-        // argument memory, found at build; the caller has waited for the previous replay and
-        // holds the graph's lock.
-        unsafe { write_gpu_bytes(at, &bytes[..size]) };
+/// Three dwords as the GPU reads them.
+fn dwords_le(values: [u32; 3]) -> [u8; 12] {
+    let mut bytes = [0u8; 12];
+    for (b, v) in bytes.chunks_exact_mut(4).zip(values) {
+        b.copy_from_slice(&v.to_le_bytes());
     }
-    if let Some((aql_at, segment)) = p.aql {
-        let packet = aql_dispatch_packet(&p.descriptor, global, local, segment, p.lds);
-        // SAFETY: the 64-byte AQL packet slot after the launch's argument segment, inside the
-        // graph's argument memory; same conditions as above.
-        unsafe { write_gpu_bytes(aql_at, &packet) };
+    bytes
+}
+
+impl AmdGraph {
+    /// Rewrites the hidden arguments and AQL packet of a launch whose dimensions changed.
+    fn patch_hidden_dims(&self, p: &DimPatch, global: [u32; 3], local: [u32; 3]) {
+        let grid_dims: u64 = if global[2] > 1 || local[2] > 1 {
+            3
+        } else if global[1] > 1 || local[1] > 1 {
+            2
+        } else {
+            1
+        };
+        for (site, what) in &p.hidden {
+            let value = match *what {
+                HiddenDim::BlockCount(a) => global[a] as u64,
+                HiddenDim::GroupSize(a) => local[a] as u64,
+                HiddenDim::GridDims => grid_dims,
+            };
+            self.store(site, &value.to_le_bytes()[..site.len]);
+        }
+        if let Some((site, segment)) = &p.aql {
+            let packet = aql_dispatch_packet(&p.descriptor, global, local, *segment, p.lds);
+            self.store(site, &packet);
+        }
     }
 }
