@@ -4,6 +4,8 @@
 //! - [`seam`]: the [`seam::Kernel`] trait, the driver's only way to reach the kernel, and
 //!   [`seam::HostKernel`], its implementation over real system calls.
 //! - [`pm4`]: compute-queue packets, encoded by the driver and decoded by the emulator.
+//! - [`commands`]: [`commands::CommandBuilder`], the operations the PM4 and SDMA builders
+//!   share (wait, timestamp, signal, copy, fill), for sequences written once for both engines.
 //! - [`regs`]: gfx11 compute registers and their bit fields.
 //! - [`kd`]: the kernel descriptor of a code object.
 //! - [`aql`]: the AQL kernel dispatch packet a kernel may read its launch from.
@@ -19,6 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod aql;
+pub mod commands;
 pub mod drm;
 pub mod kd;
 pub mod kfd;

@@ -5,7 +5,9 @@
 use crate::device::{lock, AmdDevice, DeviceState};
 use crate::memory::{AllocFlags, MemoryKind};
 use crate::program::AmdProgram;
+use crate::trace_stamps::TraceSlot;
 use crate::GPU_TIMESTAMP_HZ;
+use hcq_amd_sys::commands::CommandBuilder;
 use hcq_amd_sys::kd::KernelDescriptor;
 use hcq_amd_sys::pm4::DispatchSetup;
 use hcq_amd_sys::regs;
@@ -148,24 +150,16 @@ impl AmdDevice {
         let room_wait = self.ring_wait(&st);
         let value = st.timeline_value;
         let st = &mut *st;
-        let b = &mut st.builder;
-        b.clear();
-        b.wait(st.timeline.value_addr(), value - 1);
-        if wait {
-            b.timestamp(st.timeline.start_ts_addr());
-        }
-        if let Some(slot) = stamps {
-            b.timestamp(slot.start);
-        }
-        b.exec(&setup, global, local);
-        if let Some(slot) = stamps {
-            b.timestamp(slot.end);
-        }
-        if wait {
-            b.timestamp(st.timeline.end_ts_addr());
-        }
-        st.timeline.release_with(b, value);
-        st.queue.submit(&b.words, room_wait)?;
+        let timeline = &st.timeline;
+        // The timeline's own stamps, which the caller's wait reads, enclose the trace's.
+        let timed = wait.then(|| (timeline.start_ts_addr(), timeline.end_ts_addr()));
+        let previous = [(timeline.value_addr(), value - 1)];
+        timeline.release_after(&mut st.builder, &previous, timed, value, |b| {
+            b.stamped(stamps.map(TraceSlot::addresses), |b| {
+                b.exec(&setup, global, local);
+            })
+        });
+        st.queue.submit(&st.builder.words, room_wait)?;
         Self::trace_commit_with(
             st,
             stamps,

@@ -1,6 +1,7 @@
 //! Signals (`amd_signal_t` in the process's signal page), KFD events, and waiting on them.
 
 use crate::kfd::{Kfd, Release};
+use hcq_amd_sys::commands::CommandBuilder;
 use hcq_amd_sys::kfd as abi;
 use hcq_amd_sys::signal::{self as layout, AmdSignal};
 use hcq_core::{Error, Result};
@@ -60,15 +61,36 @@ impl Signal {
         self.value_cell().store(v as i64, Ordering::Release);
     }
 
-    /// Appends to `b` the end-of-pipe release that sets the signal to `value` and, through
-    /// its event mailbox, wakes whoever waits on its event.
-    pub fn release_with(&self, b: &mut hcq_amd_sys::pm4::Pm4Builder, value: u64) {
+    /// Appends to `b` (either engine's commands) the release that sets the signal to `value`
+    /// once the commands before it have finished and, through its event mailbox, wakes
+    /// whoever waits on its event.
+    pub fn release_with(&self, b: &mut impl CommandBuilder, value: u64) {
         b.signal(
             self.value_addr(),
             value,
             self.event_mailbox_ptr,
             self.event_id,
         );
+    }
+
+    /// One submission's commands on either engine, in a cleared builder: the `waits` (signal
+    /// address, value to reach), `body` between stamps of the GPU clock at `stamps` (start and
+    /// end addresses) when given, then the release of this signal to `value`.
+    pub(crate) fn release_after<B: CommandBuilder, R>(
+        &self,
+        b: &mut B,
+        waits: &[(u64, u64)],
+        stamps: Option<(u64, u64)>,
+        value: u64,
+        body: impl FnOnce(&mut B) -> R,
+    ) -> R {
+        b.clear();
+        for &(addr, reached) in waits {
+            b.wait(addr, reached);
+        }
+        let result = b.stamped(stamps, body);
+        self.release_with(b, value);
+        result
     }
 
     /// GPU address of the value field (what `WAIT_REG_MEM` polls and `RELEASE_MEM` writes).

@@ -284,12 +284,10 @@ impl AmdDevice {
         let value = st.timeline_value;
         let room_wait = self.ring_wait(&st);
         let st = &mut *st;
-        let b = &mut st.builder;
-        b.clear();
-        b.wait(st.timeline.value_addr(), value - 1);
-        body(b);
-        st.timeline.release_with(b, value);
-        st.queue.submit(&b.words, room_wait)?;
+        let previous = [(st.timeline.value_addr(), value - 1)];
+        st.timeline
+            .release_after(&mut st.builder, &previous, None, value, body);
+        st.queue.submit(&st.builder.words, room_wait)?;
         let marker = (st.timeline.value_addr(), value, st.timeline_swaps);
         st.advance();
         Ok(marker)

@@ -41,6 +41,13 @@ pub(crate) struct TraceSlot {
     pub end: u64,
 }
 
+impl TraceSlot {
+    /// GPU addresses of the start and end stamps, as a command builder stamps them.
+    pub(crate) fn addresses(self) -> (u64, u64) {
+        (self.start, self.end)
+    }
+}
+
 /// GPU timestamps of traced commands, and the clock pair to convert them to host time.
 pub(crate) struct TraceStamps {
     stamps: GpuMemory,

@@ -5,9 +5,10 @@
 
 use crate::device::{lock, AmdBuffer, AmdDevice, DeviceState, Staging};
 use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
+use crate::signal::Signal;
 use crate::trace_stamps::TraceSlot;
-use hcq_amd_sys::pm4::Pm4Builder;
-use hcq_amd_sys::sdma::{SdmaBuilder, MAX_COPY_SIZE};
+use hcq_amd_sys::commands::CommandBuilder;
+use hcq_amd_sys::sdma::MAX_COPY_SIZE;
 use hcq_core::{Error, Result};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -385,10 +386,9 @@ impl AmdDevice {
         s.advance();
         // The destination's compute queue holds its later work until the copy is done, and
         // its timeline records that point.
-        let pm4 = &mut d.builder;
-        pm4.clear();
-        pm4.wait(s.timeline.value_addr(), sv);
-        d.timeline.release_with(pm4, dv);
+        let copied = [(s.timeline.value_addr(), sv)];
+        d.timeline
+            .release_after(&mut d.builder, &copied, None, dv, |_| ());
         let words = std::mem::take(&mut d.builder.words);
         let r = d.queue.submit(&words, dst_device.ring_wait(d));
         d.builder.words = words;
@@ -408,43 +408,6 @@ fn direction(what: &str) -> &'static str {
     }
 }
 
-/// What a copy is made of on either engine's command stream.
-trait CopyCommands {
-    fn clear(&mut self);
-    fn wait(&mut self, addr: u64, value: u64);
-    fn timestamp(&mut self, addr: u64);
-    fn copy(&mut self, dst: u64, src: u64, size: u64);
-    fn fill(&mut self, dst: u64, value: u32, size: u64);
-    fn signal(&mut self, addr: u64, value: u64, mailbox: u64, event: u32);
-}
-
-macro_rules! copy_commands {
-    ($builder:ty) => {
-        impl CopyCommands for $builder {
-            fn clear(&mut self) {
-                <$builder>::clear(self);
-            }
-            fn wait(&mut self, addr: u64, value: u64) {
-                <$builder>::wait(self, addr, value);
-            }
-            fn timestamp(&mut self, addr: u64) {
-                <$builder>::timestamp(self, addr);
-            }
-            fn copy(&mut self, dst: u64, src: u64, size: u64) {
-                <$builder>::copy(self, dst, src, size);
-            }
-            fn fill(&mut self, dst: u64, value: u32, size: u64) {
-                <$builder>::fill(self, dst, value, size);
-            }
-            fn signal(&mut self, addr: u64, value: u64, mailbox: u64, event: u32) {
-                <$builder>::signal(self, addr, value, mailbox, event);
-            }
-        }
-    };
-}
-copy_commands!(SdmaBuilder);
-copy_commands!(Pm4Builder);
-
 /// What an engine moves: bytes from `src`, or a 32-bit `value` repeated (whole dwords).
 #[derive(Debug, Clone, Copy)]
 enum Transfer {
@@ -453,29 +416,25 @@ enum Transfer {
 }
 
 /// The commands of one copy or fill: its waits, the transfer between its trace stamps, the
-/// signal of the timeline's next value.
+/// release of `timeline`'s next value.
 fn build_transfer(
-    b: &mut impl CopyCommands,
+    b: &mut impl CommandBuilder,
     waits: &[(u64, u64)],
     stamps: Option<TraceSlot>,
     transfer: Transfer,
-    (at, value, mailbox, event): (u64, u64, u64, u32),
+    timeline: &Signal,
+    value: u64,
 ) {
-    b.clear();
-    for &(addr, v) in waits {
-        b.wait(addr, v);
-    }
-    if let Some(slot) = stamps {
-        b.timestamp(slot.start);
-    }
-    match transfer {
-        Transfer::Copy { dst, src, size } => b.copy(dst, src, size),
-        Transfer::Fill { dst, value, size } => b.fill(dst, value, size),
-    }
-    if let Some(slot) = stamps {
-        b.timestamp(slot.end);
-    }
-    b.signal(at, value, mailbox, event);
+    timeline.release_after(
+        b,
+        waits,
+        stamps.map(TraceSlot::addresses),
+        value,
+        |b| match transfer {
+            Transfer::Copy { dst, src, size } => b.copy(dst, src, size),
+            Transfer::Fill { dst, value, size } => b.fill(dst, value, size),
+        },
+    );
 }
 
 /// Queues a copy or fill on the device's SDMA queue, or, on a device without one, on its
@@ -488,20 +447,21 @@ fn submit_transfer(
     transfer: Transfer,
     room_wait: Duration,
 ) -> Result<()> {
-    let t = &st.timeline;
-    let signal = (
-        t.value_addr(),
-        st.timeline_value,
-        t.event_mailbox_ptr,
-        t.event_id,
-    );
+    let (timeline, value) = (&st.timeline, st.timeline_value);
     match &mut st.sdma {
         Some(sdma) => {
-            build_transfer(&mut st.sdma_builder, waits, stamps, transfer, signal);
+            build_transfer(
+                &mut st.sdma_builder,
+                waits,
+                stamps,
+                transfer,
+                timeline,
+                value,
+            );
             sdma.submit_sdma(&st.sdma_builder, room_wait)
         }
         None => {
-            build_transfer(&mut st.builder, waits, stamps, transfer, signal);
+            build_transfer(&mut st.builder, waits, stamps, transfer, timeline, value);
             st.queue.submit(&st.builder.words, room_wait)
         }
     }

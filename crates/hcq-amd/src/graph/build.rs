@@ -285,7 +285,6 @@ fn build_compute(
     let mut chains: Vec<usize> = Vec::new();
     let mut segment_start = 0usize;
     let limit = options.segment_dwords as usize;
-    let own = stream_of(p, false);
     // (input, dword index in the stream, offset added to the input's address) of copies.
     let mut address_words: Vec<(usize, usize, u64)> = Vec::new();
     for (&(item, work), &(at, with_aql, lds)) in stream_items.iter().zip(&placed) {
@@ -294,16 +293,11 @@ fn build_compute(
             Work::Copy(c) => {
                 let (dst, src) = copy_ends(item, c, inputs)?;
                 let emit = |b: &mut Pm4Builder| -> usize {
-                    for &(t, value) in &order.waits[item] {
-                        b.wait(sync_va + progress(t), value.into());
-                    }
-                    let start = b.words.len();
-                    b.copy(dst, src, c.size);
-                    if order.signals[item] {
-                        let position = order.placement[item].position;
-                        b.signal(sync_va + progress(own), position.into(), 0, 0);
-                    }
-                    start
+                    order.item_commands(b, item, sync_va, |b| {
+                        let start = b.words.len();
+                        b.copy(dst, src, c.size);
+                        start
+                    })
                 };
                 let before = b.words.len();
                 let mut start = emit(&mut b);
@@ -354,15 +348,7 @@ fn build_compute(
         };
         let setup = dispatch_setup(prg, &mut st, kernargs_addr, dispatch_ptr, lds);
         let emit = |b: &mut Pm4Builder| {
-            for &(t, value) in &order.waits[item] {
-                b.wait(sync_va + progress(t), value.into());
-            }
-            let patch = b.exec(&setup, l.global, l.local);
-            if order.signals[item] {
-                let position = order.placement[item].position;
-                b.signal(sync_va + progress(own), position.into(), 0, 0);
-            }
-            patch
+            order.item_commands(b, item, sync_va, |b| b.exec(&setup, l.global, l.local))
         };
         let before = b.words.len();
         let mut patch = emit(&mut b);
@@ -486,28 +472,23 @@ fn build_copies(
             unreachable!("launches are on compute streams")
         };
         let (dst, src) = copy_ends(i, c, inputs)?;
-        for &(t, value) in &order.waits[i] {
-            b.wait(sync_va + progress(t), value.into());
-        }
-        let start = b.words.len();
-        b.copy(dst, src, c.size);
-        let mut k = start;
-        for packet in split(&b.words[start..]) {
-            if let Ok(Packet::CopyLinear(pk)) = Packet::decode(packet) {
-                // SRC_ADDR at dwords 3..5, DST_ADDR at 5..7.
-                if let CopyEnd::Input(n) = c.src {
-                    address_words.push((n, k + 3, pk.src - src));
+        order.item_commands(&mut b, i, sync_va, |b| {
+            let start = b.words.len();
+            b.copy(dst, src, c.size);
+            let mut k = start;
+            for packet in split(&b.words[start..]) {
+                if let Ok(Packet::CopyLinear(pk)) = Packet::decode(packet) {
+                    // SRC_ADDR at dwords 3..5, DST_ADDR at 5..7.
+                    if let CopyEnd::Input(n) = c.src {
+                        address_words.push((n, k + 3, pk.src - src));
+                    }
+                    if let CopyEnd::Input(n) = c.dst {
+                        address_words.push((n, k + 5, pk.dst - dst));
+                    }
                 }
-                if let CopyEnd::Input(n) = c.dst {
-                    address_words.push((n, k + 5, pk.dst - dst));
-                }
+                k += packet.len();
             }
-            k += packet.len();
-        }
-        if order.signals[i] {
-            let position = order.placement[i].position;
-            b.signal(sync_va + progress(own), position.into(), 0, 0);
-        }
+        });
     }
     let dwords = b.words.len();
     let stream = dev.alloc_mem((dwords as u64 * 4).max(64), MemoryKind::Gtt, UNCACHED_GTT)?;

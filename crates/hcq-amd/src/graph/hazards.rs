@@ -1,9 +1,10 @@
 //! Hazard analysis of a graph: which items conflict (read-after-write, write-after-read,
 //! write-after-write on overlapping memory), where each item runs, and the waits and
-//! signals that order the streams.
+//! signals that order the streams, emitted around each item on either engine.
 
-use super::{stream_of, GraphItem, Region, Work};
+use super::{progress, stream_of, GraphItem, Region, Work};
 use crate::device::AmdDevice;
+use hcq_amd_sys::commands::CommandBuilder;
 use hcq_core::{Error, Result};
 
 impl Region {
@@ -137,5 +138,26 @@ impl Ordering {
             },
             synced,
         ))
+    }
+
+    /// Item `item`'s commands on its stream, on either engine: waits for the items of other
+    /// streams it conflicts with, `body`, then, when something waits for it, the signal of its
+    /// position in its stream's progress word (in the sync memory at `sync_va`).
+    pub(super) fn item_commands<B: CommandBuilder, R>(
+        &self,
+        b: &mut B,
+        item: usize,
+        sync_va: u64,
+        body: impl FnOnce(&mut B) -> R,
+    ) -> R {
+        for &(t, value) in &self.waits[item] {
+            b.wait(sync_va + progress(t), value.into());
+        }
+        let result = body(b);
+        if self.signals[item] {
+            let Placement { stream, position } = self.placement[item];
+            b.signal(sync_va + progress(stream), position.into(), 0, 0);
+        }
+        result
     }
 }

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::device::{lock, AmdDevice, DeviceState};
+use crate::trace_stamps::TraceSlot;
 use hcq_core::{Error, Result};
 use std::sync::MutexGuard;
 
@@ -185,20 +186,15 @@ impl AmdGraph {
         let stamps = dev.trace_begin(st, TRACE_NAME)?;
         let value = st.timeline_value;
         let room_wait = dev.ring_wait(st);
-        let b = &mut st.builder;
-        b.clear();
-        b.wait(st.timeline.value_addr(), value - 1);
-        if let Some(slot) = stamps {
-            b.timestamp(slot.start);
-        }
-        if let Some(c) = &self.parts[0].compute {
-            b.indirect_buffer(c.stream.va, c.first_segment_dwords);
-        }
-        if let Some(slot) = stamps {
-            b.timestamp(slot.end);
-        }
-        st.timeline.release_with(b, value);
-        st.queue.submit(&b.words, room_wait)?;
+        let previous = [(st.timeline.value_addr(), value - 1)];
+        let stamps_at = stamps.map(TraceSlot::addresses);
+        st.timeline
+            .release_after(&mut st.builder, &previous, stamps_at, value, |b| {
+                if let Some(c) = &self.parts[0].compute {
+                    b.indirect_buffer(c.stream.va, c.first_segment_dwords);
+                }
+            });
+        st.queue.submit(&st.builder.words, room_wait)?;
         AmdDevice::trace_commit(st, stamps, TRACE_NAME, "compute");
         Ok(())
     }
