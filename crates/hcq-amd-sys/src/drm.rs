@@ -22,51 +22,59 @@ pub const DRM_COMMAND_BASE: u64 = 0x40;
 /// One past the last driver request number (`DRM_COMMAND_END`).
 pub const DRM_COMMAND_END: u64 = 0xa0;
 
-const IOC_WRITE: u64 = 1;
-const IOC_READ: u64 = 2;
+use crate::ioctl::{request_dir, Ioctl, DIR_READ, DIR_WRITE};
+pub use crate::ioctl::{request_nr, request_size, request_type};
 
-const fn ioc(dir: u64, nr: u64, size: usize) -> u64 {
-    (dir << 30) | ((size as u64) << 16) | ((DRM_IOCTL_BASE as u64) << 8) | nr
-}
-
-/// Number of a request (its low byte).
-pub const fn request_nr(request: u64) -> u64 {
-    request & 0xff
-}
-/// Type byte of a request.
-pub const fn request_type(request: u64) -> u8 {
-    ((request >> 8) & 0xff) as u8
-}
-/// Size of the argument a request encodes.
-pub const fn request_size(request: u64) -> usize {
-    ((request >> 16) & 0x3fff) as usize
-}
 /// Whether the kernel reads the argument (`IOC_IN`, which Linux calls `_IOC_WRITE`).
 pub const fn request_reads_argument(request: u64) -> bool {
-    (request >> 30) & IOC_WRITE != 0
+    request_dir(request) & DIR_WRITE != 0
 }
 /// Whether the kernel writes the argument back (`IOC_OUT`, Linux's `_IOC_READ`).
 pub const fn request_writes_argument(request: u64) -> bool {
-    (request >> 30) & IOC_READ != 0
+    request_dir(request) & DIR_READ != 0
 }
 
-/// `DRM_IOCTL_VERSION`: the driver's name, date, description and version.
-pub const IOC_VERSION: u64 = ioc(
-    IOC_READ | IOC_WRITE,
-    0x00,
-    core::mem::size_of::<DrmVersion>(),
-);
-/// Number of `DRM_IOCTL_VERSION`.
-pub const NR_VERSION: u64 = 0x00;
+/// `DRM_IOCTL_VERSION` (`DRM_IOWR(0x00, struct drm_version)`): the driver's name, date,
+/// description and version.
+pub const IOC_VERSION: Ioctl<DrmVersion> = Ioctl::declare(0xc040_6400, "DRM_IOCTL_VERSION");
 /// amdgpu's number of `DRM_IOCTL_AMDGPU_INFO`, relative to [`DRM_COMMAND_BASE`].
 pub const AMDGPU_INFO: u64 = 0x05;
 
-/// `DRM_IOCTL_AMDGPU_INFO` (`DRM_IOW`: the kernel writes its answer to `return_pointer`).
-pub const IOC_AMDGPU_INFO: u64 = ioc(
-    IOC_WRITE,
-    DRM_COMMAND_BASE + AMDGPU_INFO,
-    core::mem::size_of::<AmdgpuInfo>(),
-);
+/// `DRM_IOCTL_AMDGPU_INFO` (`DRM_IOW(DRM_COMMAND_BASE + 0x05, struct drm_amdgpu_info)`: the
+/// kernel writes its answer to `return_pointer`, not to the argument).
+pub const IOC_AMDGPU_INFO: Ioctl<AmdgpuInfo> = Ioctl::declare(0x4020_6445, "DRM_IOCTL_AMDGPU_INFO");
+
+/// Every render-node request hcq declares, for decoding a raw request number: the emulated
+/// kernel's dispatcher and `hcq exec`'s view of a foreign program's calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DrmIoctl {
+    /// [`IOC_VERSION`].
+    Version,
+    /// [`IOC_AMDGPU_INFO`].
+    AmdgpuInfo,
+}
+
+impl DrmIoctl {
+    /// Every declared request.
+    pub const ALL: [DrmIoctl; 2] = [DrmIoctl::Version, DrmIoctl::AmdgpuInfo];
+
+    /// The request as its typed constant encodes it.
+    pub const fn request(self) -> u64 {
+        match self {
+            DrmIoctl::Version => IOC_VERSION.request(),
+            DrmIoctl::AmdgpuInfo => IOC_AMDGPU_INFO.request(),
+        }
+    }
+
+    /// The declared request with `request`'s number, found as `drm_ioctl` finds it: by number
+    /// alone (the size is reconciled with the struct's by whoever moves the argument). `None`
+    /// for a number hcq does not declare.
+    pub fn decode(request: u64) -> Option<DrmIoctl> {
+        DrmIoctl::ALL
+            .into_iter()
+            .find(|d| request_nr(d.request()) == request_nr(request))
+    }
+}
 
 /// `struct drm_version`. The kernel fills each buffer with up to its length of the string (no
 /// terminating NUL) and sets each length to the string's full length.
@@ -326,7 +334,18 @@ mod tests {
         assert_eq!(size_of::<AmdgpuInfoHwIp>(), 40);
         assert_eq!(size_of::<AmdgpuInfoVramGtt>(), 24);
         assert_eq!(size_of::<AmdgpuMemoryInfo>(), 96);
-        assert_eq!(IOC_VERSION, 0xc040_6400);
-        assert_eq!(IOC_AMDGPU_INFO, 0x4020_6445);
+        assert_eq!(IOC_VERSION.request(), 0xc040_6400);
+        assert_eq!(IOC_AMDGPU_INFO.request(), 0x4020_6445);
+        assert_eq!(IOC_AMDGPU_INFO.nr(), DRM_COMMAND_BASE + AMDGPU_INFO);
+        for d in DrmIoctl::ALL {
+            assert_eq!(request_type(d.request()), DRM_IOCTL_BASE);
+            assert_eq!(DrmIoctl::decode(d.request()), Some(d));
+        }
+        assert_eq!(request_size(IOC_VERSION.request()), size_of::<DrmVersion>());
+        assert_eq!(
+            request_size(IOC_AMDGPU_INFO.request()),
+            size_of::<AmdgpuInfo>()
+        );
+        assert_eq!(DrmIoctl::decode(0xc040_6401), None);
     }
 }

@@ -9,44 +9,19 @@
 
 #![allow(missing_docs)]
 
-/// `_IOC` direction bits as Linux encodes them on x86-64 and arm64.
-const IOC_WRITE: u64 = 1;
-const IOC_READ: u64 = 2;
+pub use crate::ioctl::{request_dir, request_nr, request_size};
+use crate::ioctl::{request_type, Ioctl};
 
-const fn ioc(dir: u64, nr: u64, size: usize) -> u64 {
-    (dir << 30) | ((size as u64) << 16) | ((b'K' as u64) << 8) | nr
-}
-const fn iow<T>(nr: u64) -> u64 {
-    ioc(IOC_WRITE, nr, core::mem::size_of::<T>())
-}
-const fn ior<T>(nr: u64) -> u64 {
-    ioc(IOC_READ, nr, core::mem::size_of::<T>())
-}
-const fn iowr<T>(nr: u64) -> u64 {
-    ioc(IOC_READ | IOC_WRITE, nr, core::mem::size_of::<T>())
-}
-
-/// Number of an ioctl request (the `nr` byte), for decoding requests.
-pub const fn request_nr(request: u64) -> u64 {
-    request & 0xff
-}
-/// Size of the argument struct encoded in a request.
-pub const fn request_size(request: u64) -> usize {
-    ((request >> 16) & 0x3fff) as usize
-}
-/// Direction bits of a request: [`IOC_DIR_WRITE`] (the kernel reads the argument),
-/// [`IOC_DIR_READ`] (it writes it back), both, or neither.
-pub const fn request_dir(request: u64) -> u64 {
-    (request >> 30) & 3
-}
+/// The type byte of every KFD request (`AMDKFD_IOCTL_BASE`).
+pub const KFD_IOCTL_BASE: u8 = b'K';
 /// Direction bit: the caller passes data to the kernel.
-pub const IOC_DIR_WRITE: u64 = IOC_WRITE;
+pub const IOC_DIR_WRITE: u64 = crate::ioctl::DIR_WRITE;
 /// Direction bit: the kernel returns data to the caller.
-pub const IOC_DIR_READ: u64 = IOC_READ;
+pub const IOC_DIR_READ: u64 = crate::ioctl::DIR_READ;
 /// Whether `request` is a well-formed KFD request: type byte `'K'`, nothing above the 32
 /// bits Linux decodes, and a direction that moves an argument.
 pub const fn is_kfd_request(request: u64) -> bool {
-    request >> 32 == 0 && (request >> 8) & 0xff == b'K' as u64 && request_dir(request) != 0
+    request >> 32 == 0 && request_type(request) == KFD_IOCTL_BASE && request_dir(request) != 0
 }
 
 pub const KFD_IOCTL_MAJOR_VERSION: u32 = 1;
@@ -303,22 +278,146 @@ pub struct GetAvailableMemoryArgs {
     pub pad: u32,
 }
 
-pub const IOC_GET_VERSION: u64 = ior::<GetVersionArgs>(0x01);
-pub const IOC_CREATE_QUEUE: u64 = iowr::<CreateQueueArgs>(0x02);
-pub const IOC_DESTROY_QUEUE: u64 = iowr::<DestroyQueueArgs>(0x03);
-pub const IOC_GET_CLOCK_COUNTERS: u64 = iowr::<GetClockCountersArgs>(0x05);
-pub const IOC_CREATE_EVENT: u64 = iowr::<CreateEventArgs>(0x08);
-pub const IOC_DESTROY_EVENT: u64 = iow::<DestroyEventArgs>(0x09);
-pub const IOC_SET_EVENT: u64 = iow::<EventIdArgs>(0x0A);
-pub const IOC_RESET_EVENT: u64 = iow::<EventIdArgs>(0x0B);
-pub const IOC_WAIT_EVENTS: u64 = iowr::<WaitEventsArgs>(0x0C);
-pub const IOC_ACQUIRE_VM: u64 = iow::<AcquireVmArgs>(0x15);
-pub const IOC_ALLOC_MEMORY_OF_GPU: u64 = iowr::<AllocMemoryOfGpuArgs>(0x16);
-pub const IOC_FREE_MEMORY_OF_GPU: u64 = iow::<FreeMemoryOfGpuArgs>(0x17);
-pub const IOC_MAP_MEMORY_TO_GPU: u64 = iowr::<MapMemoryArgs>(0x18);
-pub const IOC_UNMAP_MEMORY_FROM_GPU: u64 = iowr::<MapMemoryArgs>(0x19);
-pub const IOC_AVAILABLE_MEMORY: u64 = iowr::<GetAvailableMemoryArgs>(0x23);
-pub const IOC_RUNTIME_ENABLE: u64 = iowr::<RuntimeEnableArgs>(0x25);
+// Each request as the header's `AMDKFD_IOR`/`AMDKFD_IOW`/`AMDKFD_IOWR` macro expands it on
+// x86-64 (`tests/kfd_abi_layout.rs` compares them with the system header); `Ioctl::declare`
+// refuses to compile one whose encoded size is not its struct's.
+pub const IOC_GET_VERSION: Ioctl<GetVersionArgs> =
+    Ioctl::declare(0x8008_4b01, "AMDKFD_IOC_GET_VERSION");
+pub const IOC_CREATE_QUEUE: Ioctl<CreateQueueArgs> =
+    Ioctl::declare(0xc058_4b02, "AMDKFD_IOC_CREATE_QUEUE");
+pub const IOC_DESTROY_QUEUE: Ioctl<DestroyQueueArgs> =
+    Ioctl::declare(0xc008_4b03, "AMDKFD_IOC_DESTROY_QUEUE");
+pub const IOC_GET_CLOCK_COUNTERS: Ioctl<GetClockCountersArgs> =
+    Ioctl::declare(0xc028_4b05, "AMDKFD_IOC_GET_CLOCK_COUNTERS");
+pub const IOC_CREATE_EVENT: Ioctl<CreateEventArgs> =
+    Ioctl::declare(0xc020_4b08, "AMDKFD_IOC_CREATE_EVENT");
+pub const IOC_DESTROY_EVENT: Ioctl<DestroyEventArgs> =
+    Ioctl::declare(0x4008_4b09, "AMDKFD_IOC_DESTROY_EVENT");
+pub const IOC_SET_EVENT: Ioctl<EventIdArgs> = Ioctl::declare(0x4008_4b0a, "AMDKFD_IOC_SET_EVENT");
+pub const IOC_RESET_EVENT: Ioctl<EventIdArgs> =
+    Ioctl::declare(0x4008_4b0b, "AMDKFD_IOC_RESET_EVENT");
+pub const IOC_WAIT_EVENTS: Ioctl<WaitEventsArgs> =
+    Ioctl::declare(0xc018_4b0c, "AMDKFD_IOC_WAIT_EVENTS");
+pub const IOC_ACQUIRE_VM: Ioctl<AcquireVmArgs> =
+    Ioctl::declare(0x4008_4b15, "AMDKFD_IOC_ACQUIRE_VM");
+pub const IOC_ALLOC_MEMORY_OF_GPU: Ioctl<AllocMemoryOfGpuArgs> =
+    Ioctl::declare(0xc028_4b16, "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU");
+pub const IOC_FREE_MEMORY_OF_GPU: Ioctl<FreeMemoryOfGpuArgs> =
+    Ioctl::declare(0x4008_4b17, "AMDKFD_IOC_FREE_MEMORY_OF_GPU");
+pub const IOC_MAP_MEMORY_TO_GPU: Ioctl<MapMemoryArgs> =
+    Ioctl::declare(0xc018_4b18, "AMDKFD_IOC_MAP_MEMORY_TO_GPU");
+pub const IOC_UNMAP_MEMORY_FROM_GPU: Ioctl<MapMemoryArgs> =
+    Ioctl::declare(0xc018_4b19, "AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU");
+pub const IOC_AVAILABLE_MEMORY: Ioctl<GetAvailableMemoryArgs> =
+    Ioctl::declare(0xc010_4b23, "AMDKFD_IOC_AVAILABLE_MEMORY");
+pub const IOC_RUNTIME_ENABLE: Ioctl<RuntimeEnableArgs> =
+    Ioctl::declare(0xc010_4b25, "AMDKFD_IOC_RUNTIME_ENABLE");
+
+/// Every KFD request hcq declares, for decoding a raw request number (the emulated kernel's
+/// dispatcher, `hcq exec`'s view of a foreign program's calls, the fuzzers). Each names one of
+/// the typed constants above ([`KfdIoctl::request`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KfdIoctl {
+    /// [`IOC_GET_VERSION`].
+    GetVersion,
+    /// [`IOC_CREATE_QUEUE`].
+    CreateQueue,
+    /// [`IOC_DESTROY_QUEUE`].
+    DestroyQueue,
+    /// [`IOC_GET_CLOCK_COUNTERS`].
+    GetClockCounters,
+    /// [`IOC_CREATE_EVENT`].
+    CreateEvent,
+    /// [`IOC_DESTROY_EVENT`].
+    DestroyEvent,
+    /// [`IOC_SET_EVENT`].
+    SetEvent,
+    /// [`IOC_RESET_EVENT`].
+    ResetEvent,
+    /// [`IOC_WAIT_EVENTS`].
+    WaitEvents,
+    /// [`IOC_ACQUIRE_VM`].
+    AcquireVm,
+    /// [`IOC_ALLOC_MEMORY_OF_GPU`].
+    AllocMemoryOfGpu,
+    /// [`IOC_FREE_MEMORY_OF_GPU`].
+    FreeMemoryOfGpu,
+    /// [`IOC_MAP_MEMORY_TO_GPU`].
+    MapMemoryToGpu,
+    /// [`IOC_UNMAP_MEMORY_FROM_GPU`].
+    UnmapMemoryFromGpu,
+    /// [`IOC_AVAILABLE_MEMORY`].
+    AvailableMemory,
+    /// [`IOC_RUNTIME_ENABLE`].
+    RuntimeEnable,
+}
+
+impl KfdIoctl {
+    /// Every declared request.
+    pub const ALL: [KfdIoctl; 16] = [
+        KfdIoctl::GetVersion,
+        KfdIoctl::CreateQueue,
+        KfdIoctl::DestroyQueue,
+        KfdIoctl::GetClockCounters,
+        KfdIoctl::CreateEvent,
+        KfdIoctl::DestroyEvent,
+        KfdIoctl::SetEvent,
+        KfdIoctl::ResetEvent,
+        KfdIoctl::WaitEvents,
+        KfdIoctl::AcquireVm,
+        KfdIoctl::AllocMemoryOfGpu,
+        KfdIoctl::FreeMemoryOfGpu,
+        KfdIoctl::MapMemoryToGpu,
+        KfdIoctl::UnmapMemoryFromGpu,
+        KfdIoctl::AvailableMemory,
+        KfdIoctl::RuntimeEnable,
+    ];
+
+    /// The request as its typed constant encodes it, and the header's name of it.
+    pub const fn request_and_name(self) -> (u64, &'static str) {
+        const fn of<T>(ioctl: Ioctl<T>) -> (u64, &'static str) {
+            (ioctl.request(), ioctl.name())
+        }
+        match self {
+            KfdIoctl::GetVersion => of(IOC_GET_VERSION),
+            KfdIoctl::CreateQueue => of(IOC_CREATE_QUEUE),
+            KfdIoctl::DestroyQueue => of(IOC_DESTROY_QUEUE),
+            KfdIoctl::GetClockCounters => of(IOC_GET_CLOCK_COUNTERS),
+            KfdIoctl::CreateEvent => of(IOC_CREATE_EVENT),
+            KfdIoctl::DestroyEvent => of(IOC_DESTROY_EVENT),
+            KfdIoctl::SetEvent => of(IOC_SET_EVENT),
+            KfdIoctl::ResetEvent => of(IOC_RESET_EVENT),
+            KfdIoctl::WaitEvents => of(IOC_WAIT_EVENTS),
+            KfdIoctl::AcquireVm => of(IOC_ACQUIRE_VM),
+            KfdIoctl::AllocMemoryOfGpu => of(IOC_ALLOC_MEMORY_OF_GPU),
+            KfdIoctl::FreeMemoryOfGpu => of(IOC_FREE_MEMORY_OF_GPU),
+            KfdIoctl::MapMemoryToGpu => of(IOC_MAP_MEMORY_TO_GPU),
+            KfdIoctl::UnmapMemoryFromGpu => of(IOC_UNMAP_MEMORY_FROM_GPU),
+            KfdIoctl::AvailableMemory => of(IOC_AVAILABLE_MEMORY),
+            KfdIoctl::RuntimeEnable => of(IOC_RUNTIME_ENABLE),
+        }
+    }
+
+    /// The request as its typed constant encodes it.
+    pub const fn request(self) -> u64 {
+        self.request_and_name().0
+    }
+
+    /// The header's name of the request.
+    pub const fn name(self) -> &'static str {
+        self.request_and_name().1
+    }
+
+    /// The declared request with `request`'s number, found as `kfd_ioctl` finds it: by
+    /// number alone (the caller's type byte, direction and size select nothing; the size is
+    /// reconciled with the struct's by whoever moves the argument). `None` for a number hcq
+    /// does not declare.
+    pub fn decode(request: u64) -> Option<KfdIoctl> {
+        KfdIoctl::ALL
+            .into_iter()
+            .find(|k| request_nr(k.request()) == request_nr(request))
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -337,7 +436,7 @@ mod tests {
         assert_eq!(offset_of!(CreateEventArgs, event_slot_index), 28);
         assert_eq!(size_of::<EventData>(), 48);
         assert_eq!(size_of::<RuntimeEnableArgs>(), 16);
-        assert_eq!(IOC_RUNTIME_ENABLE, 0xc010_4b25);
+        assert_eq!(IOC_RUNTIME_ENABLE.request(), 0xc010_4b25);
         assert_eq!(offset_of!(EventData, kfd_event_data_ext), 32);
         assert_eq!(offset_of!(EventData, event_id), 40);
         assert_eq!(size_of::<WaitEventsArgs>(), 24);
@@ -350,14 +449,53 @@ mod tests {
     #[test]
     fn request_numbers_match_the_header() {
         // Values of the header's macros as the C preprocessor expands them on x86-64.
-        assert_eq!(IOC_GET_VERSION, 0x8008_4b01);
-        assert_eq!(IOC_CREATE_QUEUE, 0xc058_4b02);
-        assert_eq!(IOC_WAIT_EVENTS, 0xc018_4b0c);
-        assert_eq!(IOC_ACQUIRE_VM, 0x4008_4b15);
-        assert_eq!(IOC_ALLOC_MEMORY_OF_GPU, 0xc028_4b16);
-        assert_eq!(IOC_FREE_MEMORY_OF_GPU, 0x4008_4b17);
-        assert_eq!(IOC_MAP_MEMORY_TO_GPU, 0xc018_4b18);
-        assert_eq!(request_nr(IOC_MAP_MEMORY_TO_GPU), 0x18);
-        assert_eq!(request_size(IOC_CREATE_QUEUE), 88);
+        assert_eq!(IOC_GET_VERSION.request(), 0x8008_4b01);
+        assert_eq!(IOC_CREATE_QUEUE.request(), 0xc058_4b02);
+        assert_eq!(IOC_WAIT_EVENTS.request(), 0xc018_4b0c);
+        assert_eq!(IOC_ACQUIRE_VM.request(), 0x4008_4b15);
+        assert_eq!(IOC_ALLOC_MEMORY_OF_GPU.request(), 0xc028_4b16);
+        assert_eq!(IOC_FREE_MEMORY_OF_GPU.request(), 0x4008_4b17);
+        assert_eq!(IOC_MAP_MEMORY_TO_GPU.request(), 0xc018_4b18);
+        assert_eq!(request_nr(IOC_MAP_MEMORY_TO_GPU.request()), 0x18);
+        assert_eq!(request_size(IOC_CREATE_QUEUE.request()), 88);
+    }
+
+    /// The size each declared request encodes is its struct's (the const assertion in
+    /// `Ioctl::declare` makes this hold at compile time; this checks the list is whole), every
+    /// request is a KFD request, and each number decodes to exactly its own request.
+    #[test]
+    fn every_declared_request_encodes_its_struct_and_decodes_to_itself() {
+        fn size<T>(ioctl: Ioctl<T>) -> (u64, usize) {
+            (ioctl.request(), core::mem::size_of::<T>())
+        }
+        let sizes = [
+            size(IOC_GET_VERSION),
+            size(IOC_CREATE_QUEUE),
+            size(IOC_DESTROY_QUEUE),
+            size(IOC_GET_CLOCK_COUNTERS),
+            size(IOC_CREATE_EVENT),
+            size(IOC_DESTROY_EVENT),
+            size(IOC_SET_EVENT),
+            size(IOC_RESET_EVENT),
+            size(IOC_WAIT_EVENTS),
+            size(IOC_ACQUIRE_VM),
+            size(IOC_ALLOC_MEMORY_OF_GPU),
+            size(IOC_FREE_MEMORY_OF_GPU),
+            size(IOC_MAP_MEMORY_TO_GPU),
+            size(IOC_UNMAP_MEMORY_FROM_GPU),
+            size(IOC_AVAILABLE_MEMORY),
+            size(IOC_RUNTIME_ENABLE),
+        ];
+        assert_eq!(sizes.len(), KfdIoctl::ALL.len());
+        for ((request, struct_size), k) in sizes.into_iter().zip(KfdIoctl::ALL) {
+            assert_eq!(k.request(), request, "{k:?}");
+            assert_eq!(request_size(request), struct_size, "{}", k.name());
+            assert!(is_kfd_request(request), "{}", k.name());
+            assert_eq!(KfdIoctl::decode(request), Some(k));
+            // Found by number whatever size, direction and type byte the caller encodes.
+            let other = crate::ioctl::with_size(request, struct_size + 8) & !(0xff << 8);
+            assert_eq!(KfdIoctl::decode(other | (3 << 30)), Some(k));
+        }
+        assert_eq!(KfdIoctl::decode(0x8008_4b7e), None);
     }
 }

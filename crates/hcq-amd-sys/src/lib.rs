@@ -1,6 +1,8 @@
 //! Raw AMD ABI for hcq, the layer under the driver (`hcq-amd`) and the emulated GPU (`hcq-emu`).
 //!
+//! - [`ioctl`]: [`ioctl::Ioctl`], a request number bound to its argument struct.
 //! - [`kfd`]: the `/dev/kfd` ioctl ABI (`linux/kfd_ioctl.h`).
+//! - [`drm`]: the render node's ioctls of the amdgpu driver (`drm/amdgpu_drm.h`).
 //! - [`seam`]: the [`seam::Kernel`] trait, the driver's only way to reach the kernel, and
 //!   [`seam::HostKernel`], its implementation over real system calls.
 //! - [`pm4`]: compute-queue packets, encoded by the driver and decoded by the emulator.
@@ -23,6 +25,7 @@
 pub mod aql;
 pub mod commands;
 pub mod drm;
+pub mod ioctl;
 pub mod kd;
 pub mod kfd;
 pub mod occupancy;

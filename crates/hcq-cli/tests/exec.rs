@@ -104,7 +104,7 @@ fn kfd_version() -> (u32, u32) {
     unsafe {
         k.ioctl(
             fd,
-            hcq_amd_sys::kfd::IOC_GET_VERSION,
+            hcq_amd_sys::kfd::IOC_GET_VERSION.request(),
             &mut v as *mut _ as *mut std::ffi::c_void,
         )
     }

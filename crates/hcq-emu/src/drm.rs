@@ -15,6 +15,7 @@ use std::ffi::c_void;
 use std::io;
 
 use hcq_amd_sys::drm::*;
+use hcq_amd_sys::ioctl::Ioctl;
 
 use crate::clock::GPU_CLOCK_HZ;
 use crate::gpu::Gpu;
@@ -43,19 +44,28 @@ const MALL_BYTES: u64 = 96 << 20;
 /// `arg` must point to `request_size(request)` bytes, readable (and writable, for requests
 /// that return data).
 unsafe fn drm_args<T: Copy>(
+    known: Ioctl<T>,
     arg: *mut c_void,
     request: u64,
-    known: u64,
     f: impl FnOnce(&mut T) -> io::Result<()>,
 ) -> io::Result<()> {
+    // The caller's size is not held against the struct's: `drm_ioctl` moves the caller's
+    // bytes into a buffer as large as the larger of the two.
     let user = request_size(request);
-    let both = (request >> 30) & (known >> 30);
-    let in_size = if both & 1 != 0 { user } else { 0 };
-    let out_size = if both & 2 != 0 { user } else { 0 };
+    let in_size = if known.kernel_reads() && request_reads_argument(request) {
+        user
+    } else {
+        0
+    };
+    let out_size = if known.kernel_writes() && request_writes_argument(request) {
+        user
+    } else {
+        0
+    };
     if (in_size > 0 || out_size > 0) && arg.is_null() {
         return Err(errno(libc::EFAULT));
     }
-    let mut kdata = vec![0u8; user.max(std::mem::size_of::<T>())];
+    let mut kdata = vec![0u8; user.max(known.size())];
     // SAFETY: `arg` holds `user` readable bytes (caller's guarantee) and `kdata` at least as
     // many.
     unsafe { std::ptr::copy_nonoverlapping(arg as *const u8, kdata.as_mut_ptr(), in_size) };
@@ -140,11 +150,11 @@ unsafe fn answer<T: Copy>(ptr: u64, size: u32, value: &T) -> io::Result<()> {
 /// As [`hcq_amd_sys::seam::Kernel::ioctl`]; the pointers inside the argument (strings of
 /// `VERSION`, `return_pointer` of `AMDGPU_INFO`) must be valid for the lengths given with them.
 pub(crate) unsafe fn render_ioctl(gpu: &Gpu, request: u64, arg: *mut c_void) -> io::Result<()> {
-    let nr = request_nr(request);
-    if nr == NR_VERSION {
+    let known = DrmIoctl::decode(request).ok_or_else(|| errno(libc::EINVAL))?;
+    if known == DrmIoctl::Version {
         // SAFETY: the caller's guarantees.
         return unsafe {
-            drm_args(arg, request, IOC_VERSION, |v: &mut DrmVersion| {
+            drm_args(IOC_VERSION, arg, request, |v| {
                 (v.version_major, v.version_minor, v.version_patchlevel) = KMS_VERSION;
                 copy_field(&mut v.name_len, v.name, DRIVER_NAME)?;
                 copy_field(&mut v.date_len, v.date, DRIVER_DATE)?;
@@ -152,12 +162,9 @@ pub(crate) unsafe fn render_ioctl(gpu: &Gpu, request: u64, arg: *mut c_void) -> 
             })
         };
     }
-    if nr != DRM_COMMAND_BASE + AMDGPU_INFO {
-        return Err(errno(libc::EINVAL));
-    }
     // SAFETY: the caller's guarantees.
     unsafe {
-        drm_args(arg, request, IOC_AMDGPU_INFO, |q: &mut AmdgpuInfo| {
+        drm_args(IOC_AMDGPU_INFO, arg, request, |q| {
             let (ptr, size) = (q.return_pointer, q.return_size);
             match q.query {
                 AMDGPU_INFO_ACCEL_WORKING => answer(ptr, size, &1u32),

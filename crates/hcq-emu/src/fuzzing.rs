@@ -480,7 +480,7 @@ pub fn run_syscalls(data: &[u8]) {
                 }
                 if result.is_ok() {
                     learn(request, args_bytes(&mut args), &mut learnt);
-                    if request == IOC_CREATE_QUEUE {
+                    if request == IOC_CREATE_QUEUE.request() {
                         started_queues += 1;
                     }
                 }
@@ -598,21 +598,21 @@ fn args_bytes(args: &mut [u64]) -> &mut [u8] {
 /// A known request most of the time; sometimes any number (other sizes, directions, types).
 fn ioctl_request(input: &mut Input<'_>) -> u64 {
     const KNOWN: [u64; 15] = [
-        IOC_GET_VERSION,
-        IOC_CREATE_QUEUE,
-        IOC_DESTROY_QUEUE,
-        IOC_GET_CLOCK_COUNTERS,
-        IOC_CREATE_EVENT,
-        IOC_DESTROY_EVENT,
-        IOC_SET_EVENT,
-        IOC_RESET_EVENT,
-        IOC_WAIT_EVENTS,
-        IOC_ACQUIRE_VM,
-        IOC_ALLOC_MEMORY_OF_GPU,
-        IOC_FREE_MEMORY_OF_GPU,
-        IOC_MAP_MEMORY_TO_GPU,
-        IOC_UNMAP_MEMORY_FROM_GPU,
-        IOC_AVAILABLE_MEMORY,
+        IOC_GET_VERSION.request(),
+        IOC_CREATE_QUEUE.request(),
+        IOC_DESTROY_QUEUE.request(),
+        IOC_GET_CLOCK_COUNTERS.request(),
+        IOC_CREATE_EVENT.request(),
+        IOC_DESTROY_EVENT.request(),
+        IOC_SET_EVENT.request(),
+        IOC_RESET_EVENT.request(),
+        IOC_WAIT_EVENTS.request(),
+        IOC_ACQUIRE_VM.request(),
+        IOC_ALLOC_MEMORY_OF_GPU.request(),
+        IOC_FREE_MEMORY_OF_GPU.request(),
+        IOC_MAP_MEMORY_TO_GPU.request(),
+        IOC_UNMAP_MEMORY_FROM_GPU.request(),
+        IOC_AVAILABLE_MEMORY.request(),
     ];
     let k = input.u8();
     match k {
@@ -656,9 +656,13 @@ fn prepare_args(
     let use_learnt = fix & 1 != 0;
     // KFD and DRM find a request by its number: fix the pointers of whatever struct the
     // kernel will read, whatever size the input encoded.
-    let request = crate::ioctl::known_request(request).unwrap_or(request);
-    let drm_nr = request_nr(request);
-    if drm_nr == request_nr(hcq_amd_sys::drm::IOC_VERSION) {
+    let known = crate::ioctl::known_request(request).ok();
+    let drm = if known.is_none() {
+        hcq_amd_sys::drm::DrmIoctl::decode(request)
+    } else {
+        None
+    };
+    if drm == Some(hcq_amd_sys::drm::DrmIoctl::Version) {
         // The string buffers of a render node's VERSION: the harness's, lengths within them.
         let mut v: hcq_amd_sys::drm::DrmVersion = read_struct(bytes);
         let base = drm_scratch.as_mut_ptr() as u64;
@@ -669,7 +673,7 @@ fn prepare_args(
         write_struct(bytes, v);
         return;
     }
-    if drm_nr == request_nr(hcq_amd_sys::drm::IOC_AMDGPU_INFO) {
+    if drm == Some(hcq_amd_sys::drm::DrmIoctl::AmdgpuInfo) {
         let mut q: hcq_amd_sys::drm::AmdgpuInfo = read_struct(bytes);
         q.return_pointer = drm_scratch.as_mut_ptr() as u64;
         q.return_size %= drm_scratch.len() as u32 + 1;
@@ -683,8 +687,8 @@ fn prepare_args(
             gpu_ids[raw as usize % gpu_ids.len()]
         }
     };
-    match request {
-        IOC_CREATE_QUEUE => {
+    match known {
+        Some(KfdIoctl::CreateQueue) => {
             let mut a: CreateQueueArgs = read_struct(bytes);
             a.gpu_id = gpu(a.gpu_id);
             a.ring_base_address = arena.place(a.ring_base_address);
@@ -704,7 +708,7 @@ fn prepare_args(
             }
             write_struct(bytes, a);
         }
-        IOC_DESTROY_QUEUE if use_learnt => {
+        Some(KfdIoctl::DestroyQueue) if use_learnt => {
             if let Some(id) = pick(&learnt.queue_ids, fix >> 2) {
                 write_struct(
                     bytes,
@@ -715,29 +719,33 @@ fn prepare_args(
                 );
             }
         }
-        IOC_GET_CLOCK_COUNTERS | IOC_AVAILABLE_MEMORY | IOC_ACQUIRE_VM => {
+        Some(KfdIoctl::GetClockCounters)
+        | Some(KfdIoctl::AvailableMemory)
+        | Some(KfdIoctl::AcquireVm) => {
             // The gpu id is the second u32 of ACQUIRE_VM, at byte 32 or 8 of the others.
-            let at = match request {
-                IOC_ACQUIRE_VM => 4,
-                IOC_GET_CLOCK_COUNTERS => 32,
+            let at = match known {
+                Some(KfdIoctl::AcquireVm) => 4,
+                Some(KfdIoctl::GetClockCounters) => 32,
                 _ => 8,
             };
             let raw: u32 = read_struct(&bytes[at..]);
             write_struct(&mut bytes[at..], gpu(raw));
-            if request == IOC_ACQUIRE_VM && use_learnt {
+            if known == Some(KfdIoctl::AcquireVm) && use_learnt {
                 if let Some(fd) = pick(&learnt.fds, fix >> 2) {
                     write_struct(bytes, fd as u32);
                 }
             }
         }
-        IOC_CREATE_EVENT if use_learnt => {
+        Some(KfdIoctl::CreateEvent) if use_learnt => {
             let mut a: CreateEventArgs = read_struct(bytes);
             if let Some(h) = pick(&learnt.handles, fix >> 2) {
                 a.event_page_offset = h;
             }
             write_struct(bytes, a);
         }
-        IOC_DESTROY_EVENT | IOC_SET_EVENT | IOC_RESET_EVENT if use_learnt => {
+        Some(KfdIoctl::DestroyEvent) | Some(KfdIoctl::SetEvent) | Some(KfdIoctl::ResetEvent)
+            if use_learnt =>
+        {
             if let Some(id) = pick(&learnt.event_ids, fix >> 2) {
                 write_struct(
                     bytes,
@@ -748,7 +756,7 @@ fn prepare_args(
                 );
             }
         }
-        IOC_WAIT_EVENTS => {
+        Some(KfdIoctl::WaitEvents) => {
             let mut a: WaitEventsArgs = read_struct(bytes);
             let n = (a.num_events as usize).min(events.len());
             let other = input.u32();
@@ -767,7 +775,7 @@ fn prepare_args(
             a.timeout %= 3;
             write_struct(bytes, a);
         }
-        IOC_ALLOC_MEMORY_OF_GPU => {
+        Some(KfdIoctl::AllocMemoryOfGpu) => {
             let mut a: AllocMemoryOfGpuArgs = read_struct(bytes);
             a.gpu_id = gpu(a.gpu_id);
             a.va_addr = arena.place(a.va_addr);
@@ -775,12 +783,12 @@ fn prepare_args(
             a.size %= 2 * ARENA_BYTES;
             write_struct(bytes, a);
         }
-        IOC_FREE_MEMORY_OF_GPU if use_learnt => {
+        Some(KfdIoctl::FreeMemoryOfGpu) if use_learnt => {
             if let Some(h) = pick(&learnt.handles, fix >> 2) {
                 write_struct(bytes, FreeMemoryOfGpuArgs { handle: h });
             }
         }
-        IOC_MAP_MEMORY_TO_GPU | IOC_UNMAP_MEMORY_FROM_GPU => {
+        Some(KfdIoctl::MapMemoryToGpu) | Some(KfdIoctl::UnmapMemoryFromGpu) => {
             let mut a: MapMemoryArgs = read_struct(bytes);
             if use_learnt {
                 if let Some(h) = pick(&learnt.handles, fix >> 2) {
@@ -810,18 +818,18 @@ fn prepare_args(
 
 /// Records the ids, handles and offsets a successful `request` returned.
 fn learn(request: u64, bytes: &mut [u8], learnt: &mut Learnt) {
-    match crate::ioctl::known_request(request).unwrap_or(request) {
-        IOC_ALLOC_MEMORY_OF_GPU => {
+    match crate::ioctl::known_request(request).ok() {
+        Some(KfdIoctl::AllocMemoryOfGpu) => {
             let a: AllocMemoryOfGpuArgs = read_struct(bytes);
             learnt.handles.push(a.handle);
             learnt.offsets.push(a.mmap_offset);
         }
-        IOC_CREATE_QUEUE => {
+        Some(KfdIoctl::CreateQueue) => {
             let a: CreateQueueArgs = read_struct(bytes);
             learnt.queue_ids.push(a.queue_id);
             learnt.offsets.push(a.doorbell_offset);
         }
-        IOC_CREATE_EVENT => {
+        Some(KfdIoctl::CreateEvent) => {
             let a: CreateEventArgs = read_struct(bytes);
             learnt.event_ids.push(a.event_id);
         }

@@ -4,6 +4,7 @@ use std::ffi::c_void;
 use std::io;
 use std::sync::Arc;
 
+use hcq_amd_sys::ioctl::Ioctl;
 use hcq_amd_sys::kfd::{self, *};
 use hcq_amd_sys::seam::{Fd, MAP_FIXED};
 
@@ -33,28 +34,30 @@ const CP_STACK_BYTES: usize = 16 << 20;
 /// Stack of an SDMA engine thread.
 const SDMA_STACK_BYTES: usize = 1 << 20;
 
-/// Runs `f` on the kernel's copy of the argument, as `kfd_ioctl` makes it: the caller's
-/// request says only how many bytes it passes (`usize`); what moves is the kernel's own
-/// definition of the request (`known`): with `_IOC_WRITE` the caller's `usize` bytes are read,
-/// the rest of the kernel's struct zeroed (an older, shorter struct works); with `_IOC_READ`
-/// `usize` bytes are written back, whether or not the handler failed (a newer, longer struct
-/// gets its tail back untouched).
+/// Runs `f` on the kernel's copy of the argument, as `kfd_ioctl` makes it. The struct is
+/// the one `ioctl`, the kernel's own definition of the request, names; the caller's request
+/// (found by its number alone) says only how many bytes it passes (`usize`), which KFD does
+/// not hold against the struct's size: with `_IOC_WRITE` the caller's `usize` bytes are
+/// read, the rest of the kernel's struct zeroed (an older, shorter struct works); with
+/// `_IOC_READ` `usize` bytes are written back, whether or not the handler failed (a newer,
+/// longer struct gets its tail back untouched).
 ///
 /// # Safety
 /// `arg` must point to `request_size(request)` readable bytes (and writable, for requests
 /// the kernel answers with data).
 unsafe fn with_args<T: Copy>(
+    ioctl: Ioctl<T>,
     arg: *mut c_void,
     request: u64,
     f: impl FnOnce(&mut T) -> io::Result<()>,
 ) -> io::Result<()> {
-    let known = known_request(request)?;
     let user = request_size(request);
-    let mut kdata = vec![0u8; user.max(std::mem::size_of::<T>())];
+    // The kernel's buffer holds the larger of the two structs.
+    let mut kdata = vec![0u8; user.max(ioctl.size())];
     if user > 0 && arg.is_null() {
         return Err(errno(libc::EFAULT));
     }
-    if request_dir(known) & IOC_DIR_WRITE != 0 {
+    if ioctl.kernel_reads() {
         // SAFETY: `arg` holds `user` readable bytes (caller's guarantee); `kdata` at least as
         // many.
         unsafe { std::ptr::copy_nonoverlapping(arg as *const u8, kdata.as_mut_ptr(), user) };
@@ -65,43 +68,18 @@ unsafe fn with_args<T: Copy>(
     let result = f(&mut a);
     // SAFETY: as above.
     unsafe { kdata.as_mut_ptr().cast::<T>().write_unaligned(a) };
-    if request_dir(known) & IOC_DIR_READ != 0 {
+    if ioctl.kernel_writes() {
         // SAFETY: `arg` holds `user` writable bytes for a request that returns data.
         unsafe { std::ptr::copy_nonoverlapping(kdata.as_ptr(), arg as *mut u8, user) };
     }
     result
 }
 
-/// Every request this kernel answers. Each constant encodes the size of its argument struct
-/// and the direction the data moves, as the header's `_IOR`/`_IOW`/`_IOWR` do.
-const KNOWN_REQUESTS: [u64; 16] = [
-    IOC_GET_VERSION,
-    IOC_CREATE_QUEUE,
-    IOC_DESTROY_QUEUE,
-    IOC_GET_CLOCK_COUNTERS,
-    IOC_CREATE_EVENT,
-    IOC_DESTROY_EVENT,
-    IOC_SET_EVENT,
-    IOC_RESET_EVENT,
-    IOC_WAIT_EVENTS,
-    IOC_ACQUIRE_VM,
-    IOC_ALLOC_MEMORY_OF_GPU,
-    IOC_FREE_MEMORY_OF_GPU,
-    IOC_MAP_MEMORY_TO_GPU,
-    IOC_UNMAP_MEMORY_FROM_GPU,
-    IOC_AVAILABLE_MEMORY,
-    IOC_RUNTIME_ENABLE,
-];
-
 /// The kernel's own definition of the request with `request`'s number, as `kfd_ioctl` finds
 /// it: by number alone (the caller's type byte, direction and size do not select it). A number
 /// KFD does not define is `EINVAL`, as is one it defines that this emulator does not model.
-pub(crate) fn known_request(request: u64) -> io::Result<u64> {
-    KNOWN_REQUESTS
-        .iter()
-        .copied()
-        .find(|&k| request_nr(k) == request_nr(request))
-        .ok_or_else(|| errno(libc::EINVAL))
+pub(crate) fn known_request(request: u64) -> io::Result<KfdIoctl> {
+    KfdIoctl::decode(request).ok_or_else(|| errno(libc::EINVAL))
 }
 
 /// Linux 6.12's checks of a new queue's buffers (`kfd_queue_acquire_buffers`): each must be
@@ -166,49 +144,71 @@ impl EmuKernel {
             }
             Some(Node::Kfd) => {}
         }
-        let known = known_request(request)?;
         // SAFETY: in every arm, the caller guarantees `arg` points to as many bytes as `request`
-        // encodes, which is all `with_args` reads or writes.
+        // encodes, which is all `with_args` reads or writes. Each arm's handler takes the
+        // struct of the typed constant it names, so a handler for another struct does not
+        // compile.
         unsafe {
-            match known {
-                IOC_GET_VERSION => with_args(arg, request, |a: &mut GetVersionArgs| {
+            match known_request(request)? {
+                KfdIoctl::GetVersion => with_args(IOC_GET_VERSION, arg, request, |a| {
                     (a.major_version, a.minor_version) = self.config.kernel.kfd_version();
                     Ok(())
                 }),
-                IOC_RUNTIME_ENABLE => with_args(arg, request, |a| self.runtime_enable(a)),
-                IOC_ACQUIRE_VM => with_args(arg, request, |a| self.acquire_vm(a)),
-                IOC_ALLOC_MEMORY_OF_GPU => with_args(arg, request, |a| self.alloc_memory(a)),
-                IOC_FREE_MEMORY_OF_GPU => with_args(arg, request, |a: &mut FreeMemoryOfGpuArgs| {
-                    self.free_memory(a.handle)
-                }),
-                IOC_MAP_MEMORY_TO_GPU => with_args(arg, request, |a| self.map_memory(a, true)),
-                IOC_UNMAP_MEMORY_FROM_GPU => with_args(arg, request, |a| self.map_memory(a, false)),
-                IOC_CREATE_EVENT => with_args(arg, request, |a| self.create_event(a)),
-                IOC_DESTROY_EVENT => with_args(arg, request, |a: &mut DestroyEventArgs| {
-                    self.events.destroy(a.event_id)
-                }),
-                IOC_SET_EVENT => with_args(arg, request, |a: &mut EventIdArgs| {
-                    self.events.set(a.event_id)
-                }),
-                IOC_RESET_EVENT => with_args(arg, request, |a: &mut EventIdArgs| {
-                    self.events.reset(a.event_id)
-                }),
-                IOC_WAIT_EVENTS => with_args(arg, request, |a| self.wait_events(a)),
-                IOC_CREATE_QUEUE => with_args(arg, request, |a| self.create_queue(a)),
-                IOC_DESTROY_QUEUE => with_args(arg, request, |a: &mut DestroyQueueArgs| {
-                    self.destroy_queue(a.queue_id)
-                }),
-                IOC_GET_CLOCK_COUNTERS => with_args(arg, request, |a| self.clock_counters(a)),
-                IOC_AVAILABLE_MEMORY => {
-                    with_args(arg, request, |a: &mut GetAvailableMemoryArgs| {
-                        let gpu = self
-                            .gpu_by_id(a.gpu_id)
-                            .ok_or_else(|| errno(libc::EINVAL))?;
-                        a.available = gpu.vram_available().min(self.space.host_available());
-                        Ok(())
+                KfdIoctl::RuntimeEnable => {
+                    with_args(IOC_RUNTIME_ENABLE, arg, request, |a| self.runtime_enable(a))
+                }
+                KfdIoctl::AcquireVm => {
+                    with_args(IOC_ACQUIRE_VM, arg, request, |a| self.acquire_vm(a))
+                }
+                KfdIoctl::AllocMemoryOfGpu => {
+                    with_args(IOC_ALLOC_MEMORY_OF_GPU, arg, request, |a| {
+                        self.alloc_memory(a)
                     })
                 }
-                _ => Err(errno(libc::EINVAL)),
+                KfdIoctl::FreeMemoryOfGpu => with_args(IOC_FREE_MEMORY_OF_GPU, arg, request, |a| {
+                    self.free_memory(a.handle)
+                }),
+                KfdIoctl::MapMemoryToGpu => with_args(IOC_MAP_MEMORY_TO_GPU, arg, request, |a| {
+                    self.map_memory(a, true)
+                }),
+                KfdIoctl::UnmapMemoryFromGpu => {
+                    with_args(IOC_UNMAP_MEMORY_FROM_GPU, arg, request, |a| {
+                        self.map_memory(a, false)
+                    })
+                }
+                KfdIoctl::CreateEvent => {
+                    with_args(IOC_CREATE_EVENT, arg, request, |a| self.create_event(a))
+                }
+                KfdIoctl::DestroyEvent => with_args(IOC_DESTROY_EVENT, arg, request, |a| {
+                    self.events.destroy(a.event_id)
+                }),
+                KfdIoctl::SetEvent => {
+                    with_args(IOC_SET_EVENT, arg, request, |a| self.events.set(a.event_id))
+                }
+                KfdIoctl::ResetEvent => with_args(IOC_RESET_EVENT, arg, request, |a| {
+                    self.events.reset(a.event_id)
+                }),
+                KfdIoctl::WaitEvents => {
+                    with_args(IOC_WAIT_EVENTS, arg, request, |a| self.wait_events(a))
+                }
+                KfdIoctl::CreateQueue => {
+                    with_args(IOC_CREATE_QUEUE, arg, request, |a| self.create_queue(a))
+                }
+                KfdIoctl::DestroyQueue => with_args(IOC_DESTROY_QUEUE, arg, request, |a| {
+                    self.destroy_queue(a.queue_id)
+                }),
+                KfdIoctl::GetClockCounters => {
+                    with_args(IOC_GET_CLOCK_COUNTERS, arg, request, |a| {
+                        self.clock_counters(a)
+                    })
+                }
+                KfdIoctl::AvailableMemory => with_args(IOC_AVAILABLE_MEMORY, arg, request, |a| {
+                    let gpu = self
+                        .gpu_by_id(a.gpu_id)
+                        .ok_or_else(|| errno(libc::EINVAL))?;
+                    a.available = gpu.vram_available().min(self.space.host_available());
+                    Ok(())
+                }),
             }
         }
     }
@@ -704,5 +704,75 @@ unsafe fn host_mmap(
         Err(io::Error::last_os_error())
     } else {
         Ok(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hcq_amd_sys::ioctl::with_size;
+
+    /// Linux refuses no size mismatch (`kfd_ioctl` copies the caller's `_IOC_SIZE` bytes into
+    /// a buffer as large as the larger struct, zeroed past them, and copies as many back):
+    /// the size field of the request is compared with the typed constant's struct only to
+    /// move the right bytes.
+    #[test]
+    fn a_size_other_than_the_structs_is_reconciled_as_kfd_does_not_refused() {
+        // ACQUIRE_VM (_IOW, 8 bytes) from a 4-byte struct: the handler sees the caller's
+        // `drm_fd` and a zero `gpu_id`, and nothing is written back.
+        let mut bytes = [0xa5u8; 16];
+        bytes[..4].copy_from_slice(&7u32.to_le_bytes());
+        let mut seen = None;
+        // SAFETY: `bytes` holds more than the 4 bytes the request encodes.
+        unsafe {
+            with_args(
+                IOC_ACQUIRE_VM,
+                bytes.as_mut_ptr().cast(),
+                with_size(IOC_ACQUIRE_VM.request(), 4),
+                |a| {
+                    seen = Some((a.drm_fd, a.gpu_id));
+                    a.gpu_id = 99;
+                    Ok(())
+                },
+            )
+        }
+        .unwrap();
+        assert_eq!(seen, Some((7, 0)));
+        assert_eq!(&bytes[4..], &[0xa5; 12]);
+
+        // AVAILABLE_MEMORY (_IOWR, 16 bytes) from a 24-byte struct: the answer comes back in
+        // the first 16 bytes, the caller's tail is returned as written, nothing past it is
+        // touched, and a failing handler's struct is copied back too.
+        let mut bytes = [0xa5u8; 32];
+        bytes[8..12].copy_from_slice(&3u32.to_le_bytes());
+        // SAFETY: `bytes` holds more than the 24 bytes the request encodes.
+        let result = unsafe {
+            with_args(
+                IOC_AVAILABLE_MEMORY,
+                bytes.as_mut_ptr().cast(),
+                with_size(IOC_AVAILABLE_MEMORY.request(), 24),
+                |a| {
+                    assert_eq!(a.gpu_id, 3);
+                    a.available = 0x1122_3344_5566_7788;
+                    Err(errno(libc::EINVAL))
+                },
+            )
+        };
+        assert_eq!(result.unwrap_err().raw_os_error(), Some(libc::EINVAL));
+        assert_eq!(&bytes[..8], &0x1122_3344_5566_7788u64.to_le_bytes());
+        assert_eq!(&bytes[16..], &[0xa5; 16]);
+    }
+
+    /// Every declared request reaches a handler, found by its number; any other number is
+    /// `EINVAL`, as `kfd_ioctl` answers a number it does not define.
+    #[test]
+    fn declared_numbers_decode_to_their_requests_and_others_are_einval() {
+        for k in KfdIoctl::ALL {
+            assert_eq!(known_request(k.request()).unwrap(), k);
+        }
+        for nr in [0x00, 0x04, 0x7e, 0xff] {
+            let e = known_request(0xc008_4b00 | nr).unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::EINVAL), "number {nr:#x}");
+        }
     }
 }

@@ -117,11 +117,16 @@ fn device_nodes_and_request_validation() {
     );
     // An unknown request number (the size and type rules: the test below).
     assert_eq!(
-        errno_of(ioctl(&k, kfd, (IOC_GET_VERSION & !0xff) | 0x7e, &mut v)),
+        errno_of(ioctl(
+            &k,
+            kfd,
+            (IOC_GET_VERSION.request() & !0xff) | 0x7e,
+            &mut v
+        )),
         libc::EINVAL
     );
     // SAFETY: a null argument is rejected before anything is read.
-    let r = unsafe { k.ioctl(kfd, IOC_GET_VERSION, ptr::null_mut()) };
+    let r = unsafe { k.ioctl(kfd, IOC_GET_VERSION.request(), ptr::null_mut()) };
     assert_eq!(errno_of(r), libc::EFAULT);
 
     // ACQUIRE_VM wants the render node of that GPU.
@@ -602,7 +607,13 @@ fn requests_are_found_by_number_and_sizes_are_reconciled_as_kfd_does() {
     // come back, the version first and zeros after it; nothing beyond is touched.
     for size in [0usize, 4, 8, 16, 100] {
         let mut arg = [0xa5u8; 128];
-        ioctl(&k, kfd, with_size(IOC_GET_VERSION, size as u64), &mut arg).unwrap();
+        ioctl(
+            &k,
+            kfd,
+            with_size(IOC_GET_VERSION.request(), size as u64),
+            &mut arg,
+        )
+        .unwrap();
         let mut want = [0xa5u8; 128];
         let mut reply = [0u8; 100];
         reply[..4].copy_from_slice(&1u32.to_le_bytes());
@@ -615,8 +626,8 @@ fn requests_are_found_by_number_and_sizes_are_reconciled_as_kfd_does() {
     // encoding of number 1) is GET_VERSION to KFD.
     for request in [
         0x8008_5401,
-        (IOC_GET_VERSION & !(3 << 30)) | (3 << 30),
-        (IOC_GET_VERSION & !(3 << 30)) | (1 << 30),
+        (IOC_GET_VERSION.request() & !(3 << 30)) | (3 << 30),
+        (IOC_GET_VERSION.request() & !(3 << 30)) | (1 << 30),
     ] {
         let mut v = GetVersionArgs::default();
         ioctl(&k, kfd, request, &mut v).unwrap();
@@ -639,7 +650,13 @@ fn requests_are_found_by_number_and_sizes_are_reconciled_as_kfd_does() {
     .unwrap();
     let mut arg = [0xa5u8; 64];
     arg[32..36].copy_from_slice(&gpu_id.to_le_bytes());
-    ioctl(&k, kfd, with_size(IOC_GET_CLOCK_COUNTERS, 48), &mut arg).unwrap();
+    ioctl(
+        &k,
+        kfd,
+        with_size(IOC_GET_CLOCK_COUNTERS.request(), 48),
+        &mut arg,
+    )
+    .unwrap();
     let word = |i: usize| u64::from_le_bytes(arg[8 * i..8 * i + 8].try_into().unwrap());
     assert!(word(0) > 0 && word(3) > 0, "counters {:?}", &arg[..40]);
     assert_eq!(&arg[32..36], &gpu_id.to_le_bytes());
@@ -649,7 +666,12 @@ fn requests_are_found_by_number_and_sizes_are_reconciled_as_kfd_does() {
     for nr in [0x00, 0x7e, 0xff] {
         let mut arg = [0xa5u8; 64];
         assert_eq!(
-            errno_of(ioctl(&k, kfd, (IOC_ACQUIRE_VM & !0xff) | nr, &mut arg)),
+            errno_of(ioctl(
+                &k,
+                kfd,
+                (IOC_ACQUIRE_VM.request() & !0xff) | nr,
+                &mut arg
+            )),
             libc::EINVAL,
             "number {nr:#x}"
         );

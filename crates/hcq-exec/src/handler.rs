@@ -26,7 +26,7 @@ use hcq_amd_sys::seam::Kernel;
 use crate::files;
 use crate::gate::{self, Handler, KernelSigaction, ALLOW, BLOCK};
 use crate::sys::{errno_of, raw};
-use hcq_amd_sys::kfd::IOC_ACQUIRE_VM;
+use hcq_amd_sys::kfd::{KfdIoctl, IOC_ACQUIRE_VM};
 
 const REG_RDI: usize = libc::REG_RDI as usize;
 const REG_RSI: usize = libc::REG_RSI as usize;
@@ -374,7 +374,7 @@ fn ioctl(fd: hcq_amd_sys::seam::Fd, request: usize, arg: usize) -> Outcome {
     // (Python's fcntl.ioctl) mean the low 32 bits.
     let request = request as u32 as u64;
     let size = hcq_amd_sys::kfd::request_size(request);
-    if hcq_amd_sys::kfd::request_nr(request) == hcq_amd_sys::kfd::request_nr(IOC_ACQUIRE_VM) {
+    if KfdIoctl::decode(request) == Some(KfdIoctl::AcquireVm) {
         return acquire_vm(k, fd, arg, size);
     }
     // The kernel copies the argument with copy_from_user, so a bad pointer is EFAULT, not a
@@ -405,22 +405,19 @@ fn inner_pointers_readable(request: u64, arg: usize, size: usize) -> bool {
         |o: usize| u32::from_le_bytes([bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]]);
     let u64_at = |o: usize| u64::from(u32_at(o)) | u64::from(u32_at(o + 4)) << 32;
     let span = |ptr: u64, len: usize| ptr == 0 || len == 0 || readable(ptr as usize, len);
-    match kfd::request_nr(request) {
-        nr if nr == kfd::request_nr(kfd::IOC_WAIT_EVENTS) => span(
+    // Decoded as each kernel finds a request, by its number alone.
+    match (KfdIoctl::decode(request), drm::DrmIoctl::decode(request)) {
+        (Some(KfdIoctl::WaitEvents), _) => span(
             u64_at(0),
             (u32_at(8) as usize).min(8192) * std::mem::size_of::<kfd::EventData>(),
         ),
-        nr if nr == kfd::request_nr(kfd::IOC_MAP_MEMORY_TO_GPU)
-            || nr == kfd::request_nr(kfd::IOC_UNMAP_MEMORY_FROM_GPU) =>
-        {
+        (Some(KfdIoctl::MapMemoryToGpu | KfdIoctl::UnmapMemoryFromGpu), _) => {
             span(u64_at(8), (u32_at(16) as usize).min(1024) * 4)
         }
-        nr if nr == drm::request_nr(drm::IOC_VERSION) => [(16, 24), (32, 40), (48, 56)]
+        (_, Some(drm::DrmIoctl::Version)) => [(16, 24), (32, 40), (48, 56)]
             .iter()
             .all(|&(len, ptr)| span(u64_at(ptr), (u64_at(len) as usize).min(16))),
-        nr if nr == drm::request_nr(drm::IOC_AMDGPU_INFO) => {
-            span(u64_at(0), (u32_at(8) as usize).min(512))
-        }
+        (_, Some(drm::DrmIoctl::AmdgpuInfo)) => span(u64_at(0), (u32_at(8) as usize).min(512)),
         _ => true,
     }
 }
@@ -469,7 +466,7 @@ fn acquire_vm(
         return Outcome::Return(-(libc::EINVAL as isize));
     };
     args.drm_fd = drm as u32;
-    let request = IOC_ACQUIRE_VM;
+    let request = IOC_ACQUIRE_VM.request();
     // SAFETY: `args` is a valid `AcquireVmArgs` of ours for this request.
     match unsafe { k.ioctl(fd, request, &mut args as *mut _ as *mut c_void) } {
         Ok(()) => Outcome::Return(0),

@@ -20,10 +20,31 @@ pub fn small_config() -> EmuConfig {
     }
 }
 
-/// Issues an ioctl with a typed argument.
-pub fn ioctl<T>(k: &EmuKernel, fd: Fd, request: u64, arg: &mut T) -> io::Result<()> {
-    // SAFETY: `arg` is a live, writable `T`, the struct every request used in the tests names.
-    unsafe { k.ioctl(fd, request, (arg as *mut T).cast::<c_void>()) }
+/// A request as the tests issue it: a typed constant, or a raw number (another size, number
+/// or type byte than any constant's, as a foreign program may pass).
+pub trait Request {
+    /// The number passed to `ioctl(2)`.
+    fn raw(&self) -> u64;
+}
+
+impl Request for u64 {
+    fn raw(&self) -> u64 {
+        *self
+    }
+}
+
+impl<A> Request for hcq_amd_sys::ioctl::Ioctl<A> {
+    fn raw(&self) -> u64 {
+        self.request()
+    }
+}
+
+/// Issues an ioctl with an argument the tests chose (the request's struct, or bytes of
+/// another size, which the kernel must take as Linux does).
+pub fn ioctl<T>(k: &EmuKernel, fd: Fd, request: impl Request, arg: &mut T) -> io::Result<()> {
+    // SAFETY: `arg` is a live, writable `T` of at least the size every request used in the
+    // tests encodes.
+    unsafe { k.ioctl(fd, request.raw(), (arg as *mut T).cast::<c_void>()) }
 }
 
 pub fn errno_of(r: io::Result<impl Sized>) -> i32 {
