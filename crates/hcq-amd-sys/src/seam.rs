@@ -9,6 +9,8 @@
 use std::ffi::{c_void, CString};
 use std::io;
 
+pub use hcq_core::{FaultKind, FaultReport};
+
 /// A file descriptor as the kernel hands it out.
 pub type Fd = i32;
 
@@ -115,10 +117,11 @@ pub trait Kernel: Send + Sync + 'static {
     /// `doorbell` must point into a doorbell page this kernel mapped.
     unsafe fn write_doorbell(&self, doorbell: *mut u64, value: u64);
 
-    /// A human-readable account of the last fault the kernel saw on `gpu_id`, if it keeps one.
-    /// KFD's exception events carry only an address and a cause; the real kernel writes the
-    /// rest to its log, which is not read here, so [`HostKernel`] returns `None`.
-    fn take_fault_report(&self, gpu_id: u32) -> Option<String> {
+    /// The kernel's account of the oldest fault it saw on `gpu_id` not yet taken, if it keeps
+    /// one: its kind, address, PC and instruction as data, and the account in words. KFD's
+    /// exception events carry only an address and a cause; the real kernel writes the rest to
+    /// its log, which is not read here, so [`HostKernel`] returns `None`.
+    fn take_fault_report(&self, gpu_id: u32) -> Option<FaultReport> {
         let _ = gpu_id;
         None
     }
@@ -264,7 +267,7 @@ impl<K: Kernel + ?Sized> Kernel for &'static K {
         // SAFETY: forwarded with the caller's guarantees.
         unsafe { (**self).write_doorbell(doorbell, value) }
     }
-    fn take_fault_report(&self, gpu_id: u32) -> Option<String> {
+    fn take_fault_report(&self, gpu_id: u32) -> Option<FaultReport> {
         (**self).take_fault_report(gpu_id)
     }
     fn emulator(&self) -> Option<&dyn EmulatorControl> {
@@ -463,7 +466,7 @@ impl<K: Kernel> Kernel for FaultInjector<K> {
         // SAFETY: forwarded with the caller's guarantees.
         unsafe { self.inner.write_doorbell(doorbell, value) }
     }
-    fn take_fault_report(&self, gpu_id: u32) -> Option<String> {
+    fn take_fault_report(&self, gpu_id: u32) -> Option<FaultReport> {
         self.inner.take_fault_report(gpu_id)
     }
     fn emulator(&self) -> Option<&dyn EmulatorControl> {
@@ -510,7 +513,7 @@ impl<K: Kernel + ?Sized> Kernel for std::sync::Arc<K> {
         // SAFETY: forwarded with the caller's guarantees.
         unsafe { (**self).write_doorbell(doorbell, value) }
     }
-    fn take_fault_report(&self, gpu_id: u32) -> Option<String> {
+    fn take_fault_report(&self, gpu_id: u32) -> Option<FaultReport> {
         (**self).take_fault_report(gpu_id)
     }
     fn emulator(&self) -> Option<&dyn EmulatorControl> {

@@ -600,20 +600,34 @@ impl AmdDevice {
     /// account of them when it gives one. A fault that stopped the queues marks the device
     /// lost.
     fn fault_error(&self, exceptions: &[GpuException]) -> Error {
-        let mut messages = Vec::new();
-        while let Some(m) = self.driver.kfd.kernel.take_fault_report(self.node.gpu_id) {
-            messages.push(m);
+        use hcq_core::{FaultKind, FaultReport};
+        let mut reports = Vec::new();
+        while let Some(r) = self.driver.kfd.kernel.take_fault_report(self.node.gpu_id) {
+            reports.push(r);
         }
-        if messages.is_empty() {
-            messages = exceptions
+        if reports.is_empty() {
+            // No account but KFD's own: a memory exception says its page, anything else is a
+            // hardware exception.
+            reports = exceptions
                 .iter()
                 .map(|e| match e.va {
-                    Some(va) => format!("GPU memory access fault in the page at 0x{va:x}"),
-                    None => "GPU hardware exception".to_string(),
+                    Some(va) => FaultReport::new(
+                        FaultKind::MemoryFault,
+                        format!("GPU memory access fault in the page at 0x{va:x}"),
+                    )
+                    .at_address(va),
+                    None => {
+                        FaultReport::new(FaultKind::HardwareException, "GPU hardware exception")
+                    }
                 })
                 .collect();
         }
-        let mut message = messages.join("; ");
+        // The first fault is the one the typed fields describe; the message names them all.
+        let mut message = reports
+            .iter()
+            .map(|r| r.message.as_str())
+            .collect::<Vec<_>>()
+            .join("; ");
         if exceptions.iter().any(|e| e.stops_queues) {
             let _ = self.shared.lost.set(message.clone());
             message.push_str(
@@ -621,10 +635,11 @@ impl AmdDevice {
                  (KFD evicts them after a memory fault), so no further work runs on it",
             );
         }
-        Error::DeviceFault {
-            device: self.name.clone(),
-            message,
-        }
+        let first = reports
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| FaultReport::new(FaultKind::HardwareException, ""));
+        Error::device_fault(&self.name, FaultReport { message, ..first })
     }
 
     fn lost_error(&self) -> Error {

@@ -27,12 +27,25 @@ pub enum Error {
     },
 
     /// The GPU reported a fault: a VM fault, an illegal instruction, a bad command packet.
+    /// The fields say what as data; `message` is the account a person reads, which names
+    /// them too.
     #[error("device fault on {device}: {message}")]
     DeviceFault {
         /// The device's name.
         device: String,
-        /// What the GPU reported: the kind of fault, the address, and for a shader fault the
-        /// instruction and its PC.
+        /// What kind of fault it was (of the first fault, when several are reported at once).
+        kind: FaultKind,
+        /// The faulting address: the GPU virtual address of a memory fault, the LDS byte
+        /// offset of an LDS access out of range; `None` when the fault has none or the
+        /// kernel did not say.
+        address: Option<u64>,
+        /// The byte address of the faulting shader instruction, when a shader faulted and the
+        /// kernel said where.
+        pc: Option<u64>,
+        /// The faulting instruction as assembly text, when known.
+        instruction: Option<String>,
+        /// What the GPU reported, in words: the kind of fault, the address, and for a shader
+        /// fault the instruction and its PC.
         message: String,
     },
 
@@ -93,6 +106,96 @@ pub enum Error {
     },
 }
 
+/// What kind of fault a device reported ([`Error::DeviceFault`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FaultKind {
+    /// A GPU access to memory not mapped for it (a VM fault; KFD's memory exception).
+    MemoryFault,
+    /// An instruction the GPU cannot execute: no encoding matches its word, an operand is
+    /// invalid in its position, or it names registers beyond the wave's allocation.
+    IllegalInstruction,
+    /// A valid instruction the emulated GPU does not implement.
+    UnimplementedInstruction,
+    /// A wave executed more instructions than its budget (`HCQ_EMU_MAX_STEPS`).
+    StepBudgetExhausted,
+    /// An LDS access outside the workgroup's allocation.
+    LdsOutOfRange,
+    /// The shader trapped (`s_trap`).
+    Trap,
+    /// A command packet the engine cannot execute: unknown, truncated or malformed.
+    BadCommandPacket,
+    /// Something the emulated GPU does not model (a wave64 dispatch, say).
+    Unsupported,
+    /// A hardware exception with no finer account (a GPU reset, an error a command buffer
+    /// ended with), or any other fault.
+    HardwareException,
+}
+
+impl FaultKind {
+    /// A short name for the kind, as it reads in a sentence (`memory fault`).
+    pub fn describe(self) -> &'static str {
+        match self {
+            FaultKind::MemoryFault => "memory fault",
+            FaultKind::IllegalInstruction => "illegal instruction",
+            FaultKind::UnimplementedInstruction => "unimplemented instruction",
+            FaultKind::StepBudgetExhausted => "step budget exhausted",
+            FaultKind::LdsOutOfRange => "LDS access out of range",
+            FaultKind::Trap => "trap",
+            FaultKind::BadCommandPacket => "bad command packet",
+            FaultKind::Unsupported => "unsupported",
+            FaultKind::HardwareException => "hardware exception",
+        }
+    }
+}
+
+impl std::fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.describe())
+    }
+}
+
+/// One fault as the kernel (the emulated one) accounts for it: what kind, where, and the
+/// account in words. [`std::fmt::Display`] shows `message`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FaultReport {
+    /// What kind of fault it was.
+    pub kind: FaultKind,
+    /// The faulting address (see [`Error::DeviceFault`]).
+    pub address: Option<u64>,
+    /// The byte address of the faulting shader instruction.
+    pub pc: Option<u64>,
+    /// The faulting instruction as assembly text.
+    pub instruction: Option<String>,
+    /// The account in words, naming the fields above where they are known.
+    pub message: String,
+}
+
+impl FaultReport {
+    /// A report of `kind` with `message` and no address, PC or instruction.
+    pub fn new(kind: FaultKind, message: impl Into<String>) -> Self {
+        FaultReport {
+            kind,
+            address: None,
+            pc: None,
+            instruction: None,
+            message: message.into(),
+        }
+    }
+
+    /// The report with its faulting `address`.
+    pub fn at_address(mut self, address: u64) -> Self {
+        self.address = Some(address);
+        self
+    }
+}
+
+impl std::fmt::Display for FaultReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 fn reason_suffix(reason: &Option<String>) -> String {
     reason
         .as_deref()
@@ -101,6 +204,26 @@ fn reason_suffix(reason: &Option<String>) -> String {
 }
 
 impl Error {
+    /// The fault of `device` that `report` accounts for.
+    pub fn device_fault(device: impl Into<String>, report: FaultReport) -> Error {
+        Error::DeviceFault {
+            device: device.into(),
+            kind: report.kind,
+            address: report.address,
+            pc: report.pc,
+            instruction: report.instruction,
+            message: report.message,
+        }
+    }
+
+    /// The kind of a device fault; `None` for any other error.
+    pub fn fault_kind(&self) -> Option<FaultKind> {
+        match self {
+            Error::DeviceFault { kind, .. } => Some(*kind),
+            _ => None,
+        }
+    }
+
     /// The errno of a failed driver call, if this is one.
     pub fn os_error(&self) -> Option<i32> {
         match self {

@@ -12,7 +12,7 @@ mod error;
 pub use cache::{CompileCache, CompileKey, CompileOutput, FRESH_FILE_WINDOW};
 pub use compile_options::CompileOptions;
 pub use dims::{DimExpr, DimExprs, Var, VarSpec};
-pub use error::{Error, Result};
+pub use error::{Error, FaultKind, FaultReport, Result};
 
 /// Most bytes an [`Arg::Bytes`] holds.
 pub const ARG_BYTES_MAX: usize = 128;

@@ -184,7 +184,7 @@ impl Cp {
             };
             if len > end - pos {
                 self.fault(
-                    FaultClass::Hw,
+                    FaultClass::BadPacket,
                     format!(
                         "truncated PM4 packet (header {header_word:#010x}, opcode {:#04x}) at {}: needs {len} dwords, \
                          only {} written",
@@ -221,7 +221,7 @@ impl Cp {
                             let left = end - (pos + len);
                             if dwords > left {
                                 self.fault(
-                                    FaultClass::Hw,
+                                    FaultClass::BadPacket,
                                     format!(
                                         "PRED_EXEC covers {dwords} dwords, only {left} follow it at {}",
                                         Self::location(src, pos)
@@ -234,7 +234,7 @@ impl Cp {
                             chains += 1;
                             if chains > MAX_CHAIN {
                                 self.fault(
-                                    FaultClass::Hw,
+                                    FaultClass::BadPacket,
                                     format!(
                                         "more than {MAX_CHAIN} chained indirect buffers at {}",
                                         Self::location(src, pos)
@@ -250,7 +250,7 @@ impl Cp {
                     },
                     2 => {} // a one-dword filler
                     t => self.fault(
-                        FaultClass::Hw,
+                        FaultClass::BadPacket,
                         format!(
                             "unsupported PM4 packet type {t} (header {header_word:#010x}) at {}",
                             Self::location(src, pos)
@@ -309,7 +309,7 @@ impl Cp {
         let packet = match Packet::decode(header, payload) {
             Ok(p) => p,
             Err(e) => {
-                self.fault(FaultClass::Hw, format!("{e} at {}", at()));
+                self.fault(FaultClass::BadPacket, format!("{e} at {}", at()));
                 return Next::Continue;
             }
         };
@@ -323,7 +323,7 @@ impl Cp {
                     .is_none_or(|e| e > SH_REGS)
                 {
                     self.fault(
-                        FaultClass::Hw,
+                        FaultClass::BadPacket,
                         format!(
                             "SET_SH_REG of {} registers at offset {:#x} leaves the SH register space at {}",
                             s.values.len(),
@@ -371,7 +371,10 @@ impl Cp {
                     || "unknown PM4 opcode".to_string(),
                     |n| format!("PM4 packet {n} is not modelled: opcode"),
                 );
-                self.fault(FaultClass::Hw, format!("{name} {opcode:#04x} at {}", at()));
+                self.fault(
+                    FaultClass::BadPacket,
+                    format!("{name} {opcode:#04x} at {}", at()),
+                );
             }
         }
         Next::Continue
@@ -383,7 +386,7 @@ impl Cp {
             // completion inside `DISPATCH_DIRECT`.
             EVENT_CS_PARTIAL_FLUSH => fence(Ordering::SeqCst),
             other => self.fault(
-                FaultClass::Hw,
+                FaultClass::BadPacket,
                 format!(
                     "EVENT_WRITE of event type {other:#x} ({}) is not modelled at {at}",
                     event_name(other)
@@ -397,7 +400,7 @@ impl Cp {
             let address = UCONFIG_REG_START + u32::from(u.reg) + i as u32;
             if let Err(e) = self.gpu.registers.write(address, value) {
                 self.fault(
-                    FaultClass::Hw,
+                    FaultClass::BadPacket,
                     format!("SET_UCONFIG_REG: {e}; the packet's later values are dropped at {at}"),
                 );
                 return;
@@ -422,7 +425,7 @@ impl Cp {
         };
         if let Some(what) = unsupported {
             self.fault(
-                FaultClass::Hw,
+                FaultClass::BadPacket,
                 format!(
                     "RELEASE_MEM with unsupported {what} is not modelled; packet skipped at {at}"
                 ),
@@ -464,7 +467,7 @@ impl Cp {
     fn wait_reg_mem(&mut self, w: &WaitRegMem, at: &str) {
         let Some(func) = CompareFunction::from_bits(u32::from(w.function)) else {
             self.fault(
-                FaultClass::Hw,
+                FaultClass::BadPacket,
                 format!(
                     "WAIT_REG_MEM with invalid compare function {} at {at}",
                     w.function
@@ -492,7 +495,10 @@ impl Cp {
                     // The HDP flush idiom: request on the first register, poll the second.
                     let request = register(w.addr_lo);
                     if let Err(e) = self.gpu.registers.write(request, w.reference) {
-                        self.fault(FaultClass::Hw, format!("WAIT_REG_MEM write: {e} at {at}"));
+                        self.fault(
+                            FaultClass::BadPacket,
+                            format!("WAIT_REG_MEM write: {e} at {at}"),
+                        );
                         return;
                     }
                     self.gpu.watch.notify();
@@ -505,10 +511,10 @@ impl Cp {
                 }
                 self.ring
                     .poll(func, w.mask, w.reference, |gpu| gpu.registers.read(poll_at))
-                    .map_err(|e| (FaultClass::Hw, format!("WAIT_REG_MEM poll: {e}")))
+                    .map_err(|e| (FaultClass::BadPacket, format!("WAIT_REG_MEM poll: {e}")))
             }
             (space, op) => Err((
-                FaultClass::Hw,
+                FaultClass::BadPacket,
                 format!("WAIT_REG_MEM with MEM_SPACE {space} and OPERATION {op} is not modelled"),
             )),
         };
@@ -542,7 +548,7 @@ impl Cp {
         };
         if let Some(what) = unmodelled {
             self.fault(
-                FaultClass::Hw,
+                FaultClass::BadPacket,
                 format!("DMA_DATA with {what} is not modelled; packet skipped at {at}"),
             );
             return;
@@ -589,7 +595,9 @@ impl Cp {
                     let v = self.gpu.registers.read(register(c.src) + i)?;
                     Ok(acc | (u64::from(v) << (32 * i)))
                 })
-                .map_err(|e: RegisterError| (FaultClass::Hw, format!("COPY_DATA source: {e}"))),
+                .map_err(|e: RegisterError| {
+                    (FaultClass::BadPacket, format!("COPY_DATA source: {e}"))
+                }),
             copy_src_sel::MEMORY | copy_src_sel::MEMORY_OBSOLETE => {
                 let addr = align(c.src);
                 let snap = self.gpu.page_table.snapshot();
@@ -613,7 +621,7 @@ impl Cp {
             copy_src_sel::IMMEDIATE => Ok(c.src),
             copy_src_sel::GPU_CLOCK_COUNT => Ok(gpu_ticks()),
             other => Err((
-                FaultClass::Hw,
+                FaultClass::BadPacket,
                 format!(
                     "COPY_DATA with SRC_SEL {other} ({}) is not modelled",
                     copy_source_name(other)
@@ -635,7 +643,7 @@ impl Cp {
                         .registers
                         .write(register(c.dst) + i, (value >> (32 * i)) as u32)
                 })
-                .map_err(|e| (FaultClass::Hw, format!("COPY_DATA destination: {e}"))),
+                .map_err(|e| (FaultClass::BadPacket, format!("COPY_DATA destination: {e}"))),
             copy_dst_sel::MEMORY | copy_dst_sel::MEMORY_OBSOLETE => {
                 let addr = align(c.dst);
                 let snap = self.gpu.page_table.snapshot();
@@ -653,7 +661,7 @@ impl Cp {
                 })
             }
             other => Err((
-                FaultClass::Hw,
+                FaultClass::BadPacket,
                 format!(
                     "COPY_DATA with DST_SEL {other} ({}) is not modelled",
                     copy_destination_name(other)
@@ -678,7 +686,7 @@ impl Cp {
                     .iter()
                     .zip(0u32..)
                     .try_for_each(|(&v, i)| self.gpu.registers.write(first + i * step, v))
-                    .map_err(|e| (FaultClass::Hw, format!("WRITE_DATA: {e}")))
+                    .map_err(|e| (FaultClass::BadPacket, format!("WRITE_DATA: {e}")))
             }
             write_dst_sel::MEMORY | write_dst_sel::MEMORY_TC_L2 => {
                 let first = w.dst & !3;
@@ -695,7 +703,7 @@ impl Cp {
                 })
             }
             other => Err((
-                FaultClass::Hw,
+                FaultClass::BadPacket,
                 format!(
                     "WRITE_DATA with DST_SEL {other} ({}) is not modelled",
                     write_destination_name(other)
@@ -714,7 +722,7 @@ impl Cp {
             Ok(Some(p)) => p,
             Ok(None) => return,
             Err(e) => {
-                self.fault(FaultClass::Hw, format!("{e} at {at}"));
+                self.fault(FaultClass::BadPacket, format!("{e} at {at}"));
                 return;
             }
         };
@@ -751,7 +759,7 @@ impl Cp {
     fn indirect_buffer(&mut self, ib: IndirectBuffer, src: Source, depth: u32, at: &str) -> Next {
         if !ib.valid {
             self.fault(
-                FaultClass::Hw,
+                FaultClass::BadPacket,
                 format!("INDIRECT_BUFFER without its VALID bit is not run at {at}"),
             );
             return Next::Continue;
@@ -769,14 +777,14 @@ impl Cp {
             (Source::Ib { .. }, true) => Next::Chain(ib),
             (Source::Ring, true) => {
                 self.fault(
-                    FaultClass::Hw,
+                    FaultClass::BadPacket,
                     format!("chained INDIRECT_BUFFER in the ring at {at}"),
                 );
                 Next::Continue
             }
             _ => {
                 self.fault(
-                    FaultClass::Hw,
+                    FaultClass::BadPacket,
                     format!("nested INDIRECT_BUFFER (only one level of calls) at {at}"),
                 );
                 Next::Continue

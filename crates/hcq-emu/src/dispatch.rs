@@ -140,13 +140,10 @@ pub(crate) fn run(
                 format!("dispatch fault: interpreter panicked: {msg}"),
             ))
         }
-        Ok(Err(fault)) => {
-            let class = match fault.kind {
-                rdna3::FaultKind::VmFault { addr, .. } => FaultClass::Vm { va: addr },
-                _ => FaultClass::Hw,
-            };
-            Err((class, format!("dispatch fault: {fault}")))
-        }
+        Ok(Err(fault)) => Err((
+            FaultClass::of_shader(&fault),
+            format!("dispatch fault: {fault}"),
+        )),
     }
 }
 

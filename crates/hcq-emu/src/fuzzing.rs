@@ -114,10 +114,10 @@ impl Watchdog {
 
 /// A fault report is a message about the input's commands; an interpreter panic (which the
 /// emulator turns into a report to keep its queue alive) is a defect of the emulator.
-fn assert_reported_fault(report: &str) {
-    assert!(!report.is_empty());
+fn assert_reported_fault(report: &hcq_core::FaultReport) {
+    assert!(!report.message.is_empty());
     assert!(
-        !report.contains("interpreter panicked"),
+        !report.message.contains("interpreter panicked"),
         "the interpreter panicked: {report}"
     );
 }

@@ -18,13 +18,74 @@ use crate::util::{lock, wait_timeout, MemWatch};
 /// Fault reports kept per GPU before the oldest are dropped.
 const MAX_REPORTS: usize = 1024;
 
-/// What kind of exception a fault raises.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What kind of fault an engine raises, and so which exception events it signals.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum FaultClass {
     /// A GPU access to unmapped memory at `va`: memory-exception events.
     Vm { va: u64 },
-    /// Anything else: hardware-exception events.
+    /// A command packet the engine cannot execute: hardware-exception events.
+    BadPacket,
+    /// A fault with no finer account (a write pointer outside the ring, an interpreter
+    /// panic): hardware-exception events.
     Hw,
+    /// A shader's fault, as the interpreter describes it: memory-exception events for a VM
+    /// fault, hardware-exception events otherwise.
+    Shader {
+        kind: hcq_core::FaultKind,
+        address: Option<u64>,
+        pc: u64,
+        instruction: Option<String>,
+    },
+}
+
+impl FaultClass {
+    /// The class of an interpreter fault.
+    pub fn of_shader(fault: &rdna3::Fault) -> FaultClass {
+        use hcq_core::FaultKind as Kind;
+        use rdna3::FaultKind as Raised;
+        let (kind, address) = match fault.kind {
+            Raised::VmFault { addr, .. } => (Kind::MemoryFault, Some(addr)),
+            Raised::Undecodable { .. }
+            | Raised::IllegalOperand { .. }
+            | Raised::VgprOutOfRange { .. } => (Kind::IllegalInstruction, None),
+            Raised::Unimplemented { .. } => (Kind::UnimplementedInstruction, None),
+            Raised::LdsOutOfRange { addr } => (Kind::LdsOutOfRange, Some(addr)),
+            Raised::StepBudgetExceeded { .. } => (Kind::StepBudgetExhausted, None),
+            Raised::Unsupported(_) => (Kind::Unsupported, None),
+            Raised::Trap { .. } => (Kind::Trap, None),
+            Raised::Aborted => (Kind::HardwareException, None),
+        };
+        FaultClass::Shader {
+            kind,
+            address,
+            pc: fault.pc,
+            instruction: fault.instruction.clone(),
+        }
+    }
+
+    /// The report of this fault, with `message` as its account.
+    fn report(self, message: String) -> hcq_core::FaultReport {
+        use hcq_core::{FaultKind, FaultReport};
+        match self {
+            FaultClass::Vm { va } => {
+                FaultReport::new(FaultKind::MemoryFault, message).at_address(va)
+            }
+            FaultClass::BadPacket => FaultReport::new(FaultKind::BadCommandPacket, message),
+            FaultClass::Hw => FaultReport::new(FaultKind::HardwareException, message),
+            FaultClass::Shader {
+                kind,
+                address,
+                pc,
+                instruction,
+            } => FaultReport {
+                kind,
+                address,
+                pc: Some(pc),
+                instruction,
+                message,
+            },
+        }
+    }
 }
 
 /// The state of one GPU shared by its command processors and the ioctl handlers.
@@ -53,7 +114,7 @@ pub(crate) struct Gpu {
     pub stats: ShaderStats,
     /// Benchmarks hold the engines to time the host's side of a submission alone.
     pub hold: Arc<EngineHold>,
-    reports: Mutex<VecDeque<String>>,
+    reports: Mutex<VecDeque<hcq_core::FaultReport>>,
     /// Also writes each report to the process's standard error, after this prefix.
     pub echo_reports: Mutex<Option<String>>,
 }
@@ -204,29 +265,32 @@ impl Gpu {
 
     /// Records a fault report and signals the matching exception events.
     pub fn raise(&self, class: FaultClass, what: &str) {
+        let report = class.report(format!("gpu {}: {what}", self.gpu_id));
+        let memory_fault = (report.kind == hcq_core::FaultKind::MemoryFault)
+            .then_some(report.address)
+            .flatten();
         {
             let mut r = lock(&self.reports);
             if r.len() >= MAX_REPORTS {
                 r.pop_front();
             }
-            let report = format!("gpu {}: {what}", self.gpu_id);
             if let Some(prefix) = lock(&self.echo_reports).as_deref() {
                 eprintln!("{prefix}{report}");
             }
             r.push_back(report);
         }
-        match class {
-            FaultClass::Vm { va } => {
+        match memory_fault {
+            Some(va) => {
                 // As KFD's interrupt handler: evict the process's queues, then signal.
                 self.hold.evict();
                 self.events.memory_exception(self.gpu_id, va)
             }
-            FaultClass::Hw => self.events.hw_exception(self.gpu_id),
+            None => self.events.hw_exception(self.gpu_id),
         }
     }
 
     /// Pops the oldest fault report.
-    pub fn take_report(&self) -> Option<String> {
+    pub fn take_report(&self) -> Option<hcq_core::FaultReport> {
         lock(&self.reports).pop_front()
     }
 

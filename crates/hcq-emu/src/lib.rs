@@ -62,7 +62,8 @@
 //!   (`MAP_MEMORY_TO_GPU` with both ids; a BO may be mapped on any number of GPUs). Engines are
 //!   ordered against compute queues only through memory (signals).
 //! - **Faults are data**: an unknown or truncated packet, a VM fault or an interpreter fault is
-//!   recorded as a human-readable report ([`Kernel::take_fault_report`]) and raises the
+//!   recorded as a report (its kind, address, PC and instruction, and an account in words:
+//!   [`Kernel::take_fault_report`]) and raises the
 //!   process's memory-exception (VM faults, with the address) or hardware-exception events.
 //!   A VM fault then does what KFD's interrupt handler does (`kfd_dqm_evict_pasid`): every
 //!   queue of the process on that GPU, compute and SDMA, is evicted and never restored, so no
@@ -637,7 +638,7 @@ impl Kernel for EmuKernel {
     fn emulator(&self) -> Option<&dyn EmulatorControl> {
         Some(self)
     }
-    fn take_fault_report(&self, gpu_id: u32) -> Option<String> {
+    fn take_fault_report(&self, gpu_id: u32) -> Option<hcq_core::FaultReport> {
         self.gpu_by_id(gpu_id)?.take_report()
     }
 }

@@ -114,7 +114,7 @@ impl Sdma {
             }
             None => {
                 self.fault(
-                    FaultClass::Hw,
+                    FaultClass::BadPacket,
                     format!(
                         "unknown SDMA packet (header {header_word:#010x}, op {} = {}, sub_op {}) at ring byte {pos}",
                         header.op,
@@ -128,7 +128,7 @@ impl Sdma {
         let len = len as u64;
         if len > available {
             self.fault(
-                FaultClass::Hw,
+                FaultClass::BadPacket,
                 format!(
                     "truncated SDMA packet (header {header_word:#010x}, op {}) at ring byte {pos}: \
                      needs {len} dwords, only {available} written",
@@ -162,7 +162,7 @@ impl Sdma {
         // end on one's boundary (amdgpu pads before every one with NOPs).
         if header.op == OP_INDIRECT && !next.is_multiple_of(32) {
             self.fault(
-                FaultClass::Hw,
+                FaultClass::BadPacket,
                 format!(
                     "INDIRECT packet at ring byte {pos} ends at byte {next}, not on an 8-dword \
                      (32-byte) boundary of the ring"
@@ -181,7 +181,7 @@ impl Sdma {
         let packet = match Packet::decode(words) {
             Ok(p) => p,
             Err(e) => {
-                self.fault(FaultClass::Hw, format!("{e} at {at}"));
+                self.fault(FaultClass::BadPacket, format!("{e} at {at}"));
                 return;
             }
         };
@@ -196,7 +196,7 @@ impl Sdma {
             }
             Packet::CopyLinear(c) => self.copy(&c, at),
             Packet::Indirect(ib) if in_ib => self.fault(
-                FaultClass::Hw,
+                FaultClass::BadPacket,
                 format!(
                     "INDIRECT to {:#x} inside an indirect buffer (one level only) at {at}",
                     ib.address
@@ -222,7 +222,7 @@ impl Sdma {
             Packet::Atomic(a) => self.atomic(&a, at),
             Packet::WriteLinear(w) => self.write_linear(&w, at),
             Packet::Unknown { op, sub_op } => self.fault(
-                FaultClass::Hw,
+                FaultClass::BadPacket,
                 format!(
                     "SDMA packet {} (op {op} sub_op {sub_op}) is not modelled at {at}",
                     packet_name(op, sub_op)
@@ -267,7 +267,7 @@ impl Sdma {
             let header = Header::parse(words[k]);
             let Some(len) = header.packet_len_with(|i| words.get(k + i).copied()) else {
                 self.fault(
-                    FaultClass::Hw,
+                    FaultClass::BadPacket,
                     format!(
                         "unknown SDMA packet (header {:#010x}) at {where_}; rest of the IB skipped",
                         words[k]
@@ -277,7 +277,7 @@ impl Sdma {
             };
             if k + len > words.len() {
                 self.fault(
-                    FaultClass::Hw,
+                    FaultClass::BadPacket,
                     format!(
                         "truncated SDMA packet (op {}) at {where_}: needs {len} dwords, {} left",
                         header.op,
@@ -318,7 +318,7 @@ impl Sdma {
                 | copy_flags::BROADCAST);
         if unmodelled != 0 {
             self.fault(
-                FaultClass::Hw,
+                FaultClass::BadPacket,
                 format!(
                     "COPY_LINEAR with header flags {unmodelled:#x} (encrypt, TMZ, backwards or broadcast) is not modelled at {at}"
                 ),
@@ -327,7 +327,7 @@ impl Sdma {
         }
         if c.src_swap != 0 || c.dst_swap != 0 {
             self.fault(
-                FaultClass::Hw,
+                FaultClass::BadPacket,
                 format!(
                     "COPY_LINEAR with byte swapping (src_swap {}, dst_swap {}) is not modelled at {at}",
                     c.src_swap, c.dst_swap
@@ -359,7 +359,7 @@ impl Sdma {
         // known here.
         if f.fill_size > 2 {
             self.fault(
-                FaultClass::Hw,
+                FaultClass::BadPacket,
                 format!(
                     "CONST_FILL with fill size {} is not modelled at {at}",
                     f.fill_size
@@ -369,7 +369,7 @@ impl Sdma {
         }
         if f.sw != 0 {
             self.fault(
-                FaultClass::Hw,
+                FaultClass::BadPacket,
                 format!(
                     "CONST_FILL with byte swapping (sw {}) is not modelled at {at}",
                     f.sw
@@ -400,7 +400,7 @@ impl Sdma {
     fn atomic(&self, a: &Atomic, at: &str) {
         if a.operation != ATOMIC_ADD64 {
             self.fault(
-                FaultClass::Hw,
+                FaultClass::BadPacket,
                 format!(
                     "SDMA ATOMIC operation {} is not emulated at {at}",
                     a.operation
@@ -410,7 +410,7 @@ impl Sdma {
         }
         if !a.address.is_multiple_of(8) {
             self.fault(
-                FaultClass::Hw,
+                FaultClass::BadPacket,
                 format!("SDMA ATOMIC on misaligned address {:#x} at {at}", a.address),
             );
             return;
@@ -438,7 +438,7 @@ impl Sdma {
         let unmodelled = w.flags & (copy_flags::ENCRYPT | copy_flags::TMZ);
         if unmodelled != 0 || w.swap != 0 {
             self.fault(
-                FaultClass::Hw,
+                FaultClass::BadPacket,
                 format!(
                     "WRITE_LINEAR with header flags {unmodelled:#x} (encrypt, TMZ) or swap {} is not modelled at {at}",
                     w.swap
@@ -462,7 +462,7 @@ impl Sdma {
     fn poll(&self, p: &PollRegmem, at: &str) {
         let Some(func) = p.compare() else {
             self.fault(
-                FaultClass::Hw,
+                FaultClass::BadPacket,
                 format!(
                     "POLL_REGMEM with invalid compare function {} at {at}",
                     p.func
@@ -488,7 +488,7 @@ impl Sdma {
             let request = register((p.address >> 32) as u32);
             if let Err(e) = self.gpu.registers.write(request, p.reference) {
                 self.fault(
-                    FaultClass::Hw,
+                    FaultClass::BadPacket,
                     format!("POLL_REGMEM HDP flush: {e} at {at}"),
                 );
                 return;
@@ -505,7 +505,7 @@ impl Sdma {
             .ring
             .poll(func, p.mask, p.reference, |gpu| gpu.registers.read(polled));
         if let Err(e) = result {
-            self.fault(FaultClass::Hw, format!("POLL_REGMEM: {e} at {at}"));
+            self.fault(FaultClass::BadPacket, format!("POLL_REGMEM: {e} at {at}"));
         }
     }
 }

@@ -11,6 +11,7 @@ use common::*;
 use hcq_amd_sys::kfd::*;
 use hcq_amd_sys::pm4::{self, dma_dst_sel, dma_src_sel, DmaData, Pm4Builder};
 use hcq_amd_sys::seam::*;
+use hcq_core::{FaultKind, FaultReport};
 use hcq_emu::EmuKernel;
 
 /// Runs `words` on `q`, then a signal of `value`, and waits for it.
@@ -195,7 +196,7 @@ fn dma_data_copies_and_fills_byte_exact() {
     assert_eq!(&pair[0x1003..0x1800], &data[0x803..0x1000]);
     assert_eq!(
         std::iter::from_fn(|| k.take_fault_report(dev.gpu_id)).collect::<Vec<_>>(),
-        Vec::<String>::new()
+        Vec::new()
     );
 }
 
@@ -279,7 +280,12 @@ fn dma_data_reports_what_is_not_modelled_and_faults_on_unmapped_memory() {
         let mut d = base;
         change(&mut d);
         run(&mut q, &dev, &sig, &ev, &dma(d), i as u64 + 1);
-        let r: Vec<String> = std::iter::from_fn(|| k.take_fault_report(dev.gpu_id)).collect();
+        let r: Vec<FaultReport> = std::iter::from_fn(|| k.take_fault_report(dev.gpu_id)).collect();
+        assert!(
+            r.iter().all(|r| r.kind == FaultKind::BadCommandPacket),
+            "{r:?}"
+        );
+        let r: Vec<String> = r.into_iter().map(|r| r.message).collect();
         assert_eq!(r.len(), 1, "{r:?}");
         assert!(r[0].contains("DMA_DATA") && r[0].contains(what), "{r:?}");
         assert_eq!(mem.read_u32(0x10), 0x1234, "{what}: skipped whole");
@@ -296,6 +302,11 @@ fn dma_data_reports_what_is_not_modelled_and_faults_on_unmapped_memory() {
         assert!(t.elapsed().as_secs() < 10, "no fault report");
         std::thread::sleep(std::time::Duration::from_millis(1));
     };
+    assert_eq!(
+        (report.kind, report.address),
+        (FaultKind::MemoryFault, Some(mem.va + 0x1000))
+    );
+    let report = report.message;
     assert!(
         report.contains("VM fault")
             && report.contains(&format!("write of unmapped address {:#x}", mem.va + 0x1000)),

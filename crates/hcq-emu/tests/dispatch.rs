@@ -9,7 +9,7 @@ use common::*;
 use hcq_amd_sys::kd::KernelDescriptor;
 use hcq_amd_sys::kfd::*;
 use hcq_amd_sys::pm4::{DispatchSetup, Pm4Builder};
-use hcq_amd_sys::seam::Kernel;
+use hcq_amd_sys::seam::{FaultKind, Kernel};
 use hcq_emu::{EmuConfig, EmuKernel};
 use object::{Object, ObjectSegment, ObjectSymbol};
 
@@ -200,6 +200,17 @@ fn kernels_run_and_a_vm_fault_evicts_the_process_queues_for_good() {
     let m = unsafe { data.data.memory_exception_data };
     assert_eq!((m.va, m.gpu_id), (bad, dev.gpu_id));
     let report = k.take_fault_report(dev.gpu_id).expect("a report");
+    assert_eq!(report.kind, FaultKind::MemoryFault, "{report}");
+    assert_eq!(report.address.map(|a| a & !0xfff), Some(bad), "{report}");
+    assert!(
+        report.pc.is_some()
+            && report
+                .instruction
+                .as_deref()
+                .is_some_and(|i| i.contains("store")),
+        "{report:?}"
+    );
+    let report = report.message;
     assert!(
         report.contains("dispatch fault") && report.contains(&format!("{bad:#x}")),
         "{report}"
@@ -260,6 +271,9 @@ fn a_kernel_that_never_ends_exhausts_its_step_budget() {
     assert_eq!(unsafe { data.data.hw_exception_data }.gpu_id, dev.gpu_id);
     wait_signal(&dev, &sig, 1, &ev);
     let report = k.take_fault_report(dev.gpu_id).unwrap();
+    assert_eq!(report.kind, FaultKind::StepBudgetExhausted, "{report}");
+    assert!(report.pc.is_some(), "{report:?}");
+    let report = report.message;
     assert!(report.contains("step budget"), "{report}");
     assert_eq!(flag.read_u32(8), 9);
     q.destroy();

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use hcq_amd_sys::kfd::*;
 use hcq_amd_sys::pm4::{self, Pm4Builder};
-use hcq_amd_sys::seam::Kernel;
+use hcq_amd_sys::seam::{FaultKind, Kernel};
 use hcq_emu::EmuKernel;
 
 const LONG: Duration = Duration::from_secs(10);
@@ -144,6 +144,9 @@ fn an_unknown_opcode_is_reported_and_the_queue_goes_on() {
     assert_eq!(hw_data.gpu_id, dev.gpu_id);
     assert!(wait_signal(&dev, &sig, 0, 3, &ev));
     let report = k.take_fault_report(dev.gpu_id).expect("a fault report");
+    assert_eq!(report.kind, FaultKind::BadCommandPacket, "{report}");
+    assert_eq!((report.address, report.pc), (None, None));
+    let report = report.message;
     assert!(
         report.contains("PM4 packet AQL_PACKET is not modelled: opcode 0x99")
             && report.contains("ring dword 0"),
@@ -159,6 +162,8 @@ fn an_unknown_opcode_is_reported_and_the_queue_goes_on() {
     q.submit(&words);
     assert!(wait_signal(&dev, &sig, 0, 4, &ev));
     let report = k.take_fault_report(dev.gpu_id).unwrap();
+    assert_eq!(report.kind, FaultKind::BadCommandPacket, "{report}");
+    let report = report.message;
     assert!(report.contains("needs 7"), "{report}");
 
     // The doorbell says fewer dwords than the packet has.
@@ -170,6 +175,7 @@ fn an_unknown_opcode_is_reported_and_the_queue_goes_on() {
     assert!(k
         .take_fault_report(dev.gpu_id)
         .unwrap()
+        .message
         .contains("truncated"));
     let mut b = Pm4Builder::new();
     b.signal(sig.value_addr(0), 5, sig.mailbox(&ev), ev.event_id);
@@ -208,6 +214,9 @@ fn a_cp_access_to_unmapped_memory_raises_a_memory_exception() {
     assert_eq!(sig.value(0), 0);
     assert_eq!(hidden.read_u32(0x40), 0);
     let report = k.take_fault_report(dev.gpu_id).unwrap();
+    assert_eq!(report.kind, FaultKind::MemoryFault, "{report}");
+    assert_eq!(report.address, Some(bad), "{report}");
+    let report = report.message;
     assert!(report.contains(&format!("{bad:#x}")), "{report}");
     q.destroy();
 
@@ -224,10 +233,12 @@ fn a_cp_access_to_unmapped_memory_raises_a_memory_exception() {
     q.submit(&b.words);
     assert_eq!(dev.wait_event(mem.event_id, 5000).0, WAIT_RESULT_COMPLETE);
     assert_eq!(reached_or_evicted(&k, &dev, &sig, 0, 10, &ev), Some(true));
-    assert!(k
-        .take_fault_report(dev.gpu_id)
-        .unwrap()
-        .contains("0x100000"));
+    let report = k.take_fault_report(dev.gpu_id).unwrap();
+    assert_eq!(
+        (report.kind, report.address),
+        (FaultKind::MemoryFault, Some(0x10_0000))
+    );
+    assert!(report.message.contains("0x100000"));
     q.destroy();
 }
 
@@ -580,7 +591,9 @@ fn run_then_signal(
 
 /// The fault reports raised since the last call, oldest first.
 fn reports(k: &EmuKernel, dev: &Dev) -> Vec<String> {
-    std::iter::from_fn(|| k.take_fault_report(dev.gpu_id)).collect()
+    std::iter::from_fn(|| k.take_fault_report(dev.gpu_id))
+        .map(|r| r.message)
+        .collect()
 }
 
 fn copy_data(src_sel: u8, dst_sel: u8, count_64: bool, src: u64, dst: u64) -> Vec<u32> {

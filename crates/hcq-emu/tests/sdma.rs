@@ -13,6 +13,7 @@ use hcq_amd_sys::kfd::*;
 use hcq_amd_sys::pm4::Pm4Builder;
 use hcq_amd_sys::sdma::{self, SdmaBuilder, MAX_COPY_SIZE};
 use hcq_amd_sys::seam::*;
+use hcq_core::FaultKind;
 use hcq_emu::EmuKernel;
 
 const LONG: Duration = Duration::from_secs(10);
@@ -397,8 +398,14 @@ fn sdma_memory_fault(
     assert_eq!(reached_or_evicted(&k, &dev, &sig, 0, 1, &ev), Some(true));
     assert_eq!(sig.value(0), 0, "the engine went on after the fault");
     let report = k.take_fault_report(dev.gpu_id).unwrap();
+    assert_eq!(report.kind, FaultKind::MemoryFault, "{report}");
+    assert_eq!(
+        report.address.map(|a| a & !0xfff),
+        Some(fault_va(&buf)),
+        "{report}"
+    );
     q.destroy();
-    report
+    report.message
 }
 
 #[test]
@@ -450,6 +457,8 @@ fn unknown_and_truncated_packets_are_hw_exceptions_and_the_engine_goes_on() {
     assert_eq!(unsafe { data.data.hw_exception_data }.gpu_id, dev.gpu_id);
     assert!(wait_signal(&dev, &sig, 0, 1, &ev));
     let report = k.take_fault_report(dev.gpu_id).unwrap();
+    assert_eq!(report.kind, FaultKind::BadCommandPacket, "{report}");
+    let report = report.message;
     assert!(report.contains("unknown SDMA packet"), "{report}");
 
     // A known size but an operation that is not emulated: skipped by its length.
@@ -473,7 +482,7 @@ fn unknown_and_truncated_packets_are_hw_exceptions_and_the_engine_goes_on() {
     q.submit(&b);
     assert_eq!(dev.wait_event(hw.event_id, 5000).0, WAIT_RESULT_COMPLETE);
     assert!(wait_signal(&dev, &sig, 0, 2, &ev));
-    let report = k.take_fault_report(dev.gpu_id).unwrap();
+    let report = k.take_fault_report(dev.gpu_id).unwrap().message;
     assert!(
         report.contains("SDMA packet COPY_LINEAR_RECT (op 1 sub_op 4) is not modelled"),
         "{report}"
@@ -488,6 +497,7 @@ fn unknown_and_truncated_packets_are_hw_exceptions_and_the_engine_goes_on() {
     assert!(k
         .take_fault_report(dev.gpu_id)
         .unwrap()
+        .message
         .contains("truncated"));
     let mut b = SdmaBuilder::new();
     b.signal(sig.value_addr(0), 3, sig.mailbox(&ev), ev.event_id);
@@ -510,7 +520,11 @@ fn unknown_and_truncated_packets_are_hw_exceptions_and_the_engine_goes_on() {
     q.submit(&b);
     assert!(wait_signal(&dev, &sig, 0, 4, &ev));
     assert_eq!(sig.value(1), 0x1_0000_0001);
-    assert!(k.take_fault_report(dev.gpu_id).unwrap().contains("ATOMIC"));
+    assert!(k
+        .take_fault_report(dev.gpu_id)
+        .unwrap()
+        .message
+        .contains("ATOMIC"));
     assert_eq!(k.take_fault_report(dev.gpu_id), None);
     q.destroy();
 }
@@ -705,7 +719,8 @@ fn sdma_and_compute_queues_share_the_doorbell_page_with_distinct_slots() {
         assert!(start.elapsed() < LONG);
         std::thread::sleep(Duration::from_millis(1));
     };
-    assert!(report.contains("write pointer"), "{report}");
+    assert_eq!(report.kind, FaultKind::HardwareException, "{report}");
+    assert!(report.message.contains("write pointer"), "{report}");
     let start = Instant::now();
     while s1.rptr() != s1.wptr & !3 {
         assert!(start.elapsed() < LONG, "the read pointer resynchronises");
@@ -779,7 +794,9 @@ fn copies_racing_with_host_writes_see_only_whole_values_the_host_wrote() {
 
 /// The fault reports raised since the last call, oldest first.
 fn reports(k: &EmuKernel, dev: &Dev) -> Vec<String> {
-    std::iter::from_fn(|| k.take_fault_report(dev.gpu_id)).collect()
+    std::iter::from_fn(|| k.take_fault_report(dev.gpu_id))
+        .map(|r| r.message)
+        .collect()
 }
 
 #[test]

@@ -761,11 +761,12 @@ impl<A: MetalApi> MetalDevice<A> {
         if st.pending_errors.is_empty() {
             return Ok(());
         }
-        let message = std::mem::take(&mut st.pending_errors).join("; ");
-        Err(Error::DeviceFault {
-            device: self.name.clone(),
-            message,
-        })
+        let errors = std::mem::take(&mut st.pending_errors);
+        let kind = command_buffer_fault_kind(&errors[0]);
+        Err(Error::device_fault(
+            &self.name,
+            hcq_core::FaultReport::new(kind, errors.join("; ")),
+        ))
     }
 
     /// Blocks until all submitted work has finished; reports a command buffer that failed.
@@ -811,4 +812,39 @@ pub(crate) fn check_launch(
         )));
     }
     Ok(())
+}
+
+/// The kind of fault a failed command buffer's error stands for. Metal hands over only the
+/// error's description (`[commandBuffer error]`, seen through [`crate::api`]), whose text for a
+/// GPU page fault names it (`MTLCommandBufferErrorPageFault`: "Page Fault", "Address Fault");
+/// every other failure (a timeout, an internal error, revoked access) is a hardware exception.
+fn command_buffer_fault_kind(error: &str) -> hcq_core::FaultKind {
+    let lower = error.to_ascii_lowercase();
+    if ["page fault", "pagefault", "address fault"]
+        .iter()
+        .any(|needle| lower.contains(needle))
+    {
+        hcq_core::FaultKind::MemoryFault
+    } else {
+        hcq_core::FaultKind::HardwareException
+    }
+}
+
+#[cfg(test)]
+mod fault_kind_tests {
+    use super::*;
+
+    #[test]
+    fn a_page_fault_is_a_memory_fault_and_anything_else_a_hardware_exception() {
+        assert_eq!(
+            command_buffer_fault_kind(
+                "Caused GPU Address Fault Error (0000000b:kIOGPUCommandBufferCallbackErrorPageFault)"
+            ),
+            hcq_core::FaultKind::MemoryFault
+        );
+        assert_eq!(
+            command_buffer_fault_kind("Internal Error (0000000e:Internal Error)"),
+            hcq_core::FaultKind::HardwareException
+        );
+    }
 }

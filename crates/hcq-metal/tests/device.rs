@@ -238,9 +238,15 @@ fn a_failed_command_buffer_is_a_device_fault() {
     dev.api()
         .fail_next_commit("Caused GPU Address Fault Error (0000000b)");
     match dev.launch(&prg, &args, arg_of, [1, 1, 1], [1, 1, 1], true) {
-        Err(Error::DeviceFault { device, message }) => {
+        Err(Error::DeviceFault {
+            device,
+            message,
+            kind,
+            ..
+        }) => {
             assert_eq!(device, "metal:0");
             assert!(message.contains("Address Fault"));
+            assert_eq!(kind, hcq_core::FaultKind::MemoryFault);
         }
         other => panic!("expected a device fault, got {other:?}"),
     }
@@ -248,7 +254,13 @@ fn a_failed_command_buffer_is_a_device_fault() {
     dev.api().fail_next_commit("Caused GPU Timeout Error");
     dev.launch(&prg, &args, arg_of, [1, 1, 1], [1, 1, 1], false)
         .unwrap();
-    assert!(matches!(dev.synchronize(), Err(Error::DeviceFault { .. })));
+    assert!(matches!(
+        dev.synchronize(),
+        Err(Error::DeviceFault {
+            kind: hcq_core::FaultKind::HardwareException,
+            ..
+        })
+    ));
     dev.synchronize().unwrap();
     dev.launch(&prg, &args, arg_of, [1, 1, 1], [1, 1, 1], true)
         .unwrap();

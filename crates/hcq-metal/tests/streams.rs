@@ -213,9 +213,15 @@ fn a_stream_reports_its_own_failures() {
     dev.copy(&y, 0, &x, 0, 16).unwrap();
     dev.synchronize().unwrap();
     match s.synchronize() {
-        Err(Error::DeviceFault { device, message }) => {
+        Err(Error::DeviceFault {
+            device,
+            message,
+            kind,
+            ..
+        }) => {
             assert_eq!(device, "metal:0 stream 1");
             assert!(message.contains("page fault"), "{message}");
+            assert_eq!(kind, hcq_core::FaultKind::MemoryFault);
         }
         other => panic!("{other:?}"),
     }

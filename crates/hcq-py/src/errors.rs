@@ -33,6 +33,19 @@ pub fn to_py_err(error: hcq::Error) -> PyErr {
             if let Some(errno) = error.os_error() {
                 exception.setattr("errno", errno)?;
             }
+            if let hcq::Error::DeviceFault {
+                kind,
+                address,
+                pc,
+                instruction,
+                ..
+            } = &error
+            {
+                exception.setattr("kind", fault_kind_name(*kind))?;
+                exception.setattr("address", *address)?;
+                exception.setattr("pc", *pc)?;
+                exception.setattr("instruction", instruction.clone())?;
+            }
             Ok(PyErr::from_value(exception))
         };
         // Failing to build the exception (the package is broken) is reported instead.
@@ -44,6 +57,22 @@ pub fn to_py_err(error: hcq::Error) -> PyErr {
 /// ones hcq raises.
 pub fn invalid_argument(message: impl Into<String>) -> PyErr {
     to_py_err(hcq::Error::InvalidArgument(message.into()))
+}
+
+/// The Python name of a fault kind (`DeviceFaultError.kind`).
+fn fault_kind_name(kind: hcq::FaultKind) -> &'static str {
+    match kind {
+        hcq::FaultKind::MemoryFault => "memory_fault",
+        hcq::FaultKind::IllegalInstruction => "illegal_instruction",
+        hcq::FaultKind::UnimplementedInstruction => "unimplemented_instruction",
+        hcq::FaultKind::StepBudgetExhausted => "step_budget_exhausted",
+        hcq::FaultKind::LdsOutOfRange => "lds_out_of_range",
+        hcq::FaultKind::Trap => "trap",
+        hcq::FaultKind::BadCommandPacket => "bad_command_packet",
+        hcq::FaultKind::Unsupported => "unsupported",
+        // Non-exhaustive: a kind added later reads as the catch-all until named here.
+        _ => "hardware_exception",
+    }
 }
 
 /// `.or_raise()?` on hcq results: the error as its Python exception.

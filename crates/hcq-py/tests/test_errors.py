@@ -98,10 +98,14 @@ def test_device_fault_then_device_lost():
             except hcq.Error as e:
                 print(type(e).__name__)
                 print(str(e).splitlines()[0])
+                if isinstance(e, hcq.DeviceFaultError):
+                    print(e.kind, hex(e.address), e.pc is not None, e.instruction.split()[0])
         os._exit(0)
         """,
     )
     assert lines[0] == "DeviceFaultError"
+    # The same facts as data.
+    assert lines.pop(2) == "memory_fault 0x1000 True flat_store_b32"
     assert lines[1].startswith("device fault on amd-emu:0: ")
     # The faulting address, instruction and PC, as hcq words them.
     assert "write of unmapped address 0x1000 at pc 0x" in lines[1]

@@ -73,8 +73,8 @@ pub use graph::{
 };
 
 pub use hcq_core::{
-    ArgBytes, CacheInfo, CompileOptions, ComputeInfo, DeviceInfo, Error, ProgramInfo, Result,
-    ARG_BYTES_MAX, VALUE_KINDS,
+    ArgBytes, CacheInfo, CompileOptions, ComputeInfo, DeviceInfo, Error, FaultKind, FaultReport,
+    ProgramInfo, Result, ARG_BYTES_MAX, VALUE_KINDS,
 };
 #[cfg(target_os = "linux")]
 pub use registry::{

@@ -4,7 +4,7 @@
 //! queue eviction does, and every later submission says so at once.
 //! Its own process: it sets the emulator's instruction budget before the emulator starts.
 
-use hcq::{Arg, Device, Error};
+use hcq::{Arg, Device, Error, FaultKind};
 
 const SRC: &str = r#"
 #define KERNEL extern "C" __attribute__((global))
@@ -90,6 +90,26 @@ fn every_failure_class_is_reported_and_only_a_memory_fault_ends_the_device() {
     for (round, (kernel, args, needles)) in cases.into_iter().enumerate() {
         let prg = dev.program(&lib, kernel).unwrap();
         let e = prg.launch_timed(&args, [2, 1, 1], [32, 1, 1]).unwrap_err();
+        // The kind, PC and address as data, beside the words.
+        let want = match kernel {
+            "undecodable" | "illegal_operand" => FaultKind::IllegalInstruction,
+            "unimplemented" => FaultKind::UnimplementedInstruction,
+            "lds_overrun" => FaultKind::LdsOutOfRange,
+            "endless" => FaultKind::StepBudgetExhausted,
+            _ => FaultKind::MemoryFault,
+        };
+        match &e {
+            Error::DeviceFault {
+                kind, pc, address, ..
+            } => {
+                assert_eq!(*kind, want, "{kernel}: {e}");
+                assert!(pc.is_some(), "{kernel}: {e:?}");
+                if kernel == "vm_fault" {
+                    assert_eq!(*address, Some(0x7_0000), "{e:?}");
+                }
+            }
+            other => panic!("expected a device fault, got {other}"),
+        }
         let message = fault_message(e);
         for n in needles {
             assert!(

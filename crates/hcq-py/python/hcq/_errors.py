@@ -23,7 +23,18 @@ class TimeoutError(Error, builtins.TimeoutError):
 
 class DeviceFaultError(Error):
     """The GPU reported a fault (a VM fault, an illegal instruction, a bad command packet);
-    the message names the instruction and its address when the GPU reports them."""
+    the message names the instruction and its address when the GPU reports them.
+
+    The same facts as data: ``kind`` is one of ``"memory_fault"``, ``"illegal_instruction"``,
+    ``"unimplemented_instruction"``, ``"step_budget_exhausted"``, ``"lds_out_of_range"``,
+    ``"trap"``, ``"bad_command_packet"``, ``"unsupported"`` and ``"hardware_exception"``;
+    ``address`` the faulting address, ``pc`` the faulting instruction's address and
+    ``instruction`` its assembly text, each ``None`` when the GPU did not say."""
+
+    kind: str = "hardware_exception"
+    address: "int | None" = None
+    pc: "int | None" = None
+    instruction: "str | None" = None
 
 
 class DeviceLostError(Error):
