@@ -3,7 +3,7 @@
 //! - [`ioctl`]: [`ioctl::Ioctl`], a request number bound to its argument struct.
 //! - [`kfd`]: the `/dev/kfd` ioctl ABI (`linux/kfd_ioctl.h`).
 //! - [`drm`]: the render node's ioctls of the amdgpu driver (`drm/amdgpu_drm.h`).
-//! - [`seam`]: the [`seam::Kernel`] trait, the driver's only way to reach the kernel, and
+//! - [`seam`]: the [`seam::Syscalls`] trait, the driver's only way to reach the kernel, and
 //!   [`seam::HostKernel`], its implementation over real system calls.
 //! - [`pm4`]: compute-queue packets, encoded by the driver and decoded by the emulator.
 //! - [`commands`]: [`commands::CommandBuilder`], the operations the PM4 and SDMA builders

@@ -1,6 +1,6 @@
 //! The kernel seam: the one narrow boundary between the AMD driver and the operating system.
 //!
-//! Everything the driver asks of the kernel goes through [`Kernel`]: opening device nodes,
+//! Everything the driver asks of the kernel goes through [`Syscalls`]: opening device nodes,
 //! ioctls on `/dev/kfd`, mapping memory, reading the KFD topology in sysfs, and writing
 //! doorbells. [`HostKernel`] forwards to the real system calls; the emulated GPU (crate
 //! `hcq-emu`) is a second implementation that plays the kernel's part. Above this trait the
@@ -37,7 +37,7 @@ pub const MAP_NORESERVE: i32 = libc::MAP_NORESERVE;
 /// out-of-memory error.
 pub const ENOMEM: i32 = libc::ENOMEM;
 /// errno: a signal interrupted the call, which took no effect; the driver reissues it (see
-/// [`Kernel`]).
+/// [`Syscalls`]).
 pub const EINTR: i32 = libc::EINTR;
 /// errno: from `ioctl`, the kernel asks for the call again and the driver reissues it like
 /// [`EINTR`]; from `mmap`, a resource limit.
@@ -56,7 +56,9 @@ pub const EINVAL: i32 = libc::EINVAL;
 /// Where KFD publishes its topology.
 pub const TOPOLOGY_NODES: &str = "/sys/devices/virtual/kfd/kfd/topology/nodes";
 
-/// What the driver needs from the kernel. Implementations must be usable from any thread.
+/// The system calls the driver makes: what it needs from the operating-system kernel (named
+/// for the calls, so that it reads apart from the GPU kernels the driver launches).
+/// Implementations must be usable from any thread.
 ///
 /// **Interrupted calls.** An implementation may fail `open`, `ioctl`, `mmap` or `munmap` with
 /// `EINTR` (a signal arrived first), and `ioctl` also with `EAGAIN` (the kernel asks for the
@@ -66,11 +68,11 @@ pub const TOPOLOGY_NODES: &str = "/sys/devices/virtual/kfd/kfd/topology/nodes";
 /// not retry by themselves; the driver reissues such calls a bounded number of times
 /// (`hcq_amd::kfd::TRANSIENT_RETRIES`) before reporting the error. `EAGAIN` from `mmap` is a
 /// resource limit, not an interruption.
-pub trait Kernel: Send + Sync + 'static {
+pub trait Syscalls: Send + Sync + 'static {
     /// Opens a device node (`/dev/kfd`, `/dev/dri/renderD<minor>`) read-write.
     fn open(&self, path: &str) -> io::Result<Fd>;
 
-    /// Closes a descriptor returned by [`Kernel::open`].
+    /// Closes a descriptor returned by [`Syscalls::open`].
     fn close(&self, fd: Fd);
 
     /// Issues `request` on `fd`. The request encodes the argument size, as `_IOWR` does.
@@ -146,7 +148,7 @@ pub struct ShaderCounts {
     pub instructions: u64,
 }
 
-/// What an emulated kernel offers beyond system calls ([`Kernel::emulator`]): the capability
+/// What an emulated kernel offers beyond system calls ([`Syscalls::emulator`]): the capability
 /// a benchmark asks a device's kernel for, instead of guessing from the device's name.
 pub trait EmulatorControl: Send + Sync {
     /// What GPU `gpu_id` has executed so far; `None` when there is no such GPU.
@@ -169,7 +171,7 @@ fn check(ret: i32) -> io::Result<i32> {
     }
 }
 
-impl Kernel for HostKernel {
+impl Syscalls for HostKernel {
     fn open(&self, path: &str) -> io::Result<Fd> {
         let c = CString::new(path).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
         // SAFETY: `c` is a valid NUL-terminated string that outlives the call.
@@ -182,7 +184,7 @@ impl Kernel for HostKernel {
     }
 
     unsafe fn ioctl(&self, fd: Fd, request: u64, arg: *mut c_void) -> io::Result<()> {
-        // EINTR and EAGAIN go back to the driver, which reissues the call (see [`Kernel`]):
+        // EINTR and EAGAIN go back to the driver, which reissues the call (see [`Syscalls`]):
         // retrying here without bound could spin forever on a persistent EAGAIN.
         // SAFETY: the caller guarantees `arg` matches `request`.
         check(unsafe { libc::ioctl(fd, request as _, arg) }).map(|_| ())
@@ -230,7 +232,7 @@ impl Kernel for HostKernel {
 
 /// A `'static` reference to a kernel is a kernel: process-global kernels (the emulator's) can be
 /// shared without reference counting.
-impl<K: Kernel + ?Sized> Kernel for &'static K {
+impl<K: Syscalls + ?Sized> Syscalls for &'static K {
     fn open(&self, path: &str) -> io::Result<Fd> {
         (**self).open(path)
     }
@@ -353,7 +355,7 @@ pub struct FaultInjector<K> {
     state: std::sync::Mutex<InjectorState>,
 }
 
-impl<K: Kernel> FaultInjector<K> {
+impl<K: Syscalls> FaultInjector<K> {
     /// A wrapper that injects nothing until [`FaultInjector::arm`]ed.
     pub fn new(inner: K) -> Self {
         FaultInjector {
@@ -425,7 +427,7 @@ impl<K: Kernel> FaultInjector<K> {
     }
 }
 
-impl<K: Kernel> Kernel for FaultInjector<K> {
+impl<K: Syscalls> Syscalls for FaultInjector<K> {
     fn open(&self, path: &str) -> io::Result<Fd> {
         self.intercept(SeamCall::Open)?;
         self.inner.open(path)
@@ -476,7 +478,7 @@ impl<K: Kernel> Kernel for FaultInjector<K> {
 
 /// A shared kernel is a kernel, so a test can keep a handle on a wrapper (a
 /// [`FaultInjector`]) that the driver also holds.
-impl<K: Kernel + ?Sized> Kernel for std::sync::Arc<K> {
+impl<K: Syscalls + ?Sized> Syscalls for std::sync::Arc<K> {
     fn open(&self, path: &str) -> io::Result<Fd> {
         (**self).open(path)
     }
@@ -541,7 +543,7 @@ mod tests {
         }
     }
 
-    impl Kernel for Recorder {
+    impl Syscalls for Recorder {
         fn open(&self, _path: &str) -> io::Result<Fd> {
             self.push(SeamCall::Open);
             Ok(3)
@@ -578,7 +580,7 @@ mod tests {
 
     /// Issues one of each call, then the ioctls `a`, `b`, `a`; returns each call's errno (0
     /// for success).
-    fn calls(k: &impl Kernel) -> Vec<i32> {
+    fn calls(k: &impl Syscalls) -> Vec<i32> {
         let e = |r: io::Result<()>| r.err().map_or(0, |e| e.raw_os_error().unwrap_or(-1));
         let null = std::ptr::null_mut();
         // SAFETY: the kernels under test touch no memory.

@@ -7,7 +7,7 @@ use crate::kfd::{Kfd, Release};
 use crate::memory::{AllocFlags, GpuMemory, MemoryKind};
 use crate::signal::{ExceptionEvents, GpuException, Signal};
 use crate::topology::{self, GpuNode};
-use hcq_amd_sys::seam::{Fd, Kernel};
+use hcq_amd_sys::seam::{Fd, Syscalls};
 use hcq_amd_sys::signal::{AmdSignal, SIGNAL_SIZE};
 use hcq_core::{Error, Result};
 use std::sync::{Arc, Mutex};
@@ -106,7 +106,7 @@ const RUNTIME_ENABLE_SINCE: (u32, u32) = (1, 14);
 impl AmdDriver {
     /// Opens `/dev/kfd` through `kernel` and reads its GPUs from the topology. Devices are
     /// opened from it one by one ([`AmdDevice::open`](crate::AmdDevice::open)).
-    pub fn new(kernel: Arc<dyn Kernel>, prefix: &str, emulated: bool) -> Result<Arc<AmdDriver>> {
+    pub fn new(kernel: Arc<dyn Syscalls>, prefix: &str, emulated: bool) -> Result<Arc<AmdDriver>> {
         let gpus = topology::gpu_nodes(kernel.as_ref())?;
         let kfd = Kfd::open(kernel)?;
         let v = kfd.get_version()?;

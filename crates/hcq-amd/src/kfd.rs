@@ -4,7 +4,7 @@
 
 use hcq_amd_sys::ioctl::Ioctl;
 use hcq_amd_sys::kfd::{self as abi};
-use hcq_amd_sys::seam::{self, Fd, Kernel};
+use hcq_amd_sys::seam::{self, Fd, Syscalls};
 use hcq_core::{Error, Result};
 use std::collections::VecDeque;
 use std::ffi::c_void;
@@ -112,7 +112,7 @@ fn node_group(path: &str) -> Option<String> {
 /// An open `/dev/kfd`.
 pub struct Kfd {
     /// The kernel every call goes to (the real one or the emulated one).
-    pub kernel: Arc<dyn Kernel>,
+    pub kernel: Arc<dyn Syscalls>,
     /// The descriptor of `/dev/kfd`.
     pub fd: Fd,
     /// Releases the kernel refused, each with the steps that must follow it.
@@ -121,7 +121,7 @@ pub struct Kfd {
 
 impl Kfd {
     /// Opens `/dev/kfd`; a missing node or a permission error says what to fix.
-    pub fn open(kernel: Arc<dyn Kernel>) -> Result<Self> {
+    pub fn open(kernel: Arc<dyn Syscalls>) -> Result<Self> {
         let fd = reissue(false, || kernel.open("/dev/kfd"))
             .map_err(|source| open_error("/dev/kfd", "open /dev/kfd", source))?;
         Ok(Kfd {
@@ -140,7 +140,7 @@ impl Kfd {
     /// The seam's `mmap`, reissued when interrupted.
     ///
     /// # Safety
-    /// As [`Kernel::mmap`].
+    /// As [`Syscalls::mmap`].
     pub unsafe fn mmap(
         &self,
         addr: *mut c_void,
@@ -159,7 +159,7 @@ impl Kfd {
     /// The seam's `munmap`, reissued when interrupted.
     ///
     /// # Safety
-    /// As [`Kernel::munmap`].
+    /// As [`Syscalls::munmap`].
     unsafe fn munmap(&self, addr: u64, len: usize) -> io::Result<()> {
         // SAFETY: forwarded with the caller's guarantees.
         reissue(false, || unsafe {
@@ -500,7 +500,7 @@ mod tests {
     /// `compile_fail` examples of `hcq_amd_sys::ioctl`), and the kernel answers it.
     #[test]
     fn a_typed_request_carries_its_own_struct_to_the_kernel() {
-        let kernel: Arc<dyn Kernel> = Arc::new(EmuKernel::new(EmuConfig {
+        let kernel: Arc<dyn Syscalls> = Arc::new(EmuKernel::new(EmuConfig {
             gpus: 1,
             max_steps: 1000,
             vram_bytes: 64 << 20,

@@ -1,6 +1,6 @@
 //! hcq's AMD driver: talks to the Linux kernel driver (KFD) directly, with no ROCm user space.
 //!
-//! The driver reaches the kernel only through [`hcq_amd_sys::seam::Kernel`], so the same code
+//! The driver reaches the kernel only through [`hcq_amd_sys::seam::Syscalls`], so the same code
 //! drives a real GPU ([`hcq_amd_sys::seam::HostKernel`]) and the emulated one (`hcq-emu`).
 //!
 //! - [`allocator`]: the cache of freed buffers, and eviction on out-of-memory.

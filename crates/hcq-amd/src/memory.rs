@@ -377,7 +377,7 @@ mod tests {
     use hcq_emu::{EmuConfig, EmuKernel};
 
     fn device() -> AmdDevice {
-        let kernel: Arc<dyn seam::Kernel> = Arc::new(EmuKernel::new(EmuConfig {
+        let kernel: Arc<dyn seam::Syscalls> = Arc::new(EmuKernel::new(EmuConfig {
             gpus: 1,
             max_steps: 1000,
             vram_bytes: 64 << 20,
@@ -390,7 +390,7 @@ mod tests {
     #[test]
     fn a_small_bar_board_is_named_when_kfd_refuses_host_visible_vram() {
         // The emulated KFD of a board without Resizable BAR.
-        let kernel: Arc<dyn seam::Kernel> = Arc::new(EmuKernel::new(EmuConfig {
+        let kernel: Arc<dyn seam::Syscalls> = Arc::new(EmuKernel::new(EmuConfig {
             gpus: 1,
             max_steps: 1000,
             vram_bytes: 64 << 20,

@@ -428,7 +428,7 @@ mod tests {
             vram_bytes: 1 << 28,
             ..EmuConfig::default()
         }));
-        let kernel: Arc<dyn seam::Kernel> = emu.clone();
+        let kernel: Arc<dyn seam::Syscalls> = emu.clone();
         let driver = AmdDriver::new(kernel, "amd-emu", true).unwrap();
         let node = driver.gpus[0].clone();
         let fd = driver.render_node(&node).unwrap();

@@ -1,7 +1,7 @@
 //! GPU nodes from the KFD topology in sysfs.
 
 use hcq_amd_sys::queue_areas::{NodeShape, QueueAreas};
-use hcq_amd_sys::seam::{Kernel, TOPOLOGY_NODES};
+use hcq_amd_sys::seam::{Syscalls, TOPOLOGY_NODES};
 use hcq_core::{Error, Result};
 use std::collections::HashMap;
 
@@ -90,7 +90,7 @@ pub fn parse_properties(text: &str) -> HashMap<String, u64> {
 }
 
 /// All GPU nodes, ordered by node number; CPU nodes (`gpu_id` 0) are skipped.
-pub fn gpu_nodes(kernel: &dyn Kernel) -> Result<Vec<GpuNode>> {
+pub fn gpu_nodes(kernel: &dyn Syscalls) -> Result<Vec<GpuNode>> {
     let entries = kernel
         .read_dir(TOPOLOGY_NODES)
         .map_err(|source| Error::Io {
@@ -139,7 +139,7 @@ pub fn gpu_nodes(kernel: &dyn Kernel) -> Result<Vec<GpuNode>> {
 
 /// The node's caches (`caches/N/properties`, one per instance, sizes in KiB, the CUs sharing
 /// one marked in its `sibling_map`) grouped by kind, level by level; none when unreadable.
-fn caches(kernel: &dyn Kernel, node_dir: &str) -> Vec<hcq_core::CacheInfo> {
+fn caches(kernel: &dyn Syscalls, node_dir: &str) -> Vec<hcq_core::CacheInfo> {
     let dir = format!("{node_dir}/caches");
     let Ok(entries) = kernel.read_dir(&dir) else {
         return Vec::new();
@@ -187,7 +187,7 @@ fn caches(kernel: &dyn Kernel, node_dir: &str) -> Vec<hcq_core::CacheInfo> {
 }
 
 /// Device memory from the node's memory banks (heap types 1 and 2 are VRAM).
-fn vram_bytes(kernel: &dyn Kernel, node_dir: &str) -> u64 {
+fn vram_bytes(kernel: &dyn Syscalls, node_dir: &str) -> u64 {
     let banks = format!("{node_dir}/mem_banks");
     let Ok(entries) = kernel.read_dir(&banks) else {
         return 0;

@@ -3,7 +3,7 @@
 //! prebuilt demo library and a compiled one with relocations, edited at offsets read here.
 
 use hcq_amd::{AmdDevice, AmdDriver};
-use hcq_amd_sys::seam::Kernel;
+use hcq_amd_sys::seam::Syscalls;
 use hcq_core::{Arg, Error};
 use hcq_emu::{EmuConfig, EmuKernel};
 use std::sync::{Arc, OnceLock};
@@ -23,7 +23,7 @@ KERNEL __attribute__((amdgpu_flat_work_group_size(1, 64))) void small_groups(int
 fn device() -> &'static AmdDevice {
     static DEVICE: OnceLock<AmdDevice> = OnceLock::new();
     DEVICE.get_or_init(|| {
-        let kernel: Arc<dyn Kernel> = Arc::new(EmuKernel::new(EmuConfig {
+        let kernel: Arc<dyn Syscalls> = Arc::new(EmuKernel::new(EmuConfig {
             gpus: 1,
             max_steps: 1_000_000,
             vram_bytes: 1 << 30,

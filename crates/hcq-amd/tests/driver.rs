@@ -1,7 +1,7 @@
 //! The driver over its own emulated kernel instance (not the process-global one).
 
 use hcq_amd::{AmdDevice, AmdDriver};
-use hcq_amd_sys::seam::Kernel;
+use hcq_amd_sys::seam::Syscalls;
 use hcq_core::Arg;
 use hcq_emu::{EmuConfig, EmuKernel};
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use std::sync::Arc;
 const DEMO: &[u8] = include_bytes!("../../hcq-cli/kernels/prebuilt/demo.gfx1100.hsaco");
 
 fn driver(gpus: u32) -> Arc<AmdDriver> {
-    let kernel: Arc<dyn Kernel> = Arc::new(EmuKernel::new(EmuConfig {
+    let kernel: Arc<dyn Syscalls> = Arc::new(EmuKernel::new(EmuConfig {
         gpus,
         max_steps: 10_000_000,
         vram_bytes: 1 << 30,

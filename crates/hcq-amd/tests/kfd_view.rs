@@ -14,7 +14,7 @@
 //!   #13920 and #14036 made its copy queue optional for that reason).
 
 use hcq_amd::{AmdDevice, AmdDriver};
-use hcq_amd_sys::seam::Kernel;
+use hcq_amd_sys::seam::Syscalls;
 use hcq_core::Arg;
 use hcq_emu::{EmuConfig, EmuKernel};
 use std::sync::Arc;
@@ -32,7 +32,7 @@ fn open() -> (Arc<EmuKernel>, AmdDevice) {
         vram_bytes: 256 << 20,
         ..EmuConfig::default()
     }));
-    let kernel: Arc<dyn Kernel> = emu.clone();
+    let kernel: Arc<dyn Syscalls> = emu.clone();
     let driver = AmdDriver::new(kernel, "amd-emu", true).unwrap();
     let dev = AmdDevice::open(&driver, 0).unwrap();
     (emu, dev)
@@ -96,7 +96,7 @@ fn a_device_kfd_gives_no_sdma_queue_copies_on_its_compute_queue() {
         sdma_queues: 1,
         ..EmuConfig::default()
     }));
-    let kernel: Arc<dyn Kernel> = emu.clone();
+    let kernel: Arc<dyn Syscalls> = emu.clone();
     let driver = AmdDriver::new(kernel, "amd-emu", true).unwrap();
     let first = AmdDevice::open(&driver, 0).unwrap();
     let second = AmdDevice::open(&driver, 0).expect("opens without a copy engine");
@@ -183,7 +183,7 @@ fn the_runtime_handshake_comes_once_before_any_queue() {
             kernel,
             ..EmuConfig::default()
         }));
-        let k: Arc<dyn Kernel> = emu.clone();
+        let k: Arc<dyn Syscalls> = emu.clone();
         let driver = AmdDriver::new(k, "amd-emu", true).unwrap();
         let devs = [
             AmdDevice::open(&driver, 0).unwrap(),

@@ -4,7 +4,7 @@
 //! GPU hands out the ring's highest slots first, so an oversized ring faults at once.
 
 use hcq_amd::{AmdDevice, AmdDriver};
-use hcq_amd_sys::seam::Kernel;
+use hcq_amd_sys::seam::Syscalls;
 use hcq_core::Arg;
 use hcq_emu::{EmuConfig, EmuKernel};
 use std::sync::Arc;
@@ -31,7 +31,7 @@ fn host(input: &[i32], gid: usize) -> i32 {
 #[test]
 fn private_arrays_are_right_on_every_navi31_size() {
     for cus in [96, 84, 60] {
-        let kernel: Arc<dyn Kernel> = Arc::new(EmuKernel::new(EmuConfig {
+        let kernel: Arc<dyn Syscalls> = Arc::new(EmuKernel::new(EmuConfig {
             gpus: 1,
             vram_bytes: 2 << 30,
             cus,

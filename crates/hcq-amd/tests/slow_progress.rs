@@ -4,7 +4,7 @@
 //! the timeout is read from the environment when a device opens.
 
 use hcq_amd::{AmdDevice, AmdDriver};
-use hcq_amd_sys::seam::Kernel;
+use hcq_amd_sys::seam::Syscalls;
 use hcq_core::Arg;
 use hcq_emu::{EmuConfig, EmuKernel};
 use std::sync::Arc;
@@ -25,7 +25,7 @@ const TIMEOUT: Duration = Duration::from_millis(600);
 fn a_queue_longer_than_the_timeout_that_keeps_advancing_completes() {
     // SAFETY (of the environment change): the only test of this process, before any thread.
     std::env::set_var("HCQ_WAIT_TIMEOUT_MS", TIMEOUT.as_millis().to_string());
-    let kernel: Arc<dyn Kernel> = Arc::new(EmuKernel::new(EmuConfig {
+    let kernel: Arc<dyn Syscalls> = Arc::new(EmuKernel::new(EmuConfig {
         gpus: 1,
         max_steps: u64::MAX,
         vram_bytes: 1 << 30,

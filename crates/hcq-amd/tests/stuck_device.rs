@@ -5,7 +5,7 @@
 //! timeout is read from the environment when a device opens.
 
 use hcq_amd::{AmdDevice, AmdDriver};
-use hcq_amd_sys::seam::Kernel;
+use hcq_amd_sys::seam::Syscalls;
 use hcq_core::{Arg, Error};
 use hcq_emu::{EmuConfig, EmuKernel};
 use std::sync::Arc;
@@ -43,7 +43,7 @@ fn is_timeout(r: hcq_core::Result<()>) -> bool {
 fn a_stuck_device_fails_fast_and_recovers_when_the_gpu_moves_on() {
     // SAFETY (of the environment change): the only test of this process, before any thread.
     std::env::set_var("HCQ_WAIT_TIMEOUT_MS", TIMEOUT.as_millis().to_string());
-    let kernel: Arc<dyn Kernel> = Arc::new(EmuKernel::new(EmuConfig {
+    let kernel: Arc<dyn Syscalls> = Arc::new(EmuKernel::new(EmuConfig {
         gpus: 1,
         max_steps: u64::MAX,
         vram_bytes: 1 << 30,

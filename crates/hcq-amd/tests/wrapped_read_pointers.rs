@@ -7,7 +7,7 @@
 
 use hcq_amd::queue::{COMPUTE_RING_BYTES, SDMA_RING_BYTES};
 use hcq_amd::{AmdDevice, AmdDriver};
-use hcq_amd_sys::seam::Kernel;
+use hcq_amd_sys::seam::Syscalls;
 use hcq_core::Arg;
 use hcq_emu::{EmuConfig, EmuKernel};
 use std::sync::Arc;
@@ -21,7 +21,7 @@ extern "C" __attribute__((global)) void bump(int* x, int k) {
 #[test]
 fn rings_wrap_many_times_with_read_pointers_reported_as_ring_offsets() {
     std::env::set_var("HCQ_WAIT_TIMEOUT_MS", "5000");
-    let kernel: Arc<dyn Kernel> = Arc::new(EmuKernel::new(EmuConfig {
+    let kernel: Arc<dyn Syscalls> = Arc::new(EmuKernel::new(EmuConfig {
         gpus: 1,
         vram_bytes: 256 << 20,
         wrapped_read_pointers: true,

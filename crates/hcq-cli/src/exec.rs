@@ -15,7 +15,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use hcq_amd_sys::seam::Kernel;
+use hcq_amd_sys::seam::Syscalls;
 use hcq_emu::{EmuConfig, EmuKernel, SysfsKind};
 
 /// The running program's pid, to which SIGINT, SIGTERM and SIGHUP sent to `hcq` are passed on

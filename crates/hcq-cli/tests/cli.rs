@@ -916,7 +916,7 @@ fn a_device_fault_still_writes_the_trace() {
 #[cfg(target_os = "linux")]
 #[test]
 fn devices_json_and_verbose_describe_the_compute_shape() {
-    use hcq_amd_sys::seam::Kernel;
+    use hcq_amd_sys::seam::Syscalls;
     use hcq_emu::{EmuConfig, EmuKernel, KfdRules};
     const NODES: &str = "/sys/devices/virtual/kfd/kfd/topology/nodes";
     for (rules, version) in [("6.12", "KFD 1.16"), ("6.6", "KFD 1.14")] {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use hcq_amd_sys::seam::Kernel;
+use hcq_amd_sys::seam::Syscalls;
 use hcq_emu::{EmuConfig, EmuKernel};
 
 const NODES: &str = "/sys/devices/virtual/kfd/kfd/topology/nodes";

@@ -147,7 +147,7 @@ unsafe fn answer<T: Copy>(ptr: u64, size: u32, value: &T) -> io::Result<()> {
 /// A render node's ioctl on `gpu`.
 ///
 /// # Safety
-/// As [`hcq_amd_sys::seam::Kernel::ioctl`]; the pointers inside the argument (strings of
+/// As [`hcq_amd_sys::seam::Syscalls::ioctl`]; the pointers inside the argument (strings of
 /// `VERSION`, `return_pointer` of `AMDGPU_INFO`) must be valid for the lengths given with them.
 pub(crate) unsafe fn render_ioctl(gpu: &Gpu, request: u64, arg: *mut c_void) -> io::Result<()> {
     let known = DrmIoctl::decode(request).ok_or_else(|| errno(libc::EINVAL))?;

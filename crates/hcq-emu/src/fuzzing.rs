@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use hcq_amd_sys::kfd::*;
-use hcq_amd_sys::seam::{Fd, Kernel, MAP_FIXED};
+use hcq_amd_sys::seam::{Fd, Syscalls, MAP_FIXED};
 use hcq_amd_sys::{pm4, sdma as sdma_packets};
 
 use crate::cp::Cp;

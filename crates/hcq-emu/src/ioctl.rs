@@ -133,7 +133,7 @@ fn queue_buffers(
 
 impl EmuKernel {
     /// # Safety
-    /// As [`hcq_amd_sys::seam::Kernel::ioctl`].
+    /// As [`hcq_amd_sys::seam::Syscalls::ioctl`].
     pub(crate) unsafe fn do_ioctl(&self, fd: Fd, request: u64, arg: *mut c_void) -> io::Result<()> {
         match self.fds.get(fd) {
             None => return Err(errno(libc::EBADF)),
@@ -588,7 +588,7 @@ impl EmuKernel {
     }
 
     /// # Safety
-    /// As [`hcq_amd_sys::seam::Kernel::mmap`].
+    /// As [`hcq_amd_sys::seam::Syscalls::mmap`].
     pub(crate) unsafe fn do_mmap(
         &self,
         addr: *mut c_void,

@@ -1,6 +1,6 @@
 //! An emulated AMD GPU that plugs in below the driver, at the Linux kernel boundary.
 //!
-//! [`EmuKernel`] implements [`hcq_amd_sys::seam::Kernel`], the driver's only way to reach the
+//! [`EmuKernel`] implements [`hcq_amd_sys::seam::Syscalls`], the driver's only way to reach the
 //! kernel, and plays the part of the `amdkfd` kernel driver and of the GPUs behind it:
 //!
 //! - **Device nodes**: `open("/dev/kfd")` and `open("/dev/dri/renderD<128+i>")` return
@@ -44,7 +44,7 @@
 //!   GPU's doorbell pages (every mapping is the same memory). A queue's engine watches its
 //!   slot: a plain store by any thread through any mapping is a doorbell, seen within about a
 //!   millisecond at worst (the engine spins, then yields, then sleeps ever longer between
-//!   polls while idle; see `queue.rs`); [`Kernel::write_doorbell`] stores and wakes the
+//!   polls while idle; see `queue.rs`); [`Syscalls::write_doorbell`] stores and wakes the
 //!   engine at once.
 //! - **Command processors**: one thread per compute queue executes the PM4 ring: `SET_SH_REG`,
 //!   `ACQUIRE_MEM`, `RELEASE_MEM` (32/64-bit data, GPU clock, end-of-pipe interrupts that
@@ -63,7 +63,7 @@
 //!   ordered against compute queues only through memory (signals).
 //! - **Faults are data**: an unknown or truncated packet, a VM fault or an interpreter fault is
 //!   recorded as a report (its kind, address, PC and instruction, and an account in words:
-//!   [`Kernel::take_fault_report`]) and raises the
+//!   [`Syscalls::take_fault_report`]) and raises the
 //!   process's memory-exception (VM faults, with the address) or hardware-exception events.
 //!   A VM fault then does what KFD's interrupt handler does (`kfd_dqm_evict_pasid`): every
 //!   queue of the process on that GPU, compute and SDMA, is evicted and never restored, so no
@@ -89,7 +89,7 @@
 //! | dispatch workers (`rdna3`) | code, kernel arguments, global/scratch data | `rdna3::memory`: plain data through `shared` (relaxed), `*_atomic_*` instructions as sequentially consistent compare-exchange loops |
 //! | SDMA engine | packet fetch; `COPY_LINEAR`, `CONST_FILL`, `INDIRECT` contents; `FENCE`, `TIMESTAMP`, `ATOMIC`, `POLL_REGMEM` | acquire loads for packets and polls; `shared::{copy, fill, load}` between sequentially consistent fences; release stores; `fetch_add` |
 //! | event mailboxes | written by `RELEASE_MEM`/`TRAP`, read by `WAIT_EVENTS` | `AtomicU64` |
-//! | doorbell pages | stored by the client (plain stores, or [`Kernel::write_doorbell`]: a release store), polled by each queue's engine | `AtomicU64` acquire loads of the engine's slot |
+//! | doorbell pages | stored by the client (plain stores, or [`Syscalls::write_doorbell`]: a release store), polled by each queue's engine | `AtomicU64` acquire loads of the engine's slot |
 //!
 //! **Why results are seen**: every hand-over has a happens-before edge. Driver → command
 //! processor: the ring and arguments are stored before the doorbell, whose value the queue
@@ -196,7 +196,7 @@ use std::ffi::c_void;
 use std::io;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use hcq_amd_sys::seam::{EmulatorControl, Fd, Kernel};
+use hcq_amd_sys::seam::{EmulatorControl, Fd, Syscalls};
 
 pub use clock::GPU_CLOCK_HZ;
 pub use config::{parse_size, ConfigError, EmuConfig, KfdRules};
@@ -369,7 +369,7 @@ impl EmuKernel {
 
     /// Also writes every fault report to standard error as it is recorded, after `prefix`
     /// (`None`: stop). A program that knows nothing of the emulator (under `hcq exec`) never
-    /// asks for [`Kernel::take_fault_report`], so this is how its user learns why its GPU work
+    /// asks for [`Syscalls::take_fault_report`], so this is how its user learns why its GPU work
     /// died.
     pub fn echo_fault_reports(&self, prefix: Option<&str>) {
         for g in &self.gpus {
@@ -578,7 +578,7 @@ impl EmulatorControl for EmuKernel {
     }
 }
 
-impl Kernel for EmuKernel {
+impl Syscalls for EmuKernel {
     fn open(&self, path: &str) -> io::Result<Fd> {
         let node = if path == "/dev/kfd" {
             Node::Kfd

@@ -9,7 +9,7 @@ use common::*;
 use hcq_amd_sys::kd::KernelDescriptor;
 use hcq_amd_sys::kfd::*;
 use hcq_amd_sys::pm4::{DispatchSetup, Pm4Builder};
-use hcq_amd_sys::seam::{FaultKind, Kernel};
+use hcq_amd_sys::seam::{FaultKind, Syscalls};
 use hcq_emu::{EmuConfig, EmuKernel};
 use object::{Object, ObjectSegment, ObjectSymbol};
 

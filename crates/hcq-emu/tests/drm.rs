@@ -7,7 +7,7 @@ use std::ffi::c_void;
 
 use common::*;
 use hcq_amd_sys::drm::*;
-use hcq_amd_sys::seam::Kernel;
+use hcq_amd_sys::seam::Syscalls;
 use hcq_emu::EmuKernel;
 
 fn property(props: &str, name: &str) -> u64 {

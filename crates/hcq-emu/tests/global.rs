@@ -1,6 +1,6 @@
 //! The process-global kernel reads its configuration from the environment on first use.
 
-use hcq_amd_sys::seam::{Kernel, TOPOLOGY_NODES};
+use hcq_amd_sys::seam::{Syscalls, TOPOLOGY_NODES};
 
 #[test]
 fn the_global_kernel_is_configured_from_the_environment() {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use hcq_amd_sys::kfd::*;
 use hcq_amd_sys::pm4::{self, Pm4Builder};
-use hcq_amd_sys::seam::{FaultKind, Kernel};
+use hcq_amd_sys::seam::{FaultKind, Syscalls};
 use hcq_emu::EmuKernel;
 
 const LONG: Duration = Duration::from_secs(10);

@@ -1,4 +1,4 @@
-//! SDMA copy queues: the SDMA engine executing rings written by a driver, through the `Kernel`
+//! SDMA copy queues: the SDMA engine executing rings written by a driver, through the `Syscalls`
 //! seam only, with packets built by `SdmaBuilder` and submitted with the reference runtime's
 //! wrap-around padding.
 

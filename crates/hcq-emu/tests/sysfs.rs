@@ -4,7 +4,7 @@
 mod common;
 
 use common::small_config;
-use hcq_amd_sys::seam::Kernel;
+use hcq_amd_sys::seam::Syscalls;
 use hcq_emu::{EmuConfig, EmuKernel, SysfsKind};
 
 const NODES: &str = "/sys/devices/virtual/kfd/kfd/topology/nodes";

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use hcq_amd_sys::seam::{Fd, Kernel};
+use hcq_amd_sys::seam::{Fd, Syscalls};
 
 /// An emulated device descriptor, closed in the emulator when the last program descriptor
 /// standing for it is closed.

@@ -21,7 +21,7 @@
 
 use std::ffi::c_void;
 
-use hcq_amd_sys::seam::Kernel;
+use hcq_amd_sys::seam::Syscalls;
 
 use crate::files;
 use crate::gate::{self, Handler, KernelSigaction, ALLOW, BLOCK};

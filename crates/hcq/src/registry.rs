@@ -4,7 +4,7 @@ use crate::{Backend, Device};
 #[cfg(target_os = "linux")]
 use hcq_amd::{AmdDevice, AmdDriver};
 #[cfg(target_os = "linux")]
-use hcq_amd_sys::seam::{HostKernel, Kernel};
+use hcq_amd_sys::seam::{HostKernel, Syscalls};
 use hcq_core::{Error, Result};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -29,7 +29,7 @@ fn real_driver() -> Result<Arc<AmdDriver>> {
                     .into(),
                 );
             }
-            let kernel: Arc<dyn Kernel> = Arc::new(HostKernel);
+            let kernel: Arc<dyn Syscalls> = Arc::new(HostKernel);
             AmdDriver::new(kernel, REAL, false).map_err(|e| e.to_string())
         })
         .clone()
@@ -53,7 +53,7 @@ fn emulated_driver() -> Result<Arc<AmdDriver>> {
     let emulated = hcq_emu::kernel().map_err(|e| Error::InvalidArgument(e.to_string()))?;
     DRIVER
         .get_or_init(|| {
-            let kernel: Arc<dyn Kernel> = Arc::new(emulated);
+            let kernel: Arc<dyn Syscalls> = Arc::new(emulated);
             AmdDriver::new(kernel, EMULATED, true).map_err(|e| e.to_string())
         })
         .clone()

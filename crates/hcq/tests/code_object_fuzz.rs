@@ -12,7 +12,7 @@
 
 use hcq::{Arg, Buffer, Device, Error};
 use hcq_amd::{AmdDevice, AmdDriver};
-use hcq_amd_sys::seam::Kernel;
+use hcq_amd_sys::seam::Syscalls;
 use hcq_emu::{EmuConfig, EmuKernel};
 use rmpv::Value;
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -420,7 +420,7 @@ fn metadata_cases(elf: &[u8], l: &Layout64, kernel: &str) -> Vec<Case> {
         Value::Binary(vec![1, 2]),
         Value::Ext(1, vec![0; 4]),
     ];
-    // Kernel-level keys.
+    // Kernel-level keys (of a GPU kernel's metadata).
     for key in [
         ".name",
         ".symbol",
@@ -664,7 +664,7 @@ struct Rig {
 
 impl Rig {
     fn new() -> Rig {
-        let kernel: Arc<dyn Kernel> = Arc::new(EmuKernel::new(EmuConfig {
+        let kernel: Arc<dyn Syscalls> = Arc::new(EmuKernel::new(EmuConfig {
             gpus: 1,
             max_steps: 20_000,
             vram_bytes: 1 << 30,

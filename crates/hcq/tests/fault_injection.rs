@@ -15,8 +15,8 @@
 use hcq::{Arg, Buffer, Device, GraphArg, GraphBuilder, Jit, JitArg};
 use hcq_amd::{AmdDevice, AmdDriver, DeviceOptions};
 use hcq_amd_sys::seam::{
-    CallFilter, Fault, FaultInjector, Kernel, SeamCall, EAGAIN, EBUSY, EFAULT, EINTR, EINVAL, EIO,
-    ENOMEM,
+    CallFilter, Fault, FaultInjector, SeamCall, Syscalls, EAGAIN, EBUSY, EFAULT, EINTR, EINVAL,
+    EIO, ENOMEM,
 };
 use hcq_emu::{EmuConfig, EmuKernel, LiveObjects};
 use std::panic::AssertUnwindSafe;
@@ -101,7 +101,7 @@ fn launch(prg: &hcq::Program, out: &Buffer, input: &Buffer, k: i32) -> hcq::Resu
 }
 
 /// A device over `kernel` that runs a kernel correctly.
-fn device_works(kernel: Arc<dyn Kernel>, code: &[u8]) -> Result<(), Failure> {
+fn device_works(kernel: Arc<dyn Syscalls>, code: &[u8]) -> Result<(), Failure> {
     let driver = AmdDriver::new(kernel, "fi", true)?;
     let dev = Device::from_amd(AmdDevice::open_with(&driver, 0, cheap_options())?);
     drop(driver);
@@ -114,7 +114,7 @@ fn device_works(kernel: Arc<dyn Kernel>, code: &[u8]) -> Result<(), Failure> {
 }
 
 /// Everything the driver does, over `kernel`; dropped before it returns.
-fn workload(kernel: Arc<dyn Kernel>, code: &[u8]) -> Result<(), Failure> {
+fn workload(kernel: Arc<dyn Syscalls>, code: &[u8]) -> Result<(), Failure> {
     let driver = AmdDriver::new(kernel, "fi", true)?;
     let d0 = Device::from_amd(AmdDevice::open_with(&driver, 0, cheap_options())?);
     let d1 = Device::from_amd(AmdDevice::open_with(&driver, 1, cheap_options())?);
@@ -185,7 +185,7 @@ fn workload(kernel: Arc<dyn Kernel>, code: &[u8]) -> Result<(), Failure> {
 
 /// Copies large enough to go in place: the caller's pages are registered with the GPU
 /// (userptr) for the copy engine, and unregistered once it is done with them.
-fn in_place_copies(kernel: Arc<dyn Kernel>, before_copies: &dyn Fn()) -> Result<(), Failure> {
+fn in_place_copies(kernel: Arc<dyn Syscalls>, before_copies: &dyn Fn()) -> Result<(), Failure> {
     let bytes = hcq_amd::transfer::DIRECT_COPY_MIN;
     let driver = AmdDriver::new(kernel, "fi", true)?;
     let dev = Device::from_amd(AmdDevice::open_with(&driver, 0, cheap_options())?);
@@ -289,7 +289,7 @@ fn only_the_event_page(r: LiveObjects) -> bool {
 
 type Injector = FaultInjector<Arc<EmuKernel>>;
 /// A workload over a kernel, given the code object of `SRC`.
-type Workload<'a> = &'a dyn Fn(Arc<dyn Kernel>, &[u8]) -> Result<(), Failure>;
+type Workload<'a> = &'a dyn Fn(Arc<dyn Syscalls>, &[u8]) -> Result<(), Failure>;
 
 struct Sweep {
     injector: Arc<Injector>,
@@ -305,7 +305,7 @@ impl Sweep {
         self.injector.inner()
     }
 
-    fn kernel(&self) -> Arc<dyn Kernel> {
+    fn kernel(&self) -> Arc<dyn Syscalls> {
         self.injector.clone()
     }
 
@@ -519,13 +519,13 @@ fn every_failed_seam_call_ends_in_ok_or_an_error_and_leaks_nothing() {
     let marks = std::cell::RefCell::new(Vec::new());
     let mark = || marks.borrow_mut().push(sweep.injector.take_log());
     sweep.injector.record(true);
-    let in_place = |k: Arc<dyn Kernel>, _: &[u8]| in_place_copies(k, &mark);
+    let in_place = |k: Arc<dyn Syscalls>, _: &[u8]| in_place_copies(k, &mark);
     let (clean, _) = sweep.run_workload(&in_place, None, "fault-free in-place copies");
     clean.expect("the fault-free in-place copies succeed");
     sweep.injector.record(false);
     let marks = marks.into_inner();
     let (first, copy_calls) = (marks[0].len() as u64, marks[1].len() as u64);
-    let no_mark = |k: Arc<dyn Kernel>, _: &[u8]| in_place_copies(k, &|| {});
+    let no_mark = |k: Arc<dyn Syscalls>, _: &[u8]| in_place_copies(k, &|| {});
     for nth in first..first + copy_calls + 2 {
         for errno in [ENOMEM, OTHER_ERRNOS[nth as usize % OTHER_ERRNOS.len()]] {
             progress.fetch_add(1, Ordering::SeqCst);

@@ -123,12 +123,12 @@ fn faults_are_errors_and_only_a_memory_fault_ends_the_device() {
 fn a_memory_fault_loses_only_its_own_gpu() {
     use hcq::{GraphArg, GraphBuilder};
     use hcq_amd::{AmdDevice, AmdDriver};
-    use hcq_amd_sys::seam::Kernel;
+    use hcq_amd_sys::seam::Syscalls;
     use hcq_emu::{EmuConfig, EmuKernel};
     use std::sync::Arc;
 
     let open_pair = || {
-        let kernel: Arc<dyn Kernel> = Arc::new(EmuKernel::new(EmuConfig {
+        let kernel: Arc<dyn Syscalls> = Arc::new(EmuKernel::new(EmuConfig {
             gpus: 2,
             vram_bytes: 256 << 20,
             ..EmuConfig::default()

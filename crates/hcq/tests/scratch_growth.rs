@@ -7,7 +7,7 @@
 
 use hcq::{Arg, Buffer, Device, Error, GraphArg, GraphBuilder, Program};
 use hcq_amd::{AmdDevice, AmdDriver};
-use hcq_amd_sys::seam::Kernel;
+use hcq_amd_sys::seam::Syscalls;
 use hcq_emu::{EmuConfig, EmuKernel};
 use std::sync::Arc;
 
@@ -78,7 +78,7 @@ fn small_model(input: &[i32], g: usize) -> i32 {
 /// A private emulated GPU with `vram` bytes of VRAM, so that each test starts from a device
 /// without a scratch ring.
 fn device_with_vram(vram: u64) -> Device {
-    let kernel: Arc<dyn Kernel> = Arc::new(EmuKernel::new(EmuConfig {
+    let kernel: Arc<dyn Syscalls> = Arc::new(EmuKernel::new(EmuConfig {
         gpus: 1,
         vram_bytes: vram,
         ..EmuConfig::default()

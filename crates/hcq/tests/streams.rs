@@ -462,7 +462,7 @@ fn an_event_of_another_driver_is_refused() {
     use hcq_emu::{EmuConfig, EmuKernel};
     let dev = device(0);
     // A second emulated kernel driver: its signal page is not mapped on the first's GPUs.
-    let kernel: std::sync::Arc<dyn hcq_amd_sys::seam::Kernel> =
+    let kernel: std::sync::Arc<dyn hcq_amd_sys::seam::Syscalls> =
         std::sync::Arc::new(EmuKernel::new(EmuConfig {
             gpus: 1,
             vram_bytes: 1 << 30,

@@ -1,4 +1,4 @@
-//! A minimal driver over the `Kernel` seam, as the real driver uses it.
+//! A minimal driver over the `Syscalls` seam, as the real driver uses it.
 #![allow(dead_code)]
 
 use std::ffi::c_void;
@@ -50,7 +50,7 @@ pub fn ioctl<T>(k: &EmuKernel, fd: Fd, request: impl Request, arg: &mut T) -> io
 pub fn errno_of(r: io::Result<impl Sized>) -> i32 {
     match r {
         Ok(_) => 0,
-        // An explained ENOMEM is an error of kind OutOfMemory (see `Kernel::ioctl`).
+        // An explained ENOMEM is an error of kind OutOfMemory (see `Syscalls::ioctl`).
         Err(e) if e.kind() == io::ErrorKind::OutOfMemory && e.raw_os_error().is_none() => {
             assert!(
                 e.get_ref().is_some(),
