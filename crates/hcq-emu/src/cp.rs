@@ -39,6 +39,24 @@ enum Source {
     Ib { base: u64 },
 }
 
+/// Where a packet was read from, for fault messages. Kept as numbers and formatted only when
+/// a fault is reported: every packet carries one.
+#[derive(Debug, Clone, Copy)]
+struct Location {
+    src: Source,
+    pos: u64,
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let pos = self.pos;
+        match self.src {
+            Source::Ring => write!(f, "ring dword {pos}"),
+            Source::Ib { base } => write!(f, "indirect buffer {base:#x} dword {pos}"),
+        }
+    }
+}
+
 /// Where execution goes after a packet.
 #[derive(Debug, Clone, Copy)]
 enum Next {
@@ -91,7 +109,7 @@ pub(crate) struct Cp {
     /// itself a DMA, an indirect buffer or a wait, the latest a legal schedule allows
     /// without stalling the queue, so a client that signals before its copies landed
     /// reads stale data here as it could on hardware.
-    dma_in_flight: Vec<(DmaData, String)>,
+    dma_in_flight: Vec<(DmaData, Location)>,
 }
 
 impl Cp {
@@ -126,7 +144,7 @@ impl Cp {
             if self.ring.halted() {
                 return;
             }
-            self.dma(&d, &at);
+            self.dma(&d, at);
         }
     }
 
@@ -134,11 +152,8 @@ impl Cp {
         self.ring.fault(class, what);
     }
 
-    fn location(src: Source, pos: u64) -> String {
-        match src {
-            Source::Ring => format!("ring dword {pos}"),
-            Source::Ib { base } => format!("indirect buffer {base:#x} dword {pos}"),
-        }
+    fn location(src: Source, pos: u64) -> Location {
+        Location { src, pos }
     }
 
     fn read_dword(&self, snap: &Snapshot, src: Source, pos: u64) -> Result<u32, u64> {
@@ -315,7 +330,7 @@ impl Cp {
         };
         match packet {
             Packet::Nop => fence(Ordering::SeqCst),
-            Packet::EventWrite(e) => self.event_write(&e, &at()),
+            Packet::EventWrite(e) => self.event_write(&e, at()),
             Packet::SetShReg(s) => {
                 let first = usize::from(s.reg);
                 if first
@@ -335,7 +350,7 @@ impl Cp {
                 }
                 self.sh[first..first + s.values.len()].copy_from_slice(s.values);
             }
-            Packet::SetUconfigReg(u) => self.set_uconfig_reg(&u, &at()),
+            Packet::SetUconfigReg(u) => self.set_uconfig_reg(&u, at()),
             Packet::AcquireMem(a) => {
                 // Only the instruction cache exists here (decoded kernels); every other cache
                 // action is already true of coherent host memory. A range invalidation drops
@@ -345,20 +360,20 @@ impl Cp {
                 }
                 fence(Ordering::SeqCst);
             }
-            Packet::ReleaseMem(r) => self.release_mem(&r, &at()),
-            Packet::WaitRegMem(w) => self.wait_reg_mem(&w, &at()),
-            Packet::CopyData(c) => self.copy_data(&c, &at()),
+            Packet::ReleaseMem(r) => self.release_mem(&r, at()),
+            Packet::WaitRegMem(w) => self.wait_reg_mem(&w, at()),
+            Packet::CopyData(c) => self.copy_data(&c, at()),
             Packet::DmaData(d) => {
                 self.land_dma();
                 if d.cp_sync {
-                    self.dma(&d, &at());
+                    self.dma(&d, at());
                 } else {
                     self.dma_in_flight.push((d, at()));
                 }
             }
-            Packet::WriteData(w) => self.write_data(&w, &at()),
-            Packet::DispatchDirect(d) => self.dispatch(&d, &at()),
-            Packet::IndirectBuffer(ib) => return self.indirect_buffer(ib, src, depth, &at()),
+            Packet::WriteData(w) => self.write_data(&w, at()),
+            Packet::DispatchDirect(d) => self.dispatch(&d, at()),
+            Packet::IndirectBuffer(ib) => return self.indirect_buffer(ib, src, depth, at()),
             Packet::PredExec(p) => {
                 // The emulated GPU has one compute die, XCC 0: the predicated dwords run when
                 // its bit is selected and are skipped otherwise.
@@ -380,7 +395,7 @@ impl Cp {
         Next::Continue
     }
 
-    fn event_write(&mut self, e: &EventWrite, at: &str) {
+    fn event_write(&mut self, e: &EventWrite, at: Location) {
         match e.event_type {
             // Waits for the dispatches before it to finish: each one has, as dispatches run to
             // completion inside `DISPATCH_DIRECT`.
@@ -395,7 +410,7 @@ impl Cp {
         }
     }
 
-    fn set_uconfig_reg(&mut self, u: &SetUconfigReg, at: &str) {
+    fn set_uconfig_reg(&mut self, u: &SetUconfigReg, at: Location) {
         for (i, &value) in u.values.iter().enumerate() {
             let address = UCONFIG_REG_START + u32::from(u.reg) + i as u32;
             if let Err(e) = self.gpu.registers.write(address, value) {
@@ -408,7 +423,7 @@ impl Cp {
         }
     }
 
-    fn release_mem(&mut self, r: &ReleaseMem, at: &str) {
+    fn release_mem(&mut self, r: &ReleaseMem, at: Location) {
         // Check every selection before acting on any, so that a packet is done whole or not.
         let unsupported = match (r.data_sel, r.dst_sel, r.int_sel) {
             (data_sel::PERFCOUNTER_OR_SYSTEM_CLOCK | data_sel::GDS | 6.., _, _) => {
@@ -464,7 +479,7 @@ impl Cp {
         }
     }
 
-    fn wait_reg_mem(&mut self, w: &WaitRegMem, at: &str) {
+    fn wait_reg_mem(&mut self, w: &WaitRegMem, at: Location) {
         let Some(func) = CompareFunction::from_bits(u32::from(w.function)) else {
             self.fault(
                 FaultClass::BadPacket,
@@ -529,7 +544,7 @@ impl Cp {
     /// memory here), `SAIC`/`DAIC` transfers dword by dword on a fixed address. GDS, register
     /// spaces and the PFP engine are reported as not modelled; the DMA is then skipped whole,
     /// as is one touching an unmapped address (a VM fault).
-    fn dma(&mut self, d: &DmaData, at: &str) {
+    fn dma(&mut self, d: &DmaData, at: Location) {
         let unmodelled = if d.engine_pfp {
             Some("ENGINE_SEL 1 (the prefetch parser, which a compute queue does not have)".into())
         } else if d.src_sel == dma_src_sel::GDS || d.dst_sel == dma_dst_sel::GDS {
@@ -583,7 +598,7 @@ impl Cp {
         self.gpu.watch.notify();
     }
 
-    fn copy_data(&mut self, c: &CopyData, at: &str) {
+    fn copy_data(&mut self, c: &CopyData, at: Location) {
         // Memory operands drop the address bits below their size, as the packet encodes them.
         let align = |addr: u64| if c.count_64 { addr & !7 } else { addr & !3 };
         let register = |value: u64| value as u32 & REGISTER_ADDRESS_MASK;
@@ -676,7 +691,7 @@ impl Cp {
 
     /// `WRITE_DATA`: the packet's dwords to consecutive registers or memory dwords (or all to
     /// the first, with `no_increment`).
-    fn write_data(&mut self, w: &WriteData, at: &str) {
+    fn write_data(&mut self, w: &WriteData, at: Location) {
         let step = u32::from(!w.no_increment);
         fence(Ordering::SeqCst);
         let result = match w.dst_sel {
@@ -717,7 +732,7 @@ impl Cp {
         }
     }
 
-    fn dispatch(&mut self, d: &DispatchDirect, at: &str) {
+    fn dispatch(&mut self, d: &DispatchDirect, at: Location) {
         let params = match dispatch::params(&self.sh, d) {
             Ok(Some(p)) => p,
             Ok(None) => return,
@@ -756,7 +771,13 @@ impl Cp {
     /// `INDIRECT_BUFFER`: from the ring, executes the packets of a buffer in GPU memory and
     /// comes back; from an indirect buffer, a chained one continues there (returned to the
     /// caller). One level of calls, as the hardware's compute queues.
-    fn indirect_buffer(&mut self, ib: IndirectBuffer, src: Source, depth: u32, at: &str) -> Next {
+    fn indirect_buffer(
+        &mut self,
+        ib: IndirectBuffer,
+        src: Source,
+        depth: u32,
+        at: Location,
+    ) -> Next {
         if !ib.valid {
             self.fault(
                 FaultClass::BadPacket,

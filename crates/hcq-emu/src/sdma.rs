@@ -38,6 +38,44 @@ use crate::memory::Snapshot;
 use crate::queue::QueueShared;
 use crate::ring::{PointerUnit, Ring, RingDesc};
 
+/// Where an SDMA packet was read from, for fault messages. Kept as numbers and formatted only
+/// when a fault is reported: every packet carries one.
+#[derive(Debug, Clone, Copy)]
+enum Location {
+    /// The ring, at this byte position.
+    Ring { byte: u64 },
+    /// Dword `dword` of the indirect buffer at `address`, called from the ring at `ring_byte`.
+    Ib {
+        address: u64,
+        dword: usize,
+        ring_byte: u64,
+    },
+}
+
+impl Location {
+    fn ring_byte(self) -> u64 {
+        match self {
+            Location::Ring { byte }
+            | Location::Ib {
+                ring_byte: byte, ..
+            } => byte,
+        }
+    }
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Location::Ring { byte } => write!(f, "ring byte {byte}"),
+            Location::Ib {
+                address,
+                dword,
+                ring_byte,
+            } => write!(f, "IB {address:#x} dword {dword} (ring byte {ring_byte})"),
+        }
+    }
+}
+
 /// A copy queue's SDMA engine.
 pub(crate) struct Sdma {
     ring: Ring,
@@ -171,13 +209,13 @@ impl Sdma {
             return next;
         }
         if header.op != OP_NOP {
-            self.execute(&words, &format!("ring byte {pos}"), false);
+            self.execute(&words, Location::Ring { byte: pos }, false);
         }
         next
     }
 
     /// Executes one packet; `in_ib` when it comes from an indirect buffer.
-    fn execute(&mut self, words: &[u32], at: &str, in_ib: bool) {
+    fn execute(&mut self, words: &[u32], at: Location, in_ib: bool) {
         let packet = match Packet::decode(words) {
             Ok(p) => p,
             Err(e) => {
@@ -233,7 +271,7 @@ impl Sdma {
 
     /// Runs the packets of an indirect buffer. Its words are fetched up front (the whole buffer
     /// must be mapped); a packet of unknown size or running past the end stops it with a fault.
-    fn indirect(&mut self, ib: &Indirect, at: &str) {
+    fn indirect(&mut self, ib: &Indirect, at: Location) {
         let bytes = u64::from(ib.size_dwords) * 4;
         let snap = self.gpu.page_table.snapshot();
         let Some(src) = snap.translate(ib.address, bytes.max(4)) else {
@@ -263,7 +301,11 @@ impl Sdma {
             if self.ring.halted() {
                 return;
             }
-            let where_ = format!("IB {:#x} dword {k} ({at})", ib.address);
+            let where_ = Location::Ib {
+                address: ib.address,
+                dword: k,
+                ring_byte: at.ring_byte(),
+            };
             let header = Header::parse(words[k]);
             let Some(len) = header.packet_len_with(|i| words.get(k + i).copied()) else {
                 self.fault(
@@ -287,14 +329,14 @@ impl Sdma {
                 return;
             }
             if header.op != OP_NOP {
-                self.execute(&words[k..k + len], &where_, true);
+                self.execute(&words[k..k + len], where_, true);
             }
             k += len;
         }
     }
 
     /// A checked write through the page table; a refused one is a VM fault at `addr`.
-    fn store(&self, at: &str, what: &str, addr: u64, f: impl FnOnce(&Snapshot) -> Option<()>) {
+    fn store(&self, at: Location, what: &str, addr: u64, f: impl FnOnce(&Snapshot) -> Option<()>) {
         fence(Ordering::SeqCst);
         let snap = self.gpu.page_table.snapshot();
         let ok = f(&snap).is_some();
@@ -310,7 +352,7 @@ impl Sdma {
         }
     }
 
-    fn copy(&self, c: &CopyLinear, at: &str) {
+    fn copy(&self, c: &CopyLinear, at: Location) {
         let unmodelled = c.extra_info
             & (copy_flags::ENCRYPT
                 | copy_flags::TMZ
@@ -354,7 +396,7 @@ impl Sdma {
         self.gpu.watch.notify();
     }
 
-    fn fill(&self, f: &ConstFill, at: &str) {
+    fn fill(&self, f: &ConstFill, at: Location) {
         // Fill sizes 0..=2 are a byte, a word and a dword of `data`; what 3 means is not
         // known here.
         if f.fill_size > 2 {
@@ -397,7 +439,7 @@ impl Sdma {
         self.gpu.watch.notify();
     }
 
-    fn atomic(&self, a: &Atomic, at: &str) {
+    fn atomic(&self, a: &Atomic, at: Location) {
         if a.operation != ATOMIC_ADD64 {
             self.fault(
                 FaultClass::BadPacket,
@@ -434,7 +476,7 @@ impl Sdma {
     }
 
     /// `WRITE` linear: the packet's dwords to consecutive dwords in memory.
-    fn write_linear(&self, w: &WriteLinear, at: &str) {
+    fn write_linear(&self, w: &WriteLinear, at: Location) {
         let unmodelled = w.flags & (copy_flags::ENCRYPT | copy_flags::TMZ);
         if unmodelled != 0 || w.swap != 0 {
             self.fault(
@@ -459,7 +501,7 @@ impl Sdma {
     /// address times 4). With `hdp_flush`, the register form first writes the reference to
     /// the request register in the address's high half and polls the done register in its low
     /// half (the HDP flush the kernel driver emits).
-    fn poll(&self, p: &PollRegmem, at: &str) {
+    fn poll(&self, p: &PollRegmem, at: Location) {
         let Some(func) = p.compare() else {
             self.fault(
                 FaultClass::BadPacket,
