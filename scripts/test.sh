@@ -86,4 +86,4 @@ echo "== cargo +$msrv check (rust-version)"
 cargo "+$msrv" --version >/dev/null 2>&1 || rustup toolchain install "$msrv" --profile minimal --no-self-update
 cargo "+$msrv" check --workspace --all-targets --quiet --target-dir target/msrv
 if [ -n "$ci" ]; then rm -rf target/msrv; fi
-echo "== done; the build directory holds $(du -sh target | cut -f1)"
+echo "== done; the build directory holds $(du -sh -H target | cut -f1)"
