@@ -48,59 +48,40 @@ pub trait CommandBuilder {
     }
 }
 
-impl CommandBuilder for Pm4Builder {
-    fn clear(&mut self) {
-        Pm4Builder::clear(self);
-    }
-    fn wait(&mut self, signal_value_addr: u64, value: u64) {
-        Pm4Builder::wait(self, signal_value_addr, value);
-    }
-    fn timestamp(&mut self, addr: u64) {
-        Pm4Builder::timestamp(self, addr);
-    }
-    fn signal(
-        &mut self,
-        signal_value_addr: u64,
-        value: u64,
-        event_mailbox_ptr: u64,
-        event_id: u32,
-    ) {
-        Pm4Builder::signal(self, signal_value_addr, value, event_mailbox_ptr, event_id);
-    }
-    fn copy(&mut self, dst: u64, src: u64, size: u64) {
-        Pm4Builder::copy(self, dst, src, size);
-    }
-    fn fill(&mut self, dst: u64, value: u32, size: u64) {
-        Pm4Builder::fill(self, dst, value, size);
-    }
+/// Both builders already have each operation as an inherent method of the same signature;
+/// the trait forwards to them, so the packets are the builders' own.
+macro_rules! forward_to_inherent_methods {
+    ($($builder:ty),*) => {$(
+        impl CommandBuilder for $builder {
+            fn clear(&mut self) {
+                <$builder>::clear(self);
+            }
+            fn wait(&mut self, signal_value_addr: u64, value: u64) {
+                <$builder>::wait(self, signal_value_addr, value);
+            }
+            fn timestamp(&mut self, addr: u64) {
+                <$builder>::timestamp(self, addr);
+            }
+            fn signal(
+                &mut self,
+                signal_value_addr: u64,
+                value: u64,
+                event_mailbox_ptr: u64,
+                event_id: u32,
+            ) {
+                <$builder>::signal(self, signal_value_addr, value, event_mailbox_ptr, event_id);
+            }
+            fn copy(&mut self, dst: u64, src: u64, size: u64) {
+                <$builder>::copy(self, dst, src, size);
+            }
+            fn fill(&mut self, dst: u64, value: u32, size: u64) {
+                <$builder>::fill(self, dst, value, size);
+            }
+        }
+    )*};
 }
 
-impl CommandBuilder for SdmaBuilder {
-    fn clear(&mut self) {
-        SdmaBuilder::clear(self);
-    }
-    fn wait(&mut self, signal_value_addr: u64, value: u64) {
-        SdmaBuilder::wait(self, signal_value_addr, value);
-    }
-    fn timestamp(&mut self, addr: u64) {
-        SdmaBuilder::timestamp(self, addr);
-    }
-    fn signal(
-        &mut self,
-        signal_value_addr: u64,
-        value: u64,
-        event_mailbox_ptr: u64,
-        event_id: u32,
-    ) {
-        SdmaBuilder::signal(self, signal_value_addr, value, event_mailbox_ptr, event_id);
-    }
-    fn copy(&mut self, dst: u64, src: u64, size: u64) {
-        SdmaBuilder::copy(self, dst, src, size);
-    }
-    fn fill(&mut self, dst: u64, value: u32, size: u64) {
-        SdmaBuilder::fill(self, dst, value, size);
-    }
-}
+forward_to_inherent_methods!(Pm4Builder, SdmaBuilder);
 
 #[cfg(test)]
 mod tests {
