@@ -27,6 +27,7 @@
 #![deny(missing_docs)]
 
 pub mod allocator;
+mod backend;
 pub mod compiler;
 pub mod device;
 mod dispatch;

@@ -4,11 +4,13 @@
 
 #![deny(missing_docs)]
 
+pub mod backend;
 mod cache;
 pub mod compile_options;
 pub mod dims;
 mod error;
 
+pub use backend::{ArgInfo, ArgKind, Backend, BufferAt, LaunchDims, LaunchOptions};
 pub use cache::{CompileCache, CompileKey, CompileOutput, FRESH_FILE_WINDOW};
 pub use compile_options::CompileOptions;
 pub use dims::{DimExpr, DimExprs, Var, VarSpec};

@@ -161,7 +161,7 @@ pub struct MetalDevice<A: MetalApi> {
     pub name: String,
     pub(crate) device: A::Device,
     pub(crate) queue: A::Queue,
-    /// The only way to the committed command buffers: `ThreadSafeMetalDevice` (objc.rs) is
+    /// The only way to the committed command buffers: `Send` and `Sync` for `ObjcMetal` (objc.rs) are
     /// sound because no two threads touch them at once.
     pub(crate) state: Mutex<DeviceState<A>>,
     cache: CompileCache,

@@ -16,12 +16,15 @@
 //! - [`graph`]: the neutral graph description ([`GraphSpec`]), its [`GraphPlan`], and
 //!   [`MetalGraph`].
 //! - [`fake`]: the recording fake Metal.
-//! - `objc` (macOS only): `ObjcMetal`, the real Metal through `objc2-metal`, and
-//!   `ThreadSafeMetalDevice`, which states when a device over it may be shared between threads.
+//! - `objc` (macOS only): `ObjcMetal`, the real Metal through `objc2-metal`, and why a device
+//!   and its events over it may be shared between threads.
+//! - [`backend`]: [`MetalDevice`] as an hcq backend ([`hcq_core::Backend`]), and the lowering
+//!   of a recorded graph into a [`GraphSpec`] for [`MetalGraph`].
 
 #![deny(missing_docs)]
 
 pub mod api;
+pub mod backend;
 pub mod device;
 pub mod fake;
 pub mod graph;
@@ -39,7 +42,4 @@ pub use graph::{
     Var, VarId, VarSpec,
 };
 #[cfg(target_os = "macos")]
-pub use objc::{
-    open_system_device, system_device_names, ObjcMetal, SystemMetalDevice, ThreadSafeMetalDevice,
-    ThreadSafeMetalEvent,
-};
+pub use objc::{open_system_device, system_device_names, ObjcMetal, SystemMetalDevice};

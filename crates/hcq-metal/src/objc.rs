@@ -400,56 +400,10 @@ pub fn open_system_device(index: usize) -> hcq_core::Result<SystemMetalDevice> {
     crate::MetalDevice::open(ObjcMetal, index)
 }
 
-/// A [`SystemMetalDevice`] that threads may share. To Rust, objc2's Metal objects are neither
-/// `Send` nor `Sync` (it cannot know which protocol objects are thread-safe); this type states
-/// it for the objects a `MetalDevice` holds, on the strength of how device.rs uses them.
-pub struct ThreadSafeMetalDevice(SystemMetalDevice);
-
-impl ThreadSafeMetalDevice {
-    /// Opens the `index`-th Metal device of this Mac.
-    pub fn open(index: usize) -> hcq_core::Result<Self> {
-        open_system_device(index).map(Self)
-    }
-
-    /// A stream of this device ([`crate::MetalDevice::new_stream`]), which
-    /// [`crate::MetalDevice::synchronize_streams`] of this device waits for while it lives.
-    pub fn open_stream(&self) -> hcq_core::Result<std::sync::Arc<ThreadSafeMetalDevice>> {
-        let stream = std::sync::Arc::new(ThreadSafeMetalDevice(self.0.new_stream()?));
-        let weak: std::sync::Weak<dyn crate::device::StreamQueue> =
-            std::sync::Arc::downgrade(&stream) as _;
-        self.0.track_stream(weak);
-        Ok(stream)
-    }
-}
-
-impl crate::device::StreamQueue for ThreadSafeMetalDevice {
-    fn synchronize(&self) -> hcq_core::Result<()> {
-        self.0.synchronize()
-    }
-}
-
-/// A [`crate::MetalEvent`] of the system Metal that threads may share (see
-/// [`ThreadSafeMetalDevice`]).
-pub struct ThreadSafeMetalEvent(pub crate::MetalEvent<ObjcMetal>);
-
-// SAFETY: the event holds an `MTLSharedEvent`, which Apple documents as usable from any thread
-// (and any device, and other processes), plain Rust data, and the retained `MTLCommandBuffer`
-// that sets it: that one is only retained and released (atomic) and, in
-// `MetalDevice::elapsed_between`, read for its `GPUEndTime` once it has finished, under a
-// device's lock.
-unsafe impl Send for ThreadSafeMetalEvent {}
-// SAFETY: as for `Send`: through `&ThreadSafeMetalEvent` only `signaledValue` of the shared
-// event is called directly; the command buffer is read as above.
-unsafe impl Sync for ThreadSafeMetalEvent {}
-
-impl std::ops::Deref for ThreadSafeMetalDevice {
-    type Target = SystemMetalDevice;
-
-    fn deref(&self) -> &SystemMetalDevice {
-        &self.0
-    }
-}
-
+// To Rust, objc2's Metal objects are neither `Send` nor `Sync` (it cannot know which protocol
+// objects are thread-safe); these state it for the device and its events, on the strength of
+// how device.rs uses what they hold.
+//
 // SAFETY: a `MetalDevice<ObjcMetal>` holds plain Rust data (its name, ids, the compile cache,
 // its streams as `Weak<dyn StreamQueue>`, which are `Send + Sync`), the unit `ObjcMetal`, an
 // `MTLDevice` and an `MTLCommandQueue`, which Apple documents as thread-safe, and in its
@@ -458,10 +412,20 @@ impl std::ops::Deref for ThreadSafeMetalDevice {
 // (`submit_locked`, `wait_*_locked`, `record_event`), so one thread at a time, and
 // retaining/releasing an Objective-C object is atomic. A change to that locking must revisit
 // this.
-unsafe impl Send for ThreadSafeMetalDevice {}
-// SAFETY: as for `Send` above: through `&ThreadSafeMetalDevice`, the thread-safe `MTLDevice`
+unsafe impl Send for crate::MetalDevice<ObjcMetal> {}
+// SAFETY: as for `Send` above: through `&MetalDevice<ObjcMetal>`, the thread-safe `MTLDevice`
 // and `MTLCommandQueue` are used directly and the command buffers only under the device's lock.
-unsafe impl Sync for ThreadSafeMetalDevice {}
+unsafe impl Sync for crate::MetalDevice<ObjcMetal> {}
+
+// SAFETY: the event holds an `MTLSharedEvent`, which Apple documents as usable from any thread
+// (and any device, and other processes), plain Rust data, and the retained `MTLCommandBuffer`
+// that sets it: that one is only retained and released (atomic) and, in
+// `MetalDevice::elapsed_between`, read for its `GPUEndTime` once it has finished, under a
+// device's lock.
+unsafe impl Send for crate::MetalEvent<ObjcMetal> {}
+// SAFETY: as for `Send`: through `&MetalEvent<ObjcMetal>` only `signaledValue` of the shared
+// event is called directly; the command buffer is read as above.
+unsafe impl Sync for crate::MetalEvent<ObjcMetal> {}
 
 /// Names of this Mac's Metal devices.
 pub fn system_device_names() -> Vec<String> {

@@ -72,21 +72,12 @@
 //!   (`hcq_metal::MetalGraph`); a launch's buffers and inputs bind `[[buffer(0..b)]]` and its
 //!   variables the next slots, in argument order.
 
-use crate::{Backend, Buffer, BufferInner, Device, LaunchOptions, Program, ProgramInner};
-#[cfg(target_os = "linux")]
-use hcq_amd::graph::{
-    AmdGraph, CopyEnd, GraphArg as AmdArg, GraphCopy, GraphItem, GraphLaunch, GraphOptions, Region,
-    ReplayValues, Work,
-};
-#[cfg(target_os = "linux")]
-use hcq_amd::AmdDevice;
+use crate::backends::{foreign, whole, AnyGraph, Member};
+use crate::{Buffer, Device, LaunchOptions, Program};
+use hcq_core::backend;
 use hcq_core::dims::eval_dims;
 use hcq_core::{Arg, Error, Result};
 pub use hcq_core::{DimExpr, DimExprs, Var, VarSpec};
-#[cfg(target_os = "macos")]
-use hcq_metal::graph::{BufferRef, ExecItem, GraphSpec, MetalGraph};
-#[cfg(target_os = "macos")]
-use hcq_metal::{MetalBuffer, MetalProgram, ObjcMetal, SystemMetalDevice};
 use std::sync::Mutex;
 
 /// A swappable input buffer of a graph (an index in declaration order).
@@ -124,8 +115,6 @@ impl<'a> From<crate::Arg<'a>> for GraphArg<'a> {
     }
 }
 
-// Partly read only by the AMD graph builder: Metal graphs reject scalars and copies.
-#[cfg_attr(target_os = "macos", allow(dead_code))]
 #[derive(Debug, Clone)]
 enum RecordedArg {
     Buffer(Buffer),
@@ -164,16 +153,12 @@ impl From<Input> for GraphBuf<'_> {
     }
 }
 
-// Partly read only by the AMD graph builder: Metal graphs reject scalars and copies.
-#[cfg_attr(target_os = "macos", allow(dead_code))]
 #[derive(Debug, Clone)]
 enum RecordedEnd {
     Buffer(Buffer),
     Input(usize),
 }
 
-// Partly read only by the AMD graph builder: Metal graphs reject scalars and copies.
-#[cfg_attr(target_os = "macos", allow(dead_code))]
 #[derive(Debug, Clone)]
 enum Recorded {
     Launch(RecordedLaunch),
@@ -339,26 +324,6 @@ impl GraphBuilder {
 
     /// Builds the command stream once; the result replays it.
     pub fn build(&self) -> Result<Graph> {
-        let launches: Vec<&RecordedLaunch> = self
-            .items
-            .iter()
-            .filter_map(|item| match item {
-                Recorded::Launch(l) => Some(l),
-                Recorded::Copy { .. } => None,
-            })
-            .collect();
-        let copy_buffers = || {
-            self.items.iter().flat_map(|item| match item {
-                Recorded::Copy { src, dst, .. } => [src, dst]
-                    .into_iter()
-                    .filter_map(|e| match e {
-                        RecordedEnd::Buffer(b) => Some(b),
-                        RecordedEnd::Input(_) => None,
-                    })
-                    .collect(),
-                Recorded::Launch(_) => Vec::new(),
-            })
-        };
         if self.items.is_empty() {
             return Err(Error::InvalidArgument("the graph records nothing".into()));
         }
@@ -370,13 +335,21 @@ impl GraphBuilder {
                     devices.push(d.clone());
                 }
             };
-            for l in &launches {
-                add(l.program.device());
+            for item in &self.items {
+                match item {
+                    Recorded::Launch(l) => add(l.program.device()),
+                    Recorded::Copy { src, dst, .. } => {
+                        for end in [src, dst] {
+                            if let RecordedEnd::Buffer(b) = end {
+                                add(b.device());
+                            }
+                        }
+                    }
+                }
             }
-            copy_buffers().for_each(|b| add(b.device()));
             self.inputs.iter().for_each(|b| add(b.device()));
         }
-        for l in &launches {
+        for l in self.launches() {
             let device = l.program.device();
             for a in &l.args {
                 let (what, on) = match a {
@@ -394,171 +367,8 @@ impl GraphBuilder {
                 }
             }
         }
-        #[cfg(target_os = "linux")]
-        let mut input_peers: Vec<Vec<usize>> = vec![Vec::new(); self.inputs.len()];
-        #[cfg(target_os = "linux")]
-        {
-            let driver_of = |d: &Device| match &*d.backend {
-                Backend::Amd(a) => std::sync::Arc::as_ptr(&a.driver),
-            };
-            if devices
-                .iter()
-                .any(|d| driver_of(d) != driver_of(&devices[0]))
-            {
-                return Err(Error::Unsupported(format!(
-                    "graphs spanning devices of different drivers ({} and {}; run them eagerly)",
-                    devices[0].name(),
-                    devices
-                        .iter()
-                        .find(|d| driver_of(d) != driver_of(&devices[0]))
-                        .map_or("", |d| d.name())
-                )));
-            }
-            // A copy runs on its source's engine, which must reach its destination.
-            for item in &self.items {
-                let Recorded::Copy { src, dst, .. } = item else {
-                    continue;
-                };
-                let engine = self.end_device(src);
-                if self.end_device(dst).same(engine) {
-                    continue;
-                }
-                let engine_index = devices
-                    .iter()
-                    .position(|d| d.same(engine))
-                    .expect("listed above");
-                match dst {
-                    RecordedEnd::Buffer(b) => amd_buffer(b)
-                        .memory()
-                        .map_to(amd_device(engine).node.gpu_id)?,
-                    RecordedEnd::Input(n) => {
-                        if !input_peers[*n].contains(&engine_index) {
-                            input_peers[*n].push(engine_index);
-                        }
-                        amd_buffer(&self.inputs[*n])
-                            .memory()
-                            .map_to(amd_device(engine).node.gpu_id)?;
-                    }
-                }
-            }
-        }
-        #[cfg(target_os = "macos")]
-        if devices.len() > 1 {
-            return Err(Error::Unsupported(
-                "Metal graphs spanning several devices (run them eagerly)".into(),
-            ));
-        }
-        let device = devices[0].clone();
-        #[cfg(target_os = "linux")]
-        let initial_vars: Vec<i32> = self.vars.iter().map(|v| v.min).collect();
-        let symbolic: Vec<usize> = launches
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| l.global.iter().chain(&l.local).any(DimExpr::is_symbolic))
-            .map(|(i, _)| i)
-            .collect();
-        let inner = match &*device.backend {
-            #[cfg(target_os = "linux")]
-            Backend::Amd(_) => {
-                let input_region = |n: usize| Region::Input(n);
-                let fixed_region = |b: &Buffer| Region::Fixed {
-                    start: address(b),
-                    end: address(b) + b.size() as u64,
-                };
-                let mut specs = Vec::with_capacity(self.items.len());
-                let mut launch_index = 0;
-                for item in &self.items {
-                    let l = match item {
-                        Recorded::Launch(l) => l,
-                        Recorded::Copy { src, dst, size } => {
-                            let end = |e: &RecordedEnd| match e {
-                                RecordedEnd::Buffer(b) => {
-                                    (CopyEnd::Fixed(address(b)), fixed_region(b))
-                                }
-                                RecordedEnd::Input(n) => (CopyEnd::Input(*n), input_region(*n)),
-                            };
-                            let ((s, sr), (d, dr)) = (end(src), end(dst));
-                            specs.push(GraphItem {
-                                work: Work::Copy(GraphCopy {
-                                    dst: d,
-                                    src: s,
-                                    size: *size as u64,
-                                    engine: amd_device(self.end_device(src)).node.gpu_id,
-                                }),
-                                reads: vec![sr],
-                                writes: vec![dr],
-                            });
-                            continue;
-                        }
-                    };
-                    let i = launch_index;
-                    launch_index += 1;
-                    // Kernels may read and write every buffer they are given.
-                    let writes = l
-                        .args
-                        .iter()
-                        .filter_map(|a| match a {
-                            RecordedArg::Buffer(b) => Some(fixed_region(b)),
-                            RecordedArg::Input(n) => Some(input_region(*n)),
-                            _ => None,
-                        })
-                        .collect();
-                    let ProgramInner::Amd(p) = &l.program.shared.inner;
-                    let is_symbolic = symbolic.binary_search(&i).is_ok();
-                    let (global, local) = if is_symbolic {
-                        ([1; 3], [1; 3])
-                    } else {
-                        (eval_dims(&l.global, &[])?, eval_dims(&l.local, &[])?)
-                    };
-                    specs.push(GraphItem {
-                        work: Work::Launch(GraphLaunch {
-                            program: p,
-                            args: l
-                                .args
-                                .iter()
-                                .map(|a| match a {
-                                    RecordedArg::Buffer(b) => {
-                                        AmdArg::Fixed(Arg::Buffer(address(b)))
-                                    }
-                                    RecordedArg::Input(n) => AmdArg::Input(*n),
-                                    RecordedArg::Var(n) => AmdArg::Var(*n),
-                                    RecordedArg::Scalar(s) => AmdArg::Fixed(scalar(*s)),
-                                })
-                                .collect(),
-                            global,
-                            local,
-                            symbolic_dims: is_symbolic,
-                            dynamic_lds: l.dynamic_lds,
-                        }),
-                        reads: Vec::new(),
-                        writes,
-                    });
-                }
-                let inputs: Vec<u64> = self.inputs.iter().map(address).collect();
-                let mut options = GraphOptions::default();
-                if let Some(s) = self.segment_dwords {
-                    options.segment_dwords = s;
-                }
-                let devs: Vec<&AmdDevice> = devices.iter().map(amd_device).collect();
-                GraphInner::Amd(AmdGraph::build(
-                    &devs,
-                    &specs,
-                    &inputs,
-                    &initial_vars,
-                    &options,
-                )?)
-            }
-            #[cfg(target_os = "macos")]
-            Backend::Metal(d) => GraphInner::Metal(Mutex::new(self.build_metal(d, &launches)?)),
-        };
-        let symbolic_dims = symbolic
-            .iter()
-            .map(|&i| (launches[i].global.clone(), launches[i].local.clone()))
-            .collect();
+        let inner = on_backend!(devices[0].queue(), d => self.lower(d, &devices)?);
         Ok(Graph {
-            devices,
-            #[cfg(target_os = "linux")]
-            input_peers,
             inner,
             vars: self.vars.clone(),
             inputs: self
@@ -566,219 +376,98 @@ impl GraphBuilder {
                 .iter()
                 .map(|b| (b.size(), b.device().clone()))
                 .collect(),
-            symbolic_dims,
-            launches: launches.len(),
-            copy_regions: if self.items.len() > launches.len() {
-                Some(
-                    self.items
-                        .iter()
-                        .flat_map(|item| match item {
-                            Recorded::Launch(l) => l
-                                .args
-                                .iter()
-                                .filter_map(|a| match a {
-                                    RecordedArg::Buffer(b) => Some(b),
-                                    _ => None,
-                                })
-                                .collect::<Vec<_>>(),
-                            Recorded::Copy { src, dst, .. } => [src, dst]
-                                .into_iter()
-                                .filter_map(|e| match e {
-                                    RecordedEnd::Buffer(b) => Some(b),
-                                    RecordedEnd::Input(_) => None,
-                                })
-                                .collect(),
-                        })
-                        .map(|b| (address(b), address(b) + b.size() as u64))
-                        .collect(),
-                )
-            } else {
-                None
-            },
+            launches: self.launches().count(),
             retained: self.items.clone(),
             state: Mutex::new(ReplayState {
                 bound: self.inputs.clone(),
-                addresses: self.inputs.iter().map(address).collect(),
-                vars: None,
-                dims: Vec::new(),
                 last_stream: None,
                 replayed: false,
             }),
+            devices,
         })
     }
-}
 
-impl GraphBuilder {
-    /// The device of a copy's end.
-    #[cfg(target_os = "linux")]
-    fn end_device<'a>(&'a self, end: &'a RecordedEnd) -> &'a Device {
-        match end {
-            RecordedEnd::Buffer(b) => b.device(),
-            RecordedEnd::Input(n) => self.inputs[*n].device(),
-        }
+    fn launches(&self) -> impl Iterator<Item = &RecordedLaunch> {
+        self.items.iter().filter_map(|item| match item {
+            Recorded::Launch(l) => Some(l),
+            Recorded::Copy { .. } => None,
+        })
     }
-}
 
-#[cfg(target_os = "linux")]
-fn amd_device(d: &Device) -> &AmdDevice {
-    match &*d.backend {
-        Backend::Amd(a) => a,
-    }
-}
-
-#[cfg(target_os = "linux")]
-fn amd_buffer(b: &Buffer) -> &hcq_amd::AmdBuffer {
-    match &b.shared.inner {
-        BufferInner::Amd(a) => a,
-    }
-}
-
-fn address(b: &Buffer) -> u64 {
-    match &b.shared.inner {
-        #[cfg(target_os = "linux")]
-        BufferInner::Amd(a) => a.gpu_address() + b.offset() as u64,
-        // A Metal graph has no copies and no views, so no address range is compared with
-        // this: only whether an input changed, which the buffer's id (distinct per buffer)
-        // tells.
-        #[cfg(target_os = "macos")]
-        BufferInner::Metal(m) => m.id(),
-    }
-}
-
-#[cfg(target_os = "macos")]
-fn metal_buf(b: &Buffer) -> &MetalBuffer<ObjcMetal> {
-    match &b.shared.inner {
-        BufferInner::Metal(m) => m,
-    }
-}
-
-#[cfg(target_os = "macos")]
-impl GraphBuilder {
-    /// The Metal graph of `launches` (every recorded item: copies are unsupported on Metal).
-    fn build_metal(
-        &self,
-        dev: &SystemMetalDevice,
-        launches: &[&RecordedLaunch],
-    ) -> Result<MetalGraph<ObjcMetal>> {
-        let unsupported = |why: String| Err(Error::Unsupported(format!("Metal graphs: {why}")));
-        if launches.len() != self.items.len() {
-            return unsupported("copies are not supported (run them eagerly)".into());
-        }
-        let fixed = launches.iter().flat_map(|l| {
-            l.args.iter().filter_map(|a| match a {
-                RecordedArg::Buffer(b) => Some(b),
-                _ => None,
-            })
-        });
-        if self.inputs.iter().chain(fixed).any(|b| b.offset() != 0) {
-            return unsupported(
-                "buffer views (the indirect command buffer binds whole buffers)".into(),
-            );
-        }
-        let mut programs: Vec<&MetalProgram<ObjcMetal>> = Vec::new();
-        let mut buffers: Vec<&MetalBuffer<ObjcMetal>> = Vec::new();
-        let mut items = Vec::with_capacity(launches.len());
-        for l in launches {
-            if l.dynamic_lds > 0 {
-                return unsupported(format!("dynamic threadgroup memory ({})", l.program.name()));
-            }
-            let ProgramInner::Metal(p) = &l.program.shared.inner;
-            let program = match programs.iter().position(|&q| std::ptr::eq(q, p)) {
-                Some(i) => i,
-                None => {
-                    programs.push(p);
-                    programs.len() - 1
+    /// The recording in the terms of `lead`'s backend, lowered by it.
+    fn lower<'s, D: Member>(&'s self, lead: &D, devices: &[Device]) -> Result<AnyGraph> {
+        let other = |what: &str| foreign(what, lead.name());
+        let device_index = |d: &Device| {
+            devices
+                .iter()
+                .position(|o| o.same(d))
+                .expect("every device of the graph is listed")
+        };
+        let end_device = |e: &RecordedEnd| match e {
+            RecordedEnd::Buffer(b) => device_index(b.device()),
+            RecordedEnd::Input(n) => device_index(self.inputs[*n].device()),
+        };
+        let mut items = Vec::with_capacity(self.items.len());
+        for item in &self.items {
+            items.push(match item {
+                Recorded::Launch(l) => {
+                    let mut args = Vec::with_capacity(l.args.len());
+                    for a in &l.args {
+                        args.push(match a {
+                            RecordedArg::Buffer(b) => backend::RecordedArg::Buffer(whole(lead, b)?),
+                            RecordedArg::Input(n) => backend::RecordedArg::Input(*n),
+                            RecordedArg::Var(n) => backend::RecordedArg::Var(*n),
+                            RecordedArg::Scalar(v) => backend::RecordedArg::Value(*v),
+                        });
+                    }
+                    backend::RecordedItem::Launch(backend::RecordedLaunch {
+                        device: device_index(l.program.device()),
+                        program: l.program.of(lead)?,
+                        args,
+                        global: l.global.clone(),
+                        local: l.local.clone(),
+                        dynamic_lds: l.dynamic_lds,
+                    })
                 }
-            };
-            let mut refs = Vec::new();
-            let mut vars = Vec::new();
-            for (i, a) in l.args.iter().enumerate() {
-                match a {
-                    RecordedArg::Buffer(_) | RecordedArg::Input(_) if !vars.is_empty() => {
-                        return unsupported(format!(
-                            "argument {i} of {} is a buffer after a variable (Metal binds buffers, then variables)",
-                            l.program.name()
-                        ));
-                    }
-                    RecordedArg::Buffer(b) => {
-                        let m = metal_buf(b);
-                        let f = match buffers.iter().position(|q| q.id() == m.id()) {
-                            Some(f) => f,
-                            None => {
-                                buffers.push(m);
-                                buffers.len() - 1
-                            }
-                        };
-                        refs.push(BufferRef::Fixed(f));
-                    }
-                    RecordedArg::Input(n) => refs.push(BufferRef::Input(*n)),
-                    RecordedArg::Var(v) => vars.push(*v),
-                    RecordedArg::Scalar(_) => {
-                        return unsupported(format!(
-                            "argument {i} of {} is a scalar other than a variable",
-                            l.program.name()
-                        ));
-                    }
+                Recorded::Copy { src, dst, size } => {
+                    let end = |e: &'s RecordedEnd| {
+                        Ok(match e {
+                            RecordedEnd::Buffer(b) => backend::RecordedEnd::Buffer(whole(lead, b)?),
+                            RecordedEnd::Input(n) => backend::RecordedEnd::Input(*n),
+                        })
+                    };
+                    backend::RecordedItem::Copy(backend::RecordedCopy {
+                        src: end(src)?,
+                        src_device: end_device(src),
+                        dst: end(dst)?,
+                        dst_device: end_device(dst),
+                        size: *size,
+                    })
                 }
-            }
-            let symbolic = l.global.iter().chain(&l.local).any(DimExpr::is_symbolic);
-            if !symbolic {
-                // As on AMD: a constant dimension out of range is the caller's error.
-                eval_dims(&l.global, &[])?;
-                eval_dims(&l.local, &[])?;
-            }
-            items.push(ExecItem {
-                program,
-                buffers: refs,
-                vars,
-                global: l.global.clone(),
-                local: l.local.clone(),
             });
         }
-        // The first encoding needs dimensions valid for some values within the bounds; every
-        // replay re-evaluates the symbolic ones.
-        let mins: Vec<i32> = self.vars.iter().map(|v| v.min).collect();
-        let maxs: Vec<i32> = self.vars.iter().map(|v| v.max).collect();
-        let valid = |vals: &[i32]| {
-            launches
-                .iter()
-                .all(|l| eval_dims(&l.global, vals).is_ok() && eval_dims(&l.local, vals).is_ok())
-        };
-        let Some(initial) = [mins, maxs].into_iter().find(|v| valid(v)) else {
-            return unsupported(
-                "no launch dimensions valid at the variables' bounds to encode first".into(),
-            );
-        };
-        let spec = GraphSpec {
+        let mut backend_devices = Vec::with_capacity(devices.len());
+        for d in devices {
+            backend_devices.push(&**D::device(d.queue()).ok_or_else(|| other("a device"))?);
+        }
+        let mut inputs = Vec::with_capacity(self.inputs.len());
+        for b in &self.inputs {
+            inputs.push((whole(lead, b)?, device_index(b.device())));
+        }
+        let recording = backend::Recording {
+            devices: backend_devices,
+            vars: &self.vars,
+            inputs,
             items,
-            vars: self.vars.clone(),
-            num_inputs: self.inputs.len(),
+            segment_dwords: self.segment_dwords,
         };
-        let inputs: Vec<&MetalBuffer<ObjcMetal>> = self.inputs.iter().map(metal_buf).collect();
-        MetalGraph::new(dev, spec, &programs, &buffers, &inputs, &initial)
+        Ok(D::wrap_graph(D::build_graph(&recording)?))
     }
-}
-
-#[cfg(target_os = "linux")]
-fn scalar(s: Arg<()>) -> Arg<u64> {
-    s.map_scalar().unwrap_or(Arg::U64(0))
-}
-
-enum GraphInner {
-    #[cfg(target_os = "linux")]
-    Amd(AmdGraph),
-    /// `MetalGraph::replay` takes `&mut self`; the lock also keeps `Graph` `Sync`.
-    #[cfg(target_os = "macos")]
-    Metal(Mutex<MetalGraph<ObjcMetal>>),
 }
 
 struct ReplayState {
     /// Buffers bound by the last replay (kept alive while it may run).
     bound: Vec<Buffer>,
-    addresses: Vec<u64>,
-    /// Variable values the dimensions were last evaluated with.
-    vars: Option<Vec<i32>>,
-    dims: Vec<([u32; 3], [u32; 3])>,
     /// The stream of the last replay (`None`: the device's own queue).
     last_stream: Option<crate::Stream>,
     replayed: bool,
@@ -788,20 +477,11 @@ struct ReplayState {
 pub struct Graph {
     /// Every device the graph touches; the first leads its replays.
     devices: Vec<Device>,
-    /// Per input, the devices (indices in `devices`) whose copy engines write into it from
-    /// another GPU: a new buffer bound there is mapped on them first.
-    #[cfg(target_os = "linux")]
-    input_peers: Vec<Vec<usize>>,
-    inner: GraphInner,
+    inner: AnyGraph,
     vars: Vec<VarSpec>,
     /// (size, device) of each input.
     inputs: Vec<(usize, Device)>,
-    /// Dimension expressions of the launches that have variables in them.
-    symbolic_dims: Vec<(DimExprs, DimExprs)>,
     launches: usize,
-    /// With copies, the fixed buffers' address ranges (inputs must not overlap them or each
-    /// other: the ordering of the streams assumes so).
-    copy_regions: Option<Vec<(u64, u64)>>,
     /// The recorded items: keeps the buffers and programs alive.
     retained: Vec<Recorded>,
     state: Mutex<ReplayState>,
@@ -831,6 +511,19 @@ impl Drop for Graph {
             let _ = d.synchronize();
         }
     }
+}
+
+/// `graph` in the terms of the backend of `device`.
+fn graph_of<'g, D: Member>(device: &D, graph: &'g AnyGraph) -> Result<&'g D::Graph> {
+    D::graph(graph).ok_or_else(|| foreign("the graph", device.name()))
+}
+
+fn segments<D: Member>(device: &D, graph: &AnyGraph) -> usize {
+    graph_of(device, graph).map_or(0, D::graph_segments)
+}
+
+fn input_patches<D: Member>(device: &D, graph: &AnyGraph, input: usize) -> usize {
+    graph_of(device, graph).map_or(0, |g| D::graph_input_patches(g, input))
 }
 
 impl Graph {
@@ -863,27 +556,12 @@ impl Graph {
     /// Indirect-buffer segments of the command stream (a diagnostic; on Metal, the one
     /// indirect command buffer).
     pub fn segment_count(&self) -> usize {
-        match &self.inner {
-            #[cfg(target_os = "linux")]
-            GraphInner::Amd(g) => g.segment_count(),
-            #[cfg(target_os = "macos")]
-            GraphInner::Metal(_) => 1,
-        }
+        on_backend!(self.devices[0].queue(), d => segments(d, &self.inner))
     }
 
     /// Argument words a change of `input` rewrites (a diagnostic; on Metal, the binding slots).
     pub fn input_patch_count(&self, input: Input) -> usize {
-        match &self.inner {
-            #[cfg(target_os = "linux")]
-            GraphInner::Amd(g) => g.input_patch_count(input.0),
-            #[cfg(target_os = "macos")]
-            GraphInner::Metal(g) => crate::lock(g)
-                .plan()
-                .input_slots
-                .iter()
-                .filter(|&&(_, _, n)| n == input.0)
-                .count(),
-        }
+        on_backend!(self.devices[0].queue(), d => input_patches(d, &self.inner, input.0))
     }
 
     fn check(&self, inputs: &[&Buffer], vars: &[i32]) -> Result<()> {
@@ -907,21 +585,6 @@ impl Graph {
                     "input {i} is {} bytes, the graph was built for {size}",
                     b.size()
                 )));
-            }
-        }
-        if let Some(fixed) = &self.copy_regions {
-            for (i, b) in inputs.iter().enumerate() {
-                let (start, end) = (address(b), address(b) + b.size() as u64);
-                let overlaps = |&(s, e): &(u64, u64)| start < e && s < end;
-                let other_input = inputs[..i]
-                    .iter()
-                    .any(|o| overlaps(&(address(o), address(o) + o.size() as u64)));
-                if other_input || fixed.iter().any(overlaps) {
-                    return Err(Error::InvalidArgument(format!(
-                        "input {i} overlaps another input or a buffer of the graph (a graph \
-                         with copies orders its work by buffer)"
-                    )));
-                }
             }
         }
         if vars.len() != self.vars.len() {
@@ -1004,94 +667,43 @@ impl Graph {
                 None => self.devices[0].default_stream().synchronize()?,
             }
         }
-        let dims_stale = state.vars.as_deref() != Some(vars);
-        if dims_stale && !self.symbolic_dims.is_empty() {
-            let mut dims = Vec::with_capacity(self.symbolic_dims.len());
-            for (global, local) in &self.symbolic_dims {
-                let (g, l) = (eval_dims(global, vars)?, eval_dims(local, vars)?);
-                #[cfg(target_os = "linux")]
-                hcq_amd::device::validate_dims(g, l)?;
-                dims.push((g, l));
-            }
-            state.dims = dims;
-        }
-        // Inputs other GPUs' copy engines write into are mapped there before anything changes.
-        #[cfg(target_os = "linux")]
-        for (i, peers) in self.input_peers.iter().enumerate() {
-            if !peers.is_empty() && state.addresses[i] != address(inputs[i]) {
-                for &d in peers {
-                    let gpu = amd_device(&self.devices[d]).node.gpu_id;
-                    amd_buffer(inputs[i]).memory().map_to(gpu)?;
-                }
-            }
-        }
-        let mut rebound = false;
-        for (i, b) in inputs.iter().enumerate() {
-            let a = address(b);
-            if state.addresses[i] != a {
-                state.addresses[i] = a;
-                rebound = true;
-            }
-        }
-        let result = match (&*self.devices[0].backend, &self.inner) {
-            #[cfg(target_os = "linux")]
-            (Backend::Amd(d), GraphInner::Amd(g)) => {
-                let values = ReplayValues {
-                    inputs: &state.addresses,
-                    vars,
-                    dims: (dims_stale && !self.symbolic_dims.is_empty()).then_some(&state.dims[..]),
-                };
-                if let [_] = &self.devices[..] {
-                    match stream {
-                        Some(s) => g.replay(&[s.amd_queue()], &values),
-                        None => g.replay(&[d], &values),
-                    }
-                } else {
-                    let devs: Vec<&AmdDevice> = self.devices.iter().map(amd_device).collect();
-                    g.replay(&devs, &values)
-                }
-            }
-            #[cfg(target_os = "macos")]
-            (Backend::Metal(_), GraphInner::Metal(_)) if inputs.iter().any(|b| b.offset() != 0) => {
-                Err(Error::Unsupported(
-                    "buffer views as inputs of a Metal graph (it binds whole buffers)".into(),
-                ))
-            }
-            // Checks the launch limits of the new dimensions before it patches anything.
-            #[cfg(target_os = "macos")]
-            (Backend::Metal(d), GraphInner::Metal(g)) => {
-                let bufs: Vec<&MetalBuffer<ObjcMetal>> =
-                    inputs.iter().map(|&b| metal_buf(b)).collect();
-                let queue: &hcq_metal::SystemMetalDevice = match stream {
-                    Some(s) => s.metal_queue(),
-                    None => d,
-                };
-                crate::lock(g).replay(queue, &bufs, vars, false).map(drop)
-            }
+        let queue = match stream {
+            Some(s) => s.queue(),
+            None => self.devices[0].queue(),
         };
-        match result {
-            Ok(()) => {
-                state.last_stream = stream.cloned();
-                state.replayed = true;
-                if dims_stale {
-                    state.vars = Some(vars.to_vec());
-                }
-                if rebound {
-                    state.bound = inputs.iter().map(|&b| b.clone()).collect();
-                }
-                Ok(())
-            }
-            Err(e) => {
-                // The backend kept its previous values: forget ours so that the next replay
-                // compares from scratch.
-                let state = &mut *state;
-                state.vars = None;
-                for (a, b) in state.addresses.iter_mut().zip(&state.bound) {
-                    *a = address(b);
-                }
-                Err(e)
-            }
+        on_backend!(queue, q => self.replay_with(q, inputs, vars))?;
+        state.last_stream = stream.cloned();
+        state.replayed = true;
+        let rebound = inputs
+            .iter()
+            .zip(&state.bound)
+            .any(|(new, old)| !new.same_range(old));
+        if rebound {
+            state.bound = inputs.iter().map(|&b| b.clone()).collect();
         }
+        Ok(())
+    }
+
+    /// The replay by the backend of `queue`: on it alone for a single-device graph, else on
+    /// every device of the graph.
+    fn replay_with<D: Member>(&self, queue: &D, inputs: &[&Buffer], vars: &[i32]) -> Result<()> {
+        let graph = graph_of(queue, &self.inner)?;
+        let mut bound = Vec::with_capacity(inputs.len());
+        for b in inputs {
+            bound.push(whole(queue, b)?);
+        }
+        let values = backend::ReplayValues {
+            inputs: &bound,
+            vars,
+        };
+        if let [_] = &self.devices[..] {
+            return D::replay(graph, &[queue], &values);
+        }
+        let mut queues = Vec::with_capacity(self.devices.len());
+        for d in &self.devices {
+            queues.push(&**D::device(d.queue()).ok_or_else(|| foreign("a device", queue.name()))?);
+        }
+        D::replay(graph, &queues, &values)
     }
 }
 

@@ -63,6 +63,8 @@
 
 #![deny(missing_docs)]
 
+#[macro_use]
+mod backends;
 mod graph;
 mod registry;
 mod stream;
@@ -73,8 +75,8 @@ pub use graph::{
 };
 
 pub use hcq_core::{
-    ArgBytes, CacheInfo, CompileOptions, ComputeInfo, DeviceInfo, Error, FaultKind, FaultReport,
-    ProgramInfo, Result, ARG_BYTES_MAX, VALUE_KINDS,
+    ArgBytes, ArgInfo, ArgKind, CacheInfo, CompileOptions, ComputeInfo, DeviceInfo, Error,
+    FaultKind, FaultReport, LaunchOptions, ProgramInfo, Result, ARG_BYTES_MAX, VALUE_KINDS,
 };
 #[cfg(target_os = "linux")]
 pub use registry::{
@@ -83,10 +85,8 @@ pub use registry::{
 pub use registry::{list_devices, DeviceListing};
 pub use stream::{Event, Stream};
 
-#[cfg(target_os = "linux")]
-use hcq_amd::{AmdBuffer, AmdDevice, AmdProgram};
-#[cfg(target_os = "macos")]
-use hcq_metal::{MetalBuffer, MetalProgram, ObjcMetal};
+use backends::{foreign, part, whole, AnyBuffer, AnyDevice, AnyProgram, Member};
+use hcq_core::Backend;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -157,7 +157,7 @@ pub fn trace_from_env() -> Result<()> {
 pub fn trace_finish() -> Result<()> {
     if hcq_amd::trace::enabled() {
         for device in registry::open_devices() {
-            let Backend::Amd(d) = &*device.backend;
+            let AnyDevice::Amd(d) = &device.backend;
             // A write error here stays with the trace; `finish` reports it.
             let _ = d.settle_trace();
         }
@@ -172,34 +172,10 @@ pub type Arg<'a> = hcq_core::Arg<&'a Buffer>;
 /// a graph): [`Arg::map_scalar`] turns it into an [`Arg`].
 pub type ValueArg = hcq_core::Arg<()>;
 
-enum Backend {
-    #[cfg(target_os = "linux")]
-    Amd(AmdDevice),
-    #[cfg(target_os = "macos")]
-    Metal(hcq_metal::ThreadSafeMetalDevice),
-}
-
-/// The Metal buffer behind a buffer argument (every buffer of a Metal device is one).
-#[cfg(target_os = "macos")]
-fn metal_buffer<'b>(b: &'b &Buffer) -> Result<(&'b MetalBuffer<ObjcMetal>, usize)> {
-    match &b.shared.inner {
-        BufferInner::Metal(mb) => Ok((mb, b.offset)),
-    }
-}
-
-/// The queue an operation goes to: a device's own, or a stream's.
-#[derive(Clone, Copy)]
-enum Queue<'a> {
-    #[cfg(target_os = "linux")]
-    Amd(&'a AmdDevice),
-    #[cfg(target_os = "macos")]
-    Metal(&'a hcq_metal::ThreadSafeMetalDevice),
-}
-
 /// An opened GPU. Cloning is cheap; clones share the device.
 #[derive(Clone)]
 pub struct Device {
-    backend: Arc<Backend>,
+    backend: AnyDevice,
 }
 
 impl std::fmt::Debug for Device {
@@ -221,9 +197,9 @@ impl Device {
     /// and it closes (its queues, memory, and the driver once no device uses it) when the
     /// last clone and the last buffer, program and graph using it are dropped.
     #[cfg(target_os = "linux")]
-    pub fn from_amd(device: AmdDevice) -> Device {
+    pub fn from_amd(device: hcq_amd::AmdDevice) -> Device {
         Device {
-            backend: Arc::new(Backend::Amd(device)),
+            backend: AnyDevice::Amd(Arc::new(device)),
         }
     }
 
@@ -237,12 +213,7 @@ impl Device {
 
     /// The device's name, as [`Device::open`] takes it (`amd-emu:0`, `metal:0`).
     pub fn name(&self) -> &str {
-        match &*self.backend {
-            #[cfg(target_os = "linux")]
-            Backend::Amd(d) => &d.name,
-            #[cfg(target_os = "macos")]
-            Backend::Metal(d) => &d.name,
-        }
+        on_backend!(&self.backend, d => Backend::name(d))
     }
 
     /// The device's number among those of its kind: the `N` of `amd:N`, `amd-emu:N` or
@@ -254,28 +225,18 @@ impl Device {
     /// What the device is: name, architecture, memory, whether it is emulated, and its compute
     /// shape where the backend reports it.
     pub fn info(&self) -> DeviceInfo {
-        match &*self.backend {
-            #[cfg(target_os = "linux")]
-            Backend::Amd(d) => d.info(),
-            #[cfg(target_os = "macos")]
-            Backend::Metal(d) => d.info(),
-        }
+        on_backend!(&self.backend, d => Backend::info(d))
     }
 
     /// Allocates `size` bytes of device memory. What a fresh buffer holds is unspecified:
     /// memory of dropped buffers is reused (and the kernel driver does not promise zeroed
     /// pages either); [`Device::alloc_zeros`] gives zeros.
     pub fn alloc(&self, size: usize) -> Result<Buffer> {
-        let inner = match &*self.backend {
-            #[cfg(target_os = "linux")]
-            Backend::Amd(d) => BufferInner::Amd(d.alloc(size as u64)?),
-            #[cfg(target_os = "macos")]
-            Backend::Metal(d) => BufferInner::Metal(d.alloc(size)?),
-        };
+        let inner = on_backend!(&self.backend, d => wrap_buffer(d, Backend::alloc(d, size)?));
         Ok(self.buffer(inner, size))
     }
 
-    fn buffer(&self, inner: BufferInner, size: usize) -> Buffer {
+    fn buffer(&self, inner: AnyBuffer, size: usize) -> Buffer {
         Buffer {
             shared: Arc::new(BufferShared {
                 device: self.clone(),
@@ -292,12 +253,7 @@ impl Device {
     /// [`Buffer::host_write_at`] and [`Buffer::host_read_range`]. On AMD it is GTT memory;
     /// Metal buffers are all in memory the host shares, so there it is [`Device::alloc`].
     pub fn alloc_host(&self, size: usize) -> Result<Buffer> {
-        let inner = match &*self.backend {
-            #[cfg(target_os = "linux")]
-            Backend::Amd(d) => BufferInner::Amd(d.alloc_host(size as u64)?),
-            #[cfg(target_os = "macos")]
-            Backend::Metal(d) => BufferInner::Metal(d.alloc(size)?),
-        };
+        let inner = on_backend!(&self.backend, d => wrap_buffer(d, Backend::alloc_host(d, size)?));
         Ok(self.buffer(inner, size))
     }
 
@@ -318,37 +274,14 @@ impl Device {
     /// Compiles kernel source for this device (HIP C++ for AMD, MSL for Metal) into a code object, through the
     /// on-disk compile cache.
     pub fn compile(&self, source: &str) -> Result<Vec<u8>> {
-        match &*self.backend {
-            #[cfg(target_os = "linux")]
-            Backend::Amd(d) => d.compile(source),
-            #[cfg(target_os = "macos")]
-            Backend::Metal(d) => d.compile(source),
-        }
+        self.compile_with(source, &CompileOptions::default())
     }
 
     /// Compiles a kernel source file for this device, through the on-disk compile cache. HIP's
     /// `#include "..."`s resolve relative to the file, as with clang or hipcc, and the cached
     /// object is used only while every file the compile read is unchanged.
     pub fn compile_file(&self, path: impl AsRef<std::path::Path>) -> Result<Vec<u8>> {
-        let path = path.as_ref();
-        match &*self.backend {
-            #[cfg(target_os = "linux")]
-            Backend::Amd(d) => d.compile_file(path),
-            #[cfg(target_os = "macos")]
-            Backend::Metal(d) => {
-                let source = std::fs::read_to_string(path).map_err(|source| Error::Io {
-                    what: format!("reading {}", path.display()),
-                    source,
-                })?;
-                if source.trim().is_empty() {
-                    return Err(Error::InvalidArgument(format!(
-                        "{} is empty: there is no kernel to compile",
-                        path.display()
-                    )));
-                }
-                d.compile(&source)
-            }
-        }
+        self.compile_file_with(path, &CompileOptions::default())
     }
 
     /// [`Device::compile`] with `options`: include directories (`-I`), macros (`-D`), the
@@ -357,15 +290,7 @@ impl Device {
     /// compile (`-o`, `-E`, `--offload-arch`, ...) is an [`Error::InvalidArgument`]. AMD
     /// only: Metal says `Unsupported` unless `options` is empty.
     pub fn compile_with(&self, source: &str, options: &CompileOptions) -> Result<Vec<u8>> {
-        match &*self.backend {
-            #[cfg(target_os = "linux")]
-            Backend::Amd(d) => d.compile_with(source, options),
-            #[cfg(target_os = "macos")]
-            Backend::Metal(d) => {
-                Self::metal_takes_no_options(options)?;
-                d.compile(source)
-            }
-        }
+        on_backend!(&self.backend, d => Backend::compile(d, source, options))
     }
 
     /// [`Device::compile_file`] with `options` ([`Device::compile_with`]).
@@ -374,35 +299,14 @@ impl Device {
         path: impl AsRef<std::path::Path>,
         options: &CompileOptions,
     ) -> Result<Vec<u8>> {
-        match &*self.backend {
-            #[cfg(target_os = "linux")]
-            Backend::Amd(d) => d.compile_file_with(path.as_ref(), options),
-            #[cfg(target_os = "macos")]
-            Backend::Metal(_) => {
-                Self::metal_takes_no_options(options)?;
-                self.compile_file(path)
-            }
-        }
-    }
-
-    #[cfg(target_os = "macos")]
-    fn metal_takes_no_options(options: &CompileOptions) -> Result<()> {
-        if options.is_default() {
-            return Ok(());
-        }
-        Err(Error::Unsupported(
-            "compile options for Metal Shading Language".into(),
-        ))
+        on_backend!(&self.backend, d => Backend::compile_file(d, path.as_ref(), options))
     }
 
     /// Loads kernel `name` from a code object.
     pub fn program(&self, code_object: &[u8], name: &str) -> Result<Program> {
-        let inner = match &*self.backend {
-            #[cfg(target_os = "linux")]
-            Backend::Amd(d) => ProgramInner::Amd(d.load_program(code_object, name)?),
-            #[cfg(target_os = "macos")]
-            Backend::Metal(d) => ProgramInner::Metal(d.load_program(code_object, name)?),
-        };
+        let inner = on_backend!(&self.backend, d => {
+            wrap_program(d, Backend::load_program(d, code_object, name)?)
+        });
         Ok(Program {
             shared: Arc::new(ProgramShared {
                 device: self.clone(),
@@ -414,69 +318,46 @@ impl Device {
 
     /// Frees the device memory that dropped buffers left in the allocator's cache (after the
     /// queued work finishes); returns the bytes released. Allocation does this by itself before
-    /// reporting `OutOfMemory`.
+    /// reporting `OutOfMemory`. Metal buffers go back to the system when dropped: 0.
     pub fn free_cached(&self) -> Result<u64> {
-        match &*self.backend {
-            #[cfg(target_os = "linux")]
-            Backend::Amd(d) => d.free_cached(),
-            // Metal buffers go back to the system when dropped: nothing is cached.
-            #[cfg(target_os = "macos")]
-            Backend::Metal(_) => Ok(0),
-        }
+        on_backend!(&self.backend, d => Backend::free_cached(d))
     }
 
     /// Waits for all queued work: on the device's own queue and on every stream opened from
     /// it ([`Stream::synchronize`] waits for one stream).
     pub fn synchronize(&self) -> Result<()> {
-        match &*self.backend {
-            #[cfg(target_os = "linux")]
-            Backend::Amd(d) => d.synchronize_streams(),
-            #[cfg(target_os = "macos")]
-            Backend::Metal(d) => d.synchronize_streams(),
-        }
+        on_backend!(&self.backend, d => Backend::synchronize_all(d))
     }
 
-    /// Dwords the last submission wrote to the command ring (a diagnostic for benchmarks).
+    /// Dwords the last submission wrote to the command ring (a diagnostic for benchmarks; 0
+    /// on Metal, which has no command ring of ours).
     pub fn last_submission_dwords(&self) -> u64 {
-        match &*self.backend {
-            #[cfg(target_os = "linux")]
-            Backend::Amd(d) => d.last_submission_dwords(),
-            // Metal has no command ring of ours.
-            #[cfg(target_os = "macos")]
-            Backend::Metal(_) => 0,
-        }
+        on_backend!(&self.backend, d => Backend::last_submission_dwords(d))
     }
 
     /// Capacity of the command ring in dwords (a diagnostic for benchmarks).
     pub fn ring_capacity_dwords(&self) -> u64 {
-        match &*self.backend {
-            #[cfg(target_os = "linux")]
-            Backend::Amd(d) => d.ring_capacity_dwords(),
-            #[cfg(target_os = "macos")]
-            Backend::Metal(_) => 0,
-        }
+        on_backend!(&self.backend, d => Backend::ring_capacity_dwords(d))
     }
 
     fn same(&self, other: &Device) -> bool {
-        Arc::ptr_eq(&self.backend, &other.backend)
+        self.backend.same(&other.backend)
     }
 
     /// The device's own queue.
-    fn queue(&self) -> Queue<'_> {
-        match &*self.backend {
-            #[cfg(target_os = "linux")]
-            Backend::Amd(d) => Queue::Amd(d),
-            #[cfg(target_os = "macos")]
-            Backend::Metal(d) => Queue::Metal(d),
-        }
+    fn queue(&self) -> &AnyDevice {
+        &self.backend
     }
 }
 
-enum BufferInner {
-    #[cfg(target_os = "linux")]
-    Amd(AmdBuffer),
-    #[cfg(target_os = "macos")]
-    Metal(MetalBuffer<ObjcMetal>),
+/// `buffer` as an [`AnyBuffer`] of the backend of `device` (which only names it).
+fn wrap_buffer<D: Member>(_device: &D, buffer: D::Buffer) -> AnyBuffer {
+    D::wrap_buffer(buffer)
+}
+
+/// `program` as an [`AnyProgram`] of the backend of `device`.
+fn wrap_program<D: Member>(_device: &D, program: D::Program) -> AnyProgram {
+    D::wrap_program(program)
 }
 
 /// Device memory, or a view of part of it ([`Buffer::view`]). Cloning is cheap: clones and
@@ -492,7 +373,7 @@ pub struct Buffer {
 
 struct BufferShared {
     device: Device,
-    inner: BufferInner,
+    inner: AnyBuffer,
 }
 
 impl std::fmt::Debug for Buffer {
@@ -521,19 +402,19 @@ impl Buffer {
         self.offset
     }
 
+    /// Whether both are the same range of the same allocation.
+    fn same_range(&self, other: &Buffer) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+            && self.offset == other.offset
+            && self.size == other.size
+    }
+
     /// The address a kernel receives for this buffer (a view's own start), for handing the
     /// memory to other libraries (DLPack, HIP interop). On AMD it is the GPU virtual address,
     /// where the host has the memory mapped too. It stays valid while any buffer or view of the
     /// memory lives. Metal buffers have no plain address: `Unsupported`.
     pub fn device_address(&self) -> Result<u64> {
-        match &self.shared.inner {
-            #[cfg(target_os = "linux")]
-            BufferInner::Amd(b) => Ok(b.gpu_address() + self.offset as u64),
-            #[cfg(target_os = "macos")]
-            BufferInner::Metal(_) => Err(Error::Unsupported(
-                "device addresses of Metal buffers (bind the buffer instead)".into(),
-            )),
-        }
+        on_backend!(self.device().queue(), d => device_address(d, self))
     }
 
     /// The `size` bytes at `offset` of this buffer, as a buffer of its own that shares the
@@ -567,14 +448,8 @@ impl Buffer {
         self.copy_in_on(self.device().queue(), offset, src)
     }
 
-    fn copy_in_on(&self, queue: Queue<'_>, offset: usize, src: &[u8]) -> Result<()> {
-        let at = self.within(offset, src.len(), "copy")?;
-        match (queue, &self.shared.inner) {
-            #[cfg(target_os = "linux")]
-            (Queue::Amd(d), BufferInner::Amd(b)) => d.copy_in(b, at as u64, src),
-            #[cfg(target_os = "macos")]
-            (Queue::Metal(d), BufferInner::Metal(b)) => d.copy_in(b, at, src),
-        }
+    fn copy_in_on(&self, queue: &AnyDevice, offset: usize, src: &[u8]) -> Result<()> {
+        on_backend!(queue, q => Backend::copy_in(q, part(q, self, offset, src.len(), "copy")?, src))
     }
 
     /// Copies bytes out of the buffer at `offset` into `dst`, after the work queued on its
@@ -583,14 +458,11 @@ impl Buffer {
         self.copy_out_on(self.device().queue(), offset, dst)
     }
 
-    fn copy_out_on(&self, queue: Queue<'_>, offset: usize, dst: &mut [u8]) -> Result<()> {
-        let at = self.within(offset, dst.len(), "copy")?;
-        match (queue, &self.shared.inner) {
-            #[cfg(target_os = "linux")]
-            (Queue::Amd(d), BufferInner::Amd(b)) => d.copy_out(dst, b, at as u64),
-            #[cfg(target_os = "macos")]
-            (Queue::Metal(d), BufferInner::Metal(b)) => d.copy_out(dst, b, at),
-        }
+    fn copy_out_on(&self, queue: &AnyDevice, offset: usize, dst: &mut [u8]) -> Result<()> {
+        on_backend!(queue, q => {
+            let src = part(q, self, offset, dst.len(), "copy")?;
+            Backend::copy_out(q, dst, src)
+        })
     }
 
     /// Copies `size` bytes from this buffer at `src_offset` into `dst` at `dst_offset`, on the
@@ -611,34 +483,19 @@ impl Buffer {
     /// queued on `dst_queue` (of `dst`'s) afterwards.
     fn copy_to_on(
         &self,
-        src_queue: Queue<'_>,
+        src_queue: &AnyDevice,
         src_offset: usize,
         dst: &Buffer,
-        dst_queue: Queue<'_>,
+        dst_queue: &AnyDevice,
         dst_offset: usize,
         size: usize,
     ) -> Result<()> {
-        let src_at = self.within(src_offset, size, "copy")?;
-        let dst_at = dst.within(dst_offset, size, "copy")?;
-        match (src_queue, &self.shared.inner, dst_queue, &dst.shared.inner) {
-            #[cfg(target_os = "linux")]
-            (Queue::Amd(s), BufferInner::Amd(sb), Queue::Amd(d), BufferInner::Amd(db)) => {
-                s.transfer(d, db, dst_at as u64, sb, src_at as u64, size as u64)
-            }
-            // A blit on the device that holds both buffers.
-            #[cfg(target_os = "macos")]
-            (Queue::Metal(s), BufferInner::Metal(sb), Queue::Metal(_), BufferInner::Metal(db))
-                if self.shared.device.same(&dst.shared.device) =>
-            {
-                s.copy(db, dst_at, sb, src_at, size)
-            }
-            #[cfg(target_os = "macos")]
-            (Queue::Metal(_), _, Queue::Metal(_), _) => Err(Error::Unsupported(format!(
-                "copies between Metal devices ({} to {})",
-                self.shared.device.name(),
-                dst.shared.device.name()
-            ))),
-        }
+        on_backend!(src_queue, q => {
+            let src = part(q, self, src_offset, size, "copy")?;
+            let to = part(q, dst, dst_offset, size, "copy")?;
+            let dst_queue = same_backend(q, dst_queue)?;
+            Backend::copy(q, src, dst_queue, to)
+        })
     }
 
     /// Writes a slice of plain values at the start of the buffer.
@@ -677,12 +534,7 @@ impl Buffer {
 
     /// Whether the host reads and writes this buffer in place ([`Device::alloc_host`]).
     pub fn is_host(&self) -> bool {
-        match &self.shared.inner {
-            #[cfg(target_os = "linux")]
-            BufferInner::Amd(b) => b.is_host(),
-            #[cfg(target_os = "macos")]
-            BufferInner::Metal(_) => true,
-        }
+        on_backend!(self.device().queue(), d => is_host(d, self))
     }
 
     /// Writes plain values at byte `offset` of a host buffer ([`Device::alloc_host`]) at once,
@@ -691,19 +543,11 @@ impl Buffer {
     /// first when one may be. A device buffer is an [`Error::InvalidArgument`].
     pub fn host_write_at<T: bytemuck::Pod>(&self, offset: usize, values: &[T]) -> Result<()> {
         let bytes: &[u8] = bytemuck::cast_slice(values);
-        let at = self.within(offset, bytes.len(), "host write")?;
-        match &self.shared.inner {
-            #[cfg(target_os = "linux")]
-            BufferInner::Amd(b) => {
-                self.host_only(b.is_host())?;
-                b.memory().write(at as u64, bytes)
-            }
-            #[cfg(target_os = "macos")]
-            BufferInner::Metal(_) => {
-                let _ = at;
-                self.copy_in(offset, bytes)
-            }
-        }
+        on_backend!(self.device().queue(), d => {
+            let at = part(d, self, offset, bytes.len(), "host write")?;
+            self.host_only(is_host(d, self))?;
+            Backend::host_write(d, at, bytes)
+        })
     }
 
     /// Reads `count` plain values from byte `offset` of a host buffer at once, from the host:
@@ -714,25 +558,15 @@ impl Buffer {
         let len = count.checked_mul(n).ok_or_else(|| {
             Error::InvalidArgument(format!("{count} values of {n} bytes overflow"))
         })?;
-        let at = self.within(offset, len, "host read")?;
         let mut out = vec![T::zeroed(); count];
-        match &self.shared.inner {
-            #[cfg(target_os = "linux")]
-            BufferInner::Amd(b) => {
-                self.host_only(b.is_host())?;
-                b.memory()
-                    .read(at as u64, bytemuck::cast_slice_mut(&mut out))?;
-            }
-            #[cfg(target_os = "macos")]
-            BufferInner::Metal(_) => {
-                let _ = at;
-                self.copy_out(offset, bytemuck::cast_slice_mut(&mut out))?;
-            }
-        }
+        on_backend!(self.device().queue(), d => {
+            let at = part(d, self, offset, len, "host read")?;
+            self.host_only(is_host(d, self))?;
+            Backend::host_read(d, at, bytemuck::cast_slice_mut(&mut out))
+        })?;
         Ok(out)
     }
 
-    #[cfg(target_os = "linux")]
     fn host_only(&self, host: bool) -> Result<()> {
         if host {
             return Ok(());
@@ -752,7 +586,7 @@ impl Buffer {
         self.fill_on(self.device().queue(), value)
     }
 
-    fn fill_on<T: bytemuck::Pod>(&self, queue: Queue<'_>, value: T) -> Result<()> {
+    fn fill_on<T: bytemuck::Pod>(&self, queue: &AnyDevice, value: T) -> Result<()> {
         let pattern = bytemuck::bytes_of(&value);
         let n = pattern.len();
         if !matches!(n, 1 | 2 | 4) {
@@ -766,17 +600,7 @@ impl Buffer {
                 self.size
             )));
         }
-        match (queue, &self.shared.inner) {
-            #[cfg(target_os = "linux")]
-            (Queue::Amd(d), BufferInner::Amd(b)) => {
-                d.fill(b, self.offset as u64, self.size as u64, pattern)
-            }
-            #[cfg(target_os = "macos")]
-            (Queue::Metal(_), BufferInner::Metal(_)) => {
-                let bytes: Vec<u8> = (0..self.size).map(|k| pattern[k % n]).collect();
-                self.copy_in_on(queue, 0, &bytes)
-            }
-        }
+        on_backend!(queue, q => Backend::fill(q, whole(q, self)?, pattern))
     }
 
     /// Reads the whole buffer as plain values (the size must be a multiple of `T`'s).
@@ -794,11 +618,19 @@ impl Buffer {
     }
 }
 
-enum ProgramInner {
-    #[cfg(target_os = "linux")]
-    Amd(AmdProgram),
-    #[cfg(target_os = "macos")]
-    Metal(MetalProgram<ObjcMetal>),
+fn device_address<D: Member>(device: &D, buffer: &Buffer) -> Result<u64> {
+    D::device_address(whole(device, buffer)?)
+}
+
+fn is_host<D: Member>(_device: &D, buffer: &Buffer) -> bool {
+    D::buffer(&buffer.shared.inner).is_some_and(D::is_host)
+}
+
+/// `queue` as a queue of the backend of `like`.
+fn same_backend<'q, D: Member>(like: &D, queue: &'q AnyDevice) -> Result<&'q D> {
+    D::device(queue)
+        .map(|d| &**d)
+        .ok_or_else(|| foreign("the destination", like.name()))
 }
 
 /// A kernel loaded on a device. Cloning is cheap: clones share the loaded code, which is freed
@@ -810,23 +642,23 @@ pub struct Program {
 
 struct ProgramShared {
     device: Device,
-    inner: ProgramInner,
+    inner: AnyProgram,
     name: String,
 }
 
 impl Drop for ProgramShared {
     fn drop(&mut self) {
-        // Queued launches may still execute this program's code; its memory goes only after.
-        #[cfg(target_os = "linux")]
-        if self.device.synchronize().is_err() {
-            // They may still be running (a wait timed out): the device keeps the code until
-            // they have finished.
-            let (Backend::Amd(d), ProgramInner::Amd(p)) = (&*self.device.backend, &self.inner);
-            d.free_after_work(p.image.clone());
-        }
-        #[cfg(target_os = "macos")]
-        let _ = self.device.synchronize();
+        on_backend!(&self.device.backend, d => {
+            if let Some(p) = program_of(d, &self.inner) {
+                Backend::retire_program(d, p);
+            }
+        })
     }
+}
+
+/// `program` in the terms of the backend of `device`.
+fn program_of<'p, D: Member>(_device: &D, program: &'p AnyProgram) -> Option<&'p D::Program> {
+    D::program(program)
 }
 
 impl std::fmt::Debug for Program {
@@ -851,18 +683,16 @@ impl Program {
         &self.shared.device
     }
 
+    /// This program in the terms of the backend of `device`.
+    fn of<D: Member>(&self, device: &D) -> Result<&D::Program> {
+        program_of(device, &self.shared.inner).ok_or_else(|| foreign("the program", device.name()))
+    }
+
     /// The kernel's registers, LDS, scratch, largest workgroup and wave size, from its code
     /// object, and the waves per SIMD they allow on the device it was loaded on (as LLVM
     /// computes occupancy). AMD only: a Metal program says `Unsupported`.
     pub fn info(&self) -> Result<ProgramInfo> {
-        match &self.shared.inner {
-            #[cfg(target_os = "linux")]
-            ProgramInner::Amd(p) => Ok(p.info.clone()),
-            #[cfg(target_os = "macos")]
-            ProgramInner::Metal(_) => Err(Error::Unsupported(
-                "program resources and occupancy are reported for AMD kernels only".into(),
-            )),
-        }
+        on_backend!(self.device().queue(), d => program_info(d, self))
     }
 
     /// The arguments a caller passes, in order, as the code object's metadata declares them
@@ -871,32 +701,7 @@ impl Program {
     /// (a Metal kernel, or an AMD code object without argument metadata): then only
     /// [`Program::launch`] checks the arguments.
     pub fn arguments(&self) -> Option<Vec<ArgInfo>> {
-        match &self.shared.inner {
-            #[cfg(target_os = "linux")]
-            ProgramInner::Amd(p) => {
-                if p.args.is_empty() {
-                    return None;
-                }
-                let explicit = p.args.iter().filter(|a| a.is_explicit());
-                Some(
-                    explicit
-                        .map(|a| ArgInfo {
-                            name: a.name.clone(),
-                            kind: match &a.kind {
-                                hcq_amd::program::ArgKind::Buffer => ArgKind::Buffer,
-                                hcq_amd::program::ArgKind::Value => {
-                                    ArgKind::Value { bytes: a.size }
-                                }
-                                hcq_amd::program::ArgKind::Hidden(k)
-                                | hcq_amd::program::ArgKind::Other(k) => ArgKind::Other(k.clone()),
-                            },
-                        })
-                        .collect(),
-                )
-            }
-            #[cfg(target_os = "macos")]
-            ProgramInner::Metal(_) => None,
-        }
+        on_backend!(self.device().queue(), d => program_arguments(d, self))
     }
 
     fn check_args(&self, args: &[Arg<'_>]) -> Result<()> {
@@ -950,69 +755,24 @@ impl Program {
 
     fn launch_on(
         &self,
-        queue: Queue<'_>,
+        queue: &AnyDevice,
         args: &[Arg<'_>],
         global: [u32; 3],
         local: [u32; 3],
         options: &LaunchOptions,
     ) -> Result<Option<Duration>> {
         self.check_args(args)?;
-        let LaunchOptions {
-            dynamic_lds_bytes,
-            timed,
-        } = *options;
-        match (queue, &self.shared.inner) {
-            #[cfg(target_os = "linux")]
-            (Queue::Amd(d), ProgramInner::Amd(p)) => {
-                let address_of = |b: &&Buffer| match &b.shared.inner {
-                    BufferInner::Amd(ab) => Ok(ab.gpu_address() + b.offset as u64),
-                };
-                d.launch_with_lds(p, args, address_of, global, local, dynamic_lds_bytes, timed)
-            }
-            #[cfg(target_os = "macos")]
-            (Queue::Metal(d), ProgramInner::Metal(p)) => d.launch_at(
-                p,
-                args,
-                metal_buffer,
-                global,
-                local,
-                dynamic_lds_bytes as usize,
-                timed,
-            ),
-        }
+        on_backend!(queue, q => {
+            let program = self.of(q)?;
+            Backend::launch(q, program, args, |b| whole(q, b), global, local, options)
+        })
     }
 }
 
-/// One argument of a kernel, from its metadata ([`Program::arguments`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ArgInfo {
-    /// The parameter's name in the source, when the metadata keeps it.
-    pub name: Option<String>,
-    /// What the caller passes for it.
-    pub kind: ArgKind,
+fn program_info<D: Member>(device: &D, program: &Program) -> Result<ProgramInfo> {
+    D::program_info(program.of(device)?)
 }
 
-/// What a kernel argument takes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ArgKind {
-    /// A buffer ([`Arg::Buffer`]).
-    Buffer,
-    /// A value passed by copy ([`Arg`]'s scalars or [`Arg::Bytes`]) of exactly this size.
-    Value {
-        /// The value's size.
-        bytes: u32,
-    },
-    /// A kind hcq cannot pass (the metadata's `.value_kind`); launching the kernel fails.
-    Other(String),
-}
-
-/// Launch settings beyond the grid; [`Default`] is what [`Program::launch`] uses.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LaunchOptions {
-    /// Bytes of LDS per workgroup beyond what the kernel declares: the size of HIP's
-    /// `extern __shared__` array (at most 64 KiB in all), or on Metal the threadgroup memory
-    /// of the kernel's `[[threadgroup(0)]]` argument (at most 32 KiB).
-    pub dynamic_lds_bytes: u32,
-    /// Wait for the kernel and return its GPU time.
-    pub timed: bool,
+fn program_arguments<D: Member>(device: &D, program: &Program) -> Option<Vec<ArgInfo>> {
+    D::program_arguments(program.of(device).ok()?)
 }

@@ -1,6 +1,7 @@
 //! Device names, the drivers behind them, and the default device.
 
-use crate::{Backend, Device};
+use crate::backends::AnyDevice;
+use crate::Device;
 #[cfg(target_os = "linux")]
 use hcq_amd::{AmdDevice, AmdDriver};
 #[cfg(target_os = "linux")]
@@ -104,13 +105,13 @@ pub(crate) fn open(name: &str) -> Result<Device> {
             backend: backend.clone(),
         });
     }
-    let backend = Arc::new(open_backend(kind, index)?);
+    let backend = open_backend(kind, index)?;
     open.insert(canonical, backend.clone());
     Ok(Device { backend })
 }
 
-fn open_table() -> std::sync::MutexGuard<'static, HashMap<String, Arc<Backend>>> {
-    static OPEN: OnceLock<Mutex<HashMap<String, Arc<Backend>>>> = OnceLock::new();
+fn open_table() -> std::sync::MutexGuard<'static, HashMap<String, AnyDevice>> {
+    static OPEN: OnceLock<Mutex<HashMap<String, AnyDevice>>> = OnceLock::new();
     OPEN.get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -129,22 +130,22 @@ pub(crate) fn open_devices() -> Vec<Device> {
 
 /// Opens device `index` of `kind` (a kind [`parse`] accepted on this platform).
 #[cfg(target_os = "linux")]
-fn open_backend(kind: &str, index: usize) -> Result<Backend> {
+fn open_backend(kind: &str, index: usize) -> Result<AnyDevice> {
     let driver = if kind == REAL {
         real_driver()?
     } else {
         emulated_driver()?
     };
-    Ok(Backend::Amd(AmdDevice::open(&driver, index)?))
+    Ok(AnyDevice::Amd(Arc::new(AmdDevice::open(&driver, index)?)))
 }
 
 /// Opens device `index` of `kind` (a kind [`parse`] accepted on this platform).
 #[cfg(target_os = "macos")]
-fn open_backend(kind: &str, index: usize) -> Result<Backend> {
+fn open_backend(kind: &str, index: usize) -> Result<AnyDevice> {
     debug_assert_eq!(kind, METAL);
-    Ok(Backend::Metal(hcq_metal::ThreadSafeMetalDevice::open(
+    Ok(AnyDevice::Metal(Arc::new(hcq_metal::open_system_device(
         index,
-    )?))
+    )?)))
 }
 
 /// `HCQ_DEVICE`, else on Linux the first real AMD GPU, else `amd-emu:0`; on macOS `metal:0`.
@@ -296,7 +297,7 @@ pub struct EmulatorCounters {
 /// wave-instructions), for benchmarks; `None` for real devices.
 #[cfg(target_os = "linux")]
 pub fn emulator_counters(device: &Device) -> Option<EmulatorCounters> {
-    let Backend::Amd(d) = &*device.backend;
+    let AnyDevice::Amd(d) = &device.backend;
     let c = d
         .driver
         .kfd
@@ -317,7 +318,7 @@ pub fn emulator_counters(device: &Device) -> Option<EmulatorCounters> {
 /// [`Error::Unsupported`] for real devices.
 #[cfg(target_os = "linux")]
 pub fn hold_emulated_engines(device: &Device, held: bool) -> Result<()> {
-    let Backend::Amd(d) = &*device.backend;
+    let AnyDevice::Amd(d) = &device.backend;
     match d.driver.kfd.kernel.emulator() {
         Some(emulator) if emulator.hold_engines(d.node.gpu_id, held) => Ok(()),
         _ => Err(Error::Unsupported(format!(

@@ -1,12 +1,9 @@
 //! Streams and events: several in-order queues on one device, and the points that order them.
 
-use crate::{Arg, Buffer, Device, Error, LaunchOptions, Program, Queue, Result};
-#[cfg(target_os = "linux")]
-use hcq_amd::{AmdDevice, AmdEvent};
-#[cfg(target_os = "macos")]
-use hcq_metal::{ThreadSafeMetalDevice, ThreadSafeMetalEvent};
+use crate::backends::{foreign, AnyDevice, AnyEvent, Member};
+use crate::{Arg, Buffer, Device, Error, LaunchOptions, Program, Result};
+use hcq_core::Backend;
 use std::fmt::Display;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// An in-order queue of work on a device, independent of the device's other streams (as a
@@ -29,27 +26,15 @@ use std::time::Duration;
 #[derive(Clone)]
 pub struct Stream {
     device: Device,
-    queue: StreamQueue,
-}
-
-#[derive(Clone)]
-enum StreamQueue {
-    /// The device's own queue.
-    Default,
-    #[cfg(target_os = "linux")]
-    Amd(Arc<AmdDevice>),
-    #[cfg(target_os = "macos")]
-    Metal(Arc<ThreadSafeMetalDevice>),
+    /// `None`: the device's own queue.
+    queue: Option<AnyDevice>,
 }
 
 impl std::fmt::Debug for Stream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.queue {
-            StreamQueue::Default => write!(f, "Stream(default of {})", self.device.name()),
-            #[cfg(target_os = "linux")]
-            StreamQueue::Amd(s) => write!(f, "Stream({})", s.name),
-            #[cfg(target_os = "macos")]
-            StreamQueue::Metal(s) => write!(f, "Stream({})", s.name),
+            None => write!(f, "Stream(default of {})", self.device.name()),
+            Some(queue) => on_backend!(queue, q => write!(f, "Stream({})", Backend::name(q))),
         }
     }
 }
@@ -60,25 +45,18 @@ impl Device {
     /// already, which is safe only within one queue); KFD's limit on queues per process and
     /// GPU bounds how many can be open.
     pub fn stream(&self) -> Result<Stream> {
-        match &*self.backend {
-            #[cfg(target_os = "linux")]
-            crate::Backend::Amd(d) => Ok(Stream {
-                device: self.clone(),
-                queue: StreamQueue::Amd(d.open_stream()?),
-            }),
-            #[cfg(target_os = "macos")]
-            crate::Backend::Metal(d) => Ok(Stream {
-                device: self.clone(),
-                queue: StreamQueue::Metal(d.open_stream()?),
-            }),
-        }
+        let queue = on_backend!(self.queue(), d => open_stream(d)?);
+        Ok(Stream {
+            device: self.clone(),
+            queue: Some(queue),
+        })
     }
 
     /// The device's own queue as a stream: what calls without a stream use.
     pub fn default_stream(&self) -> Stream {
         Stream {
             device: self.clone(),
-            queue: StreamQueue::Default,
+            queue: None,
         }
     }
 
@@ -94,53 +72,40 @@ impl Device {
     }
 }
 
+fn open_stream<D: Member>(device: &D) -> Result<AnyDevice> {
+    Ok(D::wrap_device(device.open_stream()?))
+}
+
+fn wrap_event<D: Member>(_queue: &D, event: D::Event) -> AnyEvent {
+    D::wrap_event(event)
+}
+
+/// `event` in the terms of the backend of `queue`.
+fn event_of<'e, D: Member>(queue: &D, event: &'e Event) -> Result<&'e D::Event> {
+    D::event(&event.inner).ok_or_else(|| foreign("the event", queue.name()))
+}
+
 impl Stream {
     /// The device the stream belongs to.
     pub fn device(&self) -> &Device {
         &self.device
     }
 
-    fn queue(&self) -> Queue<'_> {
+    pub(crate) fn queue(&self) -> &AnyDevice {
         match &self.queue {
-            StreamQueue::Default => self.device.queue(),
-            #[cfg(target_os = "linux")]
-            StreamQueue::Amd(s) => Queue::Amd(s),
-            #[cfg(target_os = "macos")]
-            StreamQueue::Metal(s) => Queue::Metal(s),
+            None => self.device.queue(),
+            Some(queue) => queue,
         }
     }
 
     /// Whether the two are the same queue.
     pub(crate) fn same_queue(&self, other: &Stream) -> bool {
-        match (&self.queue, &other.queue) {
-            (StreamQueue::Default, StreamQueue::Default) => self.device.same(&other.device),
-            #[cfg(target_os = "linux")]
-            (StreamQueue::Amd(a), StreamQueue::Amd(b)) => Arc::ptr_eq(a, b),
-            #[cfg(target_os = "macos")]
-            (StreamQueue::Metal(a), StreamQueue::Metal(b)) => Arc::ptr_eq(a, b),
-            _ => false,
-        }
-    }
-
-    /// The AMD queue behind the stream.
-    #[cfg(target_os = "linux")]
-    pub(crate) fn amd_queue(&self) -> &AmdDevice {
-        match self.queue() {
-            Queue::Amd(d) => d,
-        }
-    }
-
-    /// The Metal queue behind the stream.
-    #[cfg(target_os = "macos")]
-    pub(crate) fn metal_queue(&self) -> &ThreadSafeMetalDevice {
-        match self.queue() {
-            Queue::Metal(d) => d,
-        }
+        self.queue().same(other.queue())
     }
 
     /// Whether this is the device's own queue.
     pub fn is_default(&self) -> bool {
-        matches!(self.queue, StreamQueue::Default)
+        self.queue.is_none()
     }
 
     fn check_device(&self, what: impl Display, device: &Device) -> Result<()> {
@@ -227,46 +192,23 @@ impl Stream {
     /// Queues an event: the point after everything queued on this stream so far, with the
     /// GPU's clock there.
     pub fn record_event(&self) -> Result<Event> {
-        match self.queue() {
-            #[cfg(target_os = "linux")]
-            Queue::Amd(d) => Ok(Event {
-                stream: self.clone(),
-                inner: EventInner::Amd(d.record_event()?),
-            }),
-            #[cfg(target_os = "macos")]
-            Queue::Metal(d) => Ok(Event {
-                stream: self.clone(),
-                inner: EventInner::Metal(ThreadSafeMetalEvent(d.record_event()?)),
-            }),
-        }
+        let inner = on_backend!(self.queue(), q => wrap_event(q, Backend::record_event(q)?));
+        Ok(Event {
+            stream: self.clone(),
+            inner,
+        })
     }
 
     /// Makes the work queued on this stream from now on wait, on the GPU, until `event` (of
     /// any stream, of any device of the same driver on AMD, of this device on Metal) is
     /// reached; returns at once.
     pub fn wait_event(&self, event: &Event) -> Result<()> {
-        match (self.queue(), &event.inner) {
-            #[cfg(target_os = "linux")]
-            (Queue::Amd(d), EventInner::Amd(e)) => d.wait_event(e),
-            #[cfg(target_os = "macos")]
-            (Queue::Metal(d), EventInner::Metal(e)) => d.wait_event(&e.0),
-        }
+        on_backend!(self.queue(), q => Backend::wait_event(q, event_of(q, event)?))
     }
 
     /// Waits for the work queued on this stream (only).
     pub fn synchronize(&self) -> Result<()> {
-        match &self.queue {
-            StreamQueue::Default => match self.queue() {
-                #[cfg(target_os = "linux")]
-                Queue::Amd(d) => d.synchronize(),
-                #[cfg(target_os = "macos")]
-                Queue::Metal(d) => d.synchronize(),
-            },
-            #[cfg(target_os = "linux")]
-            StreamQueue::Amd(s) => s.synchronize(),
-            #[cfg(target_os = "macos")]
-            StreamQueue::Metal(s) => s.synchronize(),
-        }
+        on_backend!(self.queue(), q => Backend::synchronize(q))
     }
 }
 
@@ -275,14 +217,7 @@ impl Stream {
 /// two events of one GPU give the GPU time between them.
 pub struct Event {
     stream: Stream,
-    inner: EventInner,
-}
-
-enum EventInner {
-    #[cfg(target_os = "linux")]
-    Amd(AmdEvent),
-    #[cfg(target_os = "macos")]
-    Metal(ThreadSafeMetalEvent),
+    inner: AnyEvent,
 }
 
 impl std::fmt::Debug for Event {
@@ -299,37 +234,22 @@ impl Event {
 
     /// Whether the work its stream queued before it has finished.
     pub fn is_complete(&self) -> bool {
-        match &self.inner {
-            #[cfg(target_os = "linux")]
-            EventInner::Amd(e) => e.is_complete(),
-            #[cfg(target_os = "macos")]
-            EventInner::Metal(e) => match self.stream.queue() {
-                Queue::Metal(d) => d.event_is_complete(&e.0),
-            },
-        }
+        on_backend!(self.stream.queue(), q => {
+            event_of(q, self).is_ok_and(|e| Backend::event_is_complete(q, e))
+        })
     }
 
     /// Blocks until the work its stream queued before it has finished (a fault of the GPU
     /// meanwhile is the error; bounded by `HCQ_WAIT_TIMEOUT_MS`).
     pub fn synchronize(&self) -> Result<()> {
-        match (self.stream.queue(), &self.inner) {
-            #[cfg(target_os = "linux")]
-            (Queue::Amd(d), EventInner::Amd(e)) => d.synchronize_event(e),
-            #[cfg(target_os = "macos")]
-            (Queue::Metal(d), EventInner::Metal(e)) => d.synchronize_event(&e.0),
-        }
+        on_backend!(self.stream.queue(), q => Backend::synchronize_event(q, event_of(q, self)?))
     }
 
     /// The GPU time from `earlier` to this event, once both are complete: both recorded on
     /// one GPU (on any of its streams), `earlier` reached first.
     pub fn elapsed_since(&self, earlier: &Event) -> Result<Duration> {
-        match (&self.inner, &earlier.inner) {
-            #[cfg(target_os = "linux")]
-            (EventInner::Amd(e), EventInner::Amd(start)) => e.elapsed_since(start),
-            #[cfg(target_os = "macos")]
-            (EventInner::Metal(e), EventInner::Metal(start)) => match self.stream.queue() {
-                Queue::Metal(d) => d.elapsed_between(&start.0, &e.0),
-            },
-        }
+        on_backend!(self.stream.queue(), q => {
+            Backend::elapsed_between(q, event_of(q, earlier)?, event_of(q, self)?)
+        })
     }
 }

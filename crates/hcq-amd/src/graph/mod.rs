@@ -62,6 +62,7 @@
 
 mod build;
 mod hazards;
+pub mod lower;
 mod patch;
 mod replay;
 
@@ -70,6 +71,7 @@ use crate::program::AmdProgram;
 use crate::stream::Progress;
 use hcq_amd_sys::pm4::IB_MAX_DWORDS;
 use hcq_core::Arg;
+pub use lower::LoweredGraph;
 use patch::{AddressPatch, DimPatch, PatchSite};
 use replay::Applied;
 use std::sync::{Arc, Mutex};
