@@ -4,16 +4,20 @@
 //! one of the `Any*` enums below, with one variant per backend, and reach the backend with
 //! [`on_backend!`]: a `match` whose arms run the same generic code for each backend, so a
 //! launch costs a jump, not a virtual call. [`with_backends!`] holds the list the enums, the
-//! [`Member`] impls and the `match`es are generated from: adding a backend is one line there.
+//! [`Member`] impls, the `match`es and the registry's sources are generated from: adding a
+//! backend is one line there, with the module of `registry/` that opens its devices.
 
-/// Calls `$callback!` with every backend of this build, as `[#[cfg] Variant: DeviceType; ...]`
-/// followed by `$args`: **the one list a new backend is added to**.
+/// Calls `$callback!` with every backend of this build, as
+/// `[#[cfg] Variant: DeviceType => registry_module; ...]` followed by `$args`: **the one list a
+/// new backend is added to**. The device type implements [`hcq_core::Backend`]; the module
+/// of `crate::registry` opens and lists its devices (`KINDS`, `open`, `list`,
+/// `default_name`); the first backend's default device is the default.
 macro_rules! with_backends {
     ($callback:ident ! ( $($args:tt)* )) => {
         $callback! {
             [
-                #[cfg(target_os = "linux")] Amd: hcq_amd::AmdDevice;
-                #[cfg(target_os = "macos")] Metal: hcq_metal::SystemMetalDevice;
+                #[cfg(target_os = "linux")] Amd: hcq_amd::AmdDevice => amd;
+                #[cfg(target_os = "macos")] Metal: hcq_metal::SystemMetalDevice => metal;
             ]
             $($args)*
         }
@@ -30,7 +34,7 @@ macro_rules! on_backend {
 }
 
 macro_rules! on_backend_arms {
-    ([ $( #[$cfg:meta] $variant:ident : $device_type:ty; )* ] $device:expr, $d:ident, $body:expr) => {
+    ([ $( #[$cfg:meta] $variant:ident : $device_type:ty => $source:ident; )* ] $device:expr, $d:ident, $body:expr) => {
         match $device {
             $( #[$cfg] $crate::backends::AnyDevice::$variant(device) => {
                 let $d: &$device_type = device;
@@ -41,7 +45,7 @@ macro_rules! on_backend_arms {
 }
 
 macro_rules! declare_backends {
-    ([ $( #[$cfg:meta] $variant:ident : $device_type:ty; )* ]) => {
+    ([ $( #[$cfg:meta] $variant:ident : $device_type:ty => $source:ident; )* ]) => {
         /// A device of any backend, or a stream of one (another queue of the same device).
         #[derive(Clone)]
         pub(crate) enum AnyDevice {

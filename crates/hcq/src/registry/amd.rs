@@ -1,23 +1,23 @@
-//! Device names, the drivers behind them, and the default device.
+//! The AMD devices: `amd:N` through the machine's KFD and `amd-emu:N` through the emulated one
+//! (the `emulator` feature), each driver opened once per process; the default device among
+//! them; the emulator's hooks for benchmarks.
 
+use super::DeviceListing;
 use crate::backends::AnyDevice;
 use crate::Device;
-#[cfg(target_os = "linux")]
 use hcq_amd::{AmdDevice, AmdDriver};
-#[cfg(target_os = "linux")]
 use hcq_amd_sys::seam::{HostKernel, Syscalls};
 use hcq_core::{Error, Result};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 const REAL: &str = "amd";
 const EMULATED: &str = "amd-emu";
-const METAL: &str = "metal";
 
-#[cfg(target_os = "linux")]
+/// The device kinds this source opens.
+pub(super) const KINDS: &[&str] = &[REAL, EMULATED];
+
 type DriverSlot = OnceLock<std::result::Result<Arc<AmdDriver>, String>>;
 
-#[cfg(target_os = "linux")]
 fn real_driver() -> Result<Arc<AmdDriver>> {
     static DRIVER: DriverSlot = OnceLock::new();
     DRIVER
@@ -38,17 +38,16 @@ fn real_driver() -> Result<Arc<AmdDriver>> {
 }
 
 /// Whether this build has the emulated GPU (the `emulator` feature).
-#[cfg(target_os = "linux")]
 const HAS_EMULATOR: bool = cfg!(feature = "emulator");
 
-#[cfg(all(target_os = "linux", not(feature = "emulator")))]
+#[cfg(not(feature = "emulator"))]
 fn emulated_driver() -> Result<Arc<AmdDriver>> {
     Err(Error::NoDevice(format!(
         "{EMULATED}: this build of hcq has no emulated GPU (its `emulator` feature is off)"
     )))
 }
 
-#[cfg(all(target_os = "linux", feature = "emulator"))]
+#[cfg(feature = "emulator")]
 fn emulated_driver() -> Result<Arc<AmdDriver>> {
     static DRIVER: DriverSlot = OnceLock::new();
     let emulated = hcq_emu::kernel().map_err(|e| Error::InvalidArgument(e.to_string()))?;
@@ -61,76 +60,8 @@ fn emulated_driver() -> Result<Arc<AmdDriver>> {
         .map_err(Error::NoDevice)
 }
 
-/// The `N` of a device name `KIND:N` (0 when it has none, as [`crate::Device::open`] reads it).
-pub(crate) fn index_of(name: &str) -> usize {
-    name.split_once(':')
-        .and_then(|(_, n)| n.parse().ok())
-        .unwrap_or(0)
-}
-
-fn parse(name: &str) -> Result<(&str, usize)> {
-    let (kind, index) = name.split_once(':').unwrap_or((name, "0"));
-    let index: usize = index.parse().map_err(|_| {
-        Error::NoDevice(format!(
-            "{name:?}: expected NAME:INDEX, e.g. amd:0, amd-emu:0 or metal:0"
-        ))
-    })?;
-    match kind {
-        #[cfg(target_os = "linux")]
-        REAL | EMULATED => Ok((kind, index)),
-        #[cfg(not(target_os = "linux"))]
-        REAL | EMULATED => Err(Error::NoDevice(format!(
-            "{name:?}: AMD devices need Linux (KFD); this build has none"
-        ))),
-        #[cfg(target_os = "macos")]
-        METAL => Ok((kind, index)),
-        #[cfg(not(target_os = "macos"))]
-        METAL => Err(Error::NoDevice(format!(
-            "{name:?}: Metal devices need macOS; this build has none"
-        ))),
-        _ => Err(Error::NoDevice(format!(
-            "{name:?}: unknown device kind {kind:?} (known: amd, amd-emu, metal)"
-        ))),
-    }
-}
-
-/// Opens (or returns the already open) device `name`. An opened device lives as long as the
-/// process, like the driver state behind it: reopening is free and always gives the same queues.
-pub(crate) fn open(name: &str) -> Result<Device> {
-    let (kind, index) = parse(name)?;
-    let canonical = format!("{kind}:{index}");
-    let mut open = open_table();
-    if let Some(backend) = open.get(&canonical) {
-        return Ok(Device {
-            backend: backend.clone(),
-        });
-    }
-    let backend = open_backend(kind, index)?;
-    open.insert(canonical, backend.clone());
-    Ok(Device { backend })
-}
-
-fn open_table() -> std::sync::MutexGuard<'static, HashMap<String, AnyDevice>> {
-    static OPEN: OnceLock<Mutex<HashMap<String, AnyDevice>>> = OnceLock::new();
-    OPEN.get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-}
-
-/// Every device opened so far.
-#[cfg(target_os = "linux")]
-pub(crate) fn open_devices() -> Vec<Device> {
-    open_table()
-        .values()
-        .map(|backend| Device {
-            backend: backend.clone(),
-        })
-        .collect()
-}
-
-/// Opens device `index` of `kind` (a kind [`parse`] accepted on this platform).
-#[cfg(target_os = "linux")]
-fn open_backend(kind: &str, index: usize) -> Result<AnyDevice> {
+/// Opens device `index` of `kind` (one of [`KINDS`]).
+pub(super) fn open(kind: &str, index: usize) -> Result<AnyDevice> {
     let driver = if kind == REAL {
         real_driver()?
     } else {
@@ -139,37 +70,18 @@ fn open_backend(kind: &str, index: usize) -> Result<AnyDevice> {
     Ok(AnyDevice::Amd(Arc::new(AmdDevice::open(&driver, index)?)))
 }
 
-/// Opens device `index` of `kind` (a kind [`parse`] accepted on this platform).
-#[cfg(target_os = "macos")]
-fn open_backend(kind: &str, index: usize) -> Result<AnyDevice> {
-    debug_assert_eq!(kind, METAL);
-    Ok(AnyDevice::Metal(Arc::new(hcq_metal::open_system_device(
-        index,
-    )?)))
-}
 
-/// `HCQ_DEVICE`, else on Linux the first real AMD GPU, else `amd-emu:0`; on macOS `metal:0`.
-/// On a Linux machine whose KFD is there but cannot be used (no permission on `/dev/kfd`, a
-/// kernel driver too old, ...), an error saying why, rather than a quiet fall back to the
-/// emulator, a thousand times slower than the GPU the user has.
-pub(crate) fn default_name() -> Result<String> {
-    if let Ok(name) = std::env::var("HCQ_DEVICE") {
-        if !name.trim().is_empty() {
-            return Ok(name.trim().to_string());
-        }
-    }
-    platform_default_name()
-}
-
-#[cfg(target_os = "linux")]
-fn platform_default_name() -> Result<String> {
+/// The first real AMD GPU, else `amd-emu:0`. On a machine whose KFD is there but cannot be
+/// used (no permission on `/dev/kfd`, a kernel driver too old, ...), an error saying why,
+/// rather than a quiet fall back to the emulator, a thousand times slower than the GPU the
+/// user has.
+pub(super) fn default_name() -> Result<String> {
     let real = real_driver().map(|d| d.gpus.len());
     choose_default(real, std::path::Path::new("/dev/kfd").exists())
 }
 
 /// The default device, given the real driver's GPU count (or why it would not open) and
 /// whether `/dev/kfd` exists.
-#[cfg(target_os = "linux")]
 fn choose_default(real: Result<usize>, kfd_exists: bool) -> Result<String> {
     if !HAS_EMULATOR {
         return match real {
@@ -213,27 +125,8 @@ fn choose_default(real: Result<usize>, kfd_exists: bool) -> Result<String> {
     }
 }
 
-#[cfg(target_os = "macos")]
-fn platform_default_name() -> Result<String> {
-    Ok(format!("{METAL}:0"))
-}
-
-/// One line of a device listing.
-#[derive(Debug, Clone)]
-pub struct DeviceListing {
-    /// The name [`crate::Device::open`] takes.
-    pub name: String,
-    /// The architecture: `gfx1100` (AMD), `metal`.
-    pub arch: String,
-    /// Device memory in bytes, as the topology reports it.
-    pub memory: u64,
-    /// Whether it is the emulated GPU.
-    pub emulated: bool,
-}
-
-/// Every device hcq can open, real ones first, without opening them.
-#[cfg(target_os = "linux")]
-pub fn list_devices() -> Vec<DeviceListing> {
+/// Every AMD device hcq can open, real ones first, without opening them.
+pub(super) fn list() -> Vec<DeviceListing> {
     let mut out = Vec::new();
     for (driver, emulated) in [(real_driver(), false), (emulated_driver(), true)] {
         let Ok(driver) = driver else { continue };
@@ -250,7 +143,6 @@ pub fn list_devices() -> Vec<DeviceListing> {
 }
 
 /// Why this machine offers no real AMD GPU (`amd:N`), or `None` when it offers one.
-#[cfg(target_os = "linux")]
 pub fn real_amd_unavailable() -> Option<String> {
     match real_driver() {
         Err(e) => Some(match e {
@@ -264,25 +156,7 @@ pub fn real_amd_unavailable() -> Option<String> {
     }
 }
 
-/// Every Metal device of this Mac, without opening them.
-#[cfg(target_os = "macos")]
-pub fn list_devices() -> Vec<DeviceListing> {
-    use hcq_metal::MetalApi;
-    let api = hcq_metal::ObjcMetal;
-    api.copy_all_devices()
-        .iter()
-        .enumerate()
-        .map(|(i, d)| DeviceListing {
-            name: format!("{METAL}:{i}"),
-            arch: hcq_metal::device::ARCH.to_string(),
-            memory: api.recommended_max_working_set_size(d),
-            emulated: false,
-        })
-        .collect()
-}
-
 /// What an emulated device's shader engines have executed so far ([`emulator_counters`]).
-#[cfg(target_os = "linux")]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct EmulatorCounters {
     /// Kernel dispatches run.
@@ -295,7 +169,6 @@ pub struct EmulatorCounters {
 
 /// What an emulated device's shader engines have executed so far (dispatches, waves,
 /// wave-instructions), for benchmarks; `None` for real devices.
-#[cfg(target_os = "linux")]
 pub fn emulator_counters(device: &Device) -> Option<EmulatorCounters> {
     let AnyDevice::Amd(d) = &device.backend;
     let c = d
@@ -316,7 +189,6 @@ pub fn emulator_counters(device: &Device) -> Option<EmulatorCounters> {
 /// submission can be timed without the emulator taking the cores as soon as a doorbell rings
 /// (a real GPU runs on its own silicon). Waiting for work on a held device times out.
 /// [`Error::Unsupported`] for real devices.
-#[cfg(target_os = "linux")]
 pub fn hold_emulated_engines(device: &Device, held: bool) -> Result<()> {
     let AnyDevice::Amd(d) = &device.backend;
     match d.driver.kfd.kernel.emulator() {
@@ -328,7 +200,7 @@ pub fn hold_emulated_engines(device: &Device, held: bool) -> Result<()> {
     }
 }
 
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -379,6 +251,6 @@ mod tests {
             Err(Error::NoDevice(m)) => assert!(m.contains("no emulated GPU"), "{m}"),
             other => panic!("{other:?}"),
         }
-        assert!(list_devices().iter().all(|d| !d.emulated));
+        assert!(crate::list_devices().iter().all(|d| !d.emulated));
     }
 }
