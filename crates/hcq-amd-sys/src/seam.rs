@@ -230,9 +230,12 @@ impl Syscalls for HostKernel {
     }
 }
 
-/// A `'static` reference to a kernel is a kernel: process-global kernels (the emulator's) can be
-/// shared without reference counting.
-impl<K: Syscalls + ?Sized> Syscalls for &'static K {
+/// Implements [`Syscalls`] for handles to a kernel (`$handle<K>`, derefs to `K`) by forwarding
+/// every call, so that the two impls below cannot drift apart.
+macro_rules! forward_through_handle {
+    ($($(#[$doc:meta])* $handle:ty;)*) => {$(
+        $(#[$doc])*
+        impl<K: Syscalls + ?Sized> Syscalls for $handle {
     fn open(&self, path: &str) -> io::Result<Fd> {
         (**self).open(path)
     }
@@ -275,6 +278,17 @@ impl<K: Syscalls + ?Sized> Syscalls for &'static K {
     fn emulator(&self) -> Option<&dyn EmulatorControl> {
         (**self).emulator()
     }
+}
+    )*};
+}
+
+forward_through_handle! {
+    /// A `'static` reference to a kernel is a kernel: process-global kernels (the emulator's)
+    /// can be shared without reference counting.
+    &'static K;
+    /// A shared kernel is a kernel, so a test can keep a handle on a wrapper (a
+    /// [`FaultInjector`]) that the driver also holds.
+    std::sync::Arc<K>;
 }
 
 /// A seam call that [`FaultInjector`] can fail.
@@ -473,53 +487,6 @@ impl<K: Syscalls> Syscalls for FaultInjector<K> {
     }
     fn emulator(&self) -> Option<&dyn EmulatorControl> {
         self.inner.emulator()
-    }
-}
-
-/// A shared kernel is a kernel, so a test can keep a handle on a wrapper (a
-/// [`FaultInjector`]) that the driver also holds.
-impl<K: Syscalls + ?Sized> Syscalls for std::sync::Arc<K> {
-    fn open(&self, path: &str) -> io::Result<Fd> {
-        (**self).open(path)
-    }
-    fn close(&self, fd: Fd) {
-        (**self).close(fd)
-    }
-    unsafe fn ioctl(&self, fd: Fd, request: u64, arg: *mut c_void) -> io::Result<()> {
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { (**self).ioctl(fd, request, arg) }
-    }
-    unsafe fn mmap(
-        &self,
-        addr: *mut c_void,
-        len: usize,
-        prot: i32,
-        flags: i32,
-        fd: Fd,
-        offset: u64,
-    ) -> io::Result<*mut c_void> {
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { (**self).mmap(addr, len, prot, flags, fd, offset) }
-    }
-    unsafe fn munmap(&self, addr: *mut c_void, len: usize) -> io::Result<()> {
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { (**self).munmap(addr, len) }
-    }
-    fn read_to_string(&self, path: &str) -> io::Result<String> {
-        (**self).read_to_string(path)
-    }
-    fn read_dir(&self, path: &str) -> io::Result<Vec<String>> {
-        (**self).read_dir(path)
-    }
-    unsafe fn write_doorbell(&self, doorbell: *mut u64, value: u64) {
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { (**self).write_doorbell(doorbell, value) }
-    }
-    fn take_fault_report(&self, gpu_id: u32) -> Option<FaultReport> {
-        (**self).take_fault_report(gpu_id)
-    }
-    fn emulator(&self) -> Option<&dyn EmulatorControl> {
-        (**self).emulator()
     }
 }
 
