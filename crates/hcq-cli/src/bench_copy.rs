@@ -20,7 +20,10 @@ fn repeated<F: FnMut() -> Result<Duration, String>>(
 }
 
 /// Copy-in, copy-out and device-to-device throughput for `mib` MiB, each with host memcpy of
-/// the same size as its baseline. Results are checked, so a fast wrong copy cannot pass.
+/// the same size as its baseline. Copy-in and copy-out are measured twice: warm (the device
+/// buffer and the host buffer have been written before, as in a loop that reuses them) and at
+/// first touch (a new device buffer, or a new host buffer to copy out into, whose pages are
+/// faulted in by the copy itself). Results are checked, so a fast wrong copy cannot pass.
 pub fn copy(device: Option<&str>, mib: usize) -> Result<Vec<Figure>, String> {
     let e = |e: hcq::Error| e.to_string();
     let n = mib.max(1) << 20;
@@ -38,13 +41,37 @@ pub fn copy(device: Option<&str>, mib: usize) -> Result<Vec<Figure>, String> {
     })?;
     let base = Spread::of(&memcpy).median;
 
+    // First touch: each run copies into a buffer whose memory has never been used (the
+    // allocator's cache of dropped buffers is emptied first, or it would hand back warm
+    // memory).
+    let copy_in_first = repeated(n, RUNS, || {
+        dev.free_cached().map_err(e)?;
+        let fresh = dev.alloc(n).map_err(e)?;
+        dev.synchronize().map_err(e)?;
+        let t = Instant::now();
+        fresh.copy_in(0, &src).map_err(e)?;
+        dev.synchronize().map_err(e)?;
+        Ok(t.elapsed())
+    })?;
     let buf = dev.alloc(n).map_err(e)?;
+    buf.copy_in(0, &src).map_err(e)?;
     let copy_in = repeated(n, RUNS, || {
         dev.synchronize().map_err(e)?;
         let t = Instant::now();
         buf.copy_in(0, &src).map_err(e)?;
         dev.synchronize().map_err(e)?;
         Ok(t.elapsed())
+    })?;
+    let mut first_out_ok = true;
+    let copy_out_first = repeated(n, RUNS, || {
+        dev.synchronize().map_err(e)?;
+        // A new host allocation: its pages are mapped as the copy writes them.
+        let mut fresh = vec![0u8; n];
+        let t = Instant::now();
+        buf.copy_out(0, &mut fresh).map_err(e)?;
+        let elapsed = t.elapsed();
+        first_out_ok &= fresh == src;
+        Ok(elapsed)
     })?;
     dst.fill(0);
     let copy_out = repeated(n, RUNS, || {
@@ -53,7 +80,7 @@ pub fn copy(device: Option<&str>, mib: usize) -> Result<Vec<Figure>, String> {
         buf.copy_out(0, &mut dst).map_err(e)?;
         Ok(t.elapsed())
     })?;
-    if dst != src {
+    if dst != src || !first_out_ok {
         return Err("copy-out returned different bytes than copy-in wrote".into());
     }
 
@@ -83,6 +110,18 @@ pub fn copy(device: Option<&str>, mib: usize) -> Result<Vec<Figure>, String> {
     Ok(vec![
         Figure::new(format!("copy_in_{mib}mib"), "GB/s", &copy_in, base),
         Figure::new(format!("copy_out_{mib}mib"), "GB/s", &copy_out, base),
+        Figure::new(
+            format!("copy_in_first_touch_{mib}mib"),
+            "GB/s",
+            &copy_in_first,
+            base,
+        ),
+        Figure::new(
+            format!("copy_out_first_touch_{mib}mib"),
+            "GB/s",
+            &copy_out_first,
+            base,
+        ),
         Figure::new(format!("{label}_{mib}mib"), "GB/s", &d2d, base),
     ])
 }

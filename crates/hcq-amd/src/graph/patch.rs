@@ -114,6 +114,34 @@ impl AmdGraph {
         unsafe { shared::store(memory.as_ptr().add(site.offset), bytes) }
     }
 
+    /// Writes `address` plus each patch's addend into every patch's 8-byte word: the cost of
+    /// swapping an input, one aligned store per word in the usual case (argument words of
+    /// pointers are 8-byte aligned), with the mapping looked up once per run of sites in it.
+    fn store_addresses(&self, patches: &[AddressPatch], address: u64) {
+        let mut current: Option<(Mapping, Option<&GpuMemory>)> = None;
+        for p in patches {
+            let memory = match current {
+                Some((mapping, memory)) if mapping == p.site.mapping => memory,
+                _ => {
+                    let memory = self.mapping(p.site.mapping);
+                    current = Some((p.site.mapping, memory));
+                    memory
+                }
+            };
+            let Some(memory) = memory else { continue };
+            let word = address.wrapping_add(p.addend).to_le_bytes();
+            if p.site.len < 8 {
+                self.store(&p.site, &word[..p.site.len]);
+                continue;
+            }
+            // SAFETY: as in `store`: `PatchSite::new` checked that the site's 8 bytes lie
+            // inside this mapping, which the graph owns for its whole life; callers hold the
+            // graph's lock and have waited for the previous replay, so the GPU is not reading
+            // them; GPU memory is only accessed atomically.
+            unsafe { shared::store_8(memory.as_ptr().add(p.site.offset), word) }
+        }
+    }
+
     /// Rewrites the words of every input, variable and dimension that changed, and records
     /// the new values. Callers hold the graph's lock and have waited for the previous replay.
     pub(super) fn patch(
@@ -124,9 +152,7 @@ impl AmdGraph {
     ) {
         for (n, (&new, old)) in values.inputs.iter().zip(&mut applied.inputs).enumerate() {
             if new != *old {
-                for p in &self.input_patches[n] {
-                    self.store(&p.site, &new.wrapping_add(p.addend).to_le_bytes());
-                }
+                self.store_addresses(&self.input_patches[n], new);
                 *old = new;
             }
         }

@@ -100,7 +100,7 @@ fn bench_emu_rejects_empty_sizes() {
 }
 
 #[test]
-fn bench_copy_prints_three_throughputs_against_memcpy() {
+fn bench_copy_prints_warm_first_touch_and_device_throughputs_against_memcpy() {
     let o = hcq(&["bench", "copy", "--json", "--mib", "9"], &[]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let s = stdout(&o);
@@ -114,7 +114,13 @@ fn bench_copy_prints_three_throughputs_against_memcpy() {
         .collect();
     assert_eq!(
         names,
-        ["copy_in_9mib", "copy_out_9mib", "d2d_same_gpu_9mib"],
+        [
+            "copy_in_9mib",
+            "copy_out_9mib",
+            "copy_in_first_touch_9mib",
+            "copy_out_first_touch_9mib",
+            "d2d_same_gpu_9mib"
+        ],
         "{s}"
     );
     for v in &figures {
