@@ -79,6 +79,20 @@ rm -rf "$cargo_home"/registry/src/-*/hcq-[0-9]* "$cargo_home"/registry/src/-*/hc
 cargo package --workspace --exclude hcq-py --quiet --allow-dirty --target-dir target/package-check
 rm -rf target/package-check
 
+# The CLI installs as the README says (`cargo install --path crates/hcq-cli`), here as a debug
+# build reusing the test run's, and the installed binary names its commit.
+echo "== cargo install --path crates/hcq-cli"
+rm -rf target/install-check
+cargo install --quiet --debug --path crates/hcq-cli --root target/install-check --target-dir target
+installed=$(target/install-check/bin/hcq --version)
+commit=$(git rev-parse --short=12 HEAD 2>/dev/null || true)
+if [ -n "$commit" ] && [[ $installed != *"$commit"* ]]; then
+  echo "the installed hcq says \"$installed\", not commit $commit" >&2
+  exit 1
+fi
+echo "$installed"
+rm -rf target/install-check
+
 # The oldest toolchain the crates declare (`rust-version`) must build them all.
 msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
 [[ $msrv =~ ^[0-9]+\.[0-9]+$ ]] && msrv=$msrv.0 # `1.87` means 1.87.0

@@ -132,7 +132,7 @@ impl Figure {
         if json {
             format!(
                 "{{\"name\":\"{}\",\"value\":{},\"unit\":\"{}\",\"baseline\":{},\"ratio\":{},\
-                 \"min\":{},\"median\":{},\"max\":{},\"repetitions\":{}}}",
+                 \"min\":{},\"median\":{},\"max\":{},\"repetitions\":{},\"noisy\":{}}}",
                 self.name,
                 num(self.value()),
                 self.unit,
@@ -141,7 +141,8 @@ impl Figure {
                 num(s.min),
                 num(s.median),
                 num(s.max),
-                s.repetitions
+                s.repetitions,
+                s.too_wide()
             )
         } else {
             let noisy = if s.too_wide() {
@@ -768,7 +769,9 @@ mod tests {
         );
         let json = quiet.render(true);
         assert!(
-            json.ends_with(r#""ratio":2.1,"min":100,"median":105,"max":110,"repetitions":3}"#),
+            json.ends_with(
+                r#""ratio":2.1,"min":100,"median":105,"max":110,"repetitions":3,"noisy":false}"#
+            ),
             "{json}"
         );
         let noisy = Figure::new("noisy", "ns", &[10.0, 100.0, 30.0], 1.0);
@@ -777,6 +780,7 @@ mod tests {
             "{}",
             noisy.render(false)
         );
+        assert!(noisy.render(true).ends_with(r#""noisy":true}"#));
         // No baseline: a ratio that is not a number is null in JSON.
         assert!(Figure::new("x", "ns", &[1.0], 0.0)
             .render(true)

@@ -7,8 +7,8 @@ use hcq::{DimExpr, GraphArg, GraphBuilder};
 
 const SRC: &str = r#"
 // out[i] = in[i] * k + 1, for i < n.
-extern "C" __attribute__((global)) void affine(int* out, const int* in, int k, int n) {
-  int i = __builtin_amdgcn_workgroup_id_x() * 64 + __builtin_amdgcn_workitem_id_x();
+__global__ void affine(int* out, const int* in, int k, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = in[i] * k + 1;
 }
 "#;

@@ -1,20 +1,21 @@
-//! A sum in two passes of 256-wide workgroup trees in LDS (`__shared__`-style memory through a
-//! static array), checked against the host's sum of the same integers.
+//! A sum in two passes of 256-wide workgroup trees in LDS (a `__shared__` array), checked
+//! against the host's sum of the same integers. The kernels are HIP as hipcc takes it, through
+//! hcq's bundled HIP header.
 //!
 //! cargo run --profile test -p hcq --example reduction
 
 const SRC: &str = r#"
-extern "C" __attribute__((global)) void block_sums(int* out, const int* in, int n) {
-  __attribute__((shared)) int part[256];
-  int t = __builtin_amdgcn_workitem_id_x();
-  int i = __builtin_amdgcn_workgroup_id_x() * 256 + t;
+__global__ void block_sums(int* out, const int* in, int n) {
+  __shared__ int part[256];
+  int t = threadIdx.x;
+  int i = blockIdx.x * blockDim.x + t;
   part[t] = i < n ? in[i] : 0;
-  __builtin_amdgcn_s_barrier();
+  __syncthreads();
   for (int stride = 128; stride > 0; stride >>= 1) {
     if (t < stride) part[t] += part[t + stride];
-    __builtin_amdgcn_s_barrier();
+    __syncthreads();
   }
-  if (t == 0) out[__builtin_amdgcn_workgroup_id_x()] = part[0];
+  if (t == 0) out[blockIdx.x] = part[0];
 }
 "#;
 

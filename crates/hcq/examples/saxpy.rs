@@ -4,8 +4,8 @@
 //! cargo run --profile test -p hcq --example saxpy
 
 const SRC: &str = r#"
-extern "C" __attribute__((global)) void saxpy(float* y, const float* x, float a, int n) {
-  int i = __builtin_amdgcn_workgroup_id_x() * 256 + __builtin_amdgcn_workitem_id_x();
+__global__ void saxpy(float* y, const float* x, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = a * x[i] + y[i];
 }
 "#;

@@ -5,8 +5,8 @@
 //! HCQ_EMU_GPUS=2 cargo run --profile test -p hcq --example two_devices
 
 const SRC: &str = r#"
-extern "C" __attribute__((global)) void square_plus(int* out, const int* in, int c, int n) {
-  int i = __builtin_amdgcn_workgroup_id_x() * 64 + __builtin_amdgcn_workitem_id_x();
+__global__ void square_plus(int* out, const int* in, int c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = in[i] * in[i] + c;
 }
 "#;

@@ -6,12 +6,12 @@
 //! cargo run --profile test -p hcq --example two_streams
 
 const SRC: &str = r#"
-extern "C" __attribute__((global)) void poly(float* out, const float* in, int n) {
-  int i = __builtin_amdgcn_workgroup_id_x() * 256 + __builtin_amdgcn_workitem_id_x();
+__global__ void poly(float* out, const float* in, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) { float x = in[i]; out[i] = (x * 0.5f + 2.0f) * x - 1.0f; }
 }
-extern "C" __attribute__((global)) void add(float* out, const float* a, const float* b, int n) {
-  int i = __builtin_amdgcn_workgroup_id_x() * 256 + __builtin_amdgcn_workitem_id_x();
+__global__ void add(float* out, const float* a, const float* b, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = a[i] + b[i];
 }
 "#;

@@ -582,6 +582,22 @@ impl Buffer {
     /// bytes wide and the buffer a whole number of them. On AMD the copy engine's constant
     /// fill does it (no host data moves but the up to 3 bytes at each end of an unaligned
     /// view); on Metal the pattern is written from the host.
+    ///
+    /// ```
+    /// # fn main() -> hcq::Result<()> {
+    /// let dev = hcq::Device::default_device()?;
+    /// let buf = dev.alloc_zeros::<u32>(64)?; // zeros, written by the device
+    /// buf.view(16, 32)?.fill(0xdead_beef_u32)?; // values 4 to 11
+    /// let values: Vec<u32> = buf.read()?;
+    /// assert!(values[4..12].iter().all(|&v| v == 0xdead_beef));
+    /// assert!(values[..4].iter().chain(&values[12..]).all(|&v| v == 0));
+    /// // Pinned host memory: written from the host at once, copied on the device.
+    /// let host = dev.alloc_host(16)?;
+    /// host.host_write_at(0, &[1u32, 2, 3, 4])?;
+    /// host.copy_to(0, &buf, 0, 16)?;
+    /// assert_eq!(buf.read_range::<u32>(0, 6)?, [1, 2, 3, 4, 0xdead_beef, 0xdead_beef]);
+    /// # Ok(()) }
+    /// ```
     pub fn fill<T: bytemuck::Pod>(&self, value: T) -> Result<()> {
         self.fill_on(self.device().queue(), value)
     }
@@ -691,6 +707,24 @@ impl Program {
     /// The kernel's registers, LDS, scratch, largest workgroup and wave size, from its code
     /// object, and the waves per SIMD they allow on the device it was loaded on (as LLVM
     /// computes occupancy). AMD only: a Metal program says `Unsupported`.
+    ///
+    /// ```
+    /// # fn main() -> hcq::Result<()> {
+    /// let dev = hcq::Device::default_device()?;
+    /// let lib = dev.compile(
+    ///     "__global__ void blur(float* x) {
+    ///          __shared__ float tile[256];
+    ///          tile[threadIdx.x] = x[threadIdx.x];
+    ///          __syncthreads();
+    ///          x[threadIdx.x] = (tile[threadIdx.x] + tile[(threadIdx.x + 1) % 256]) / 2;
+    ///      }",
+    /// )?;
+    /// let info = dev.program(&lib, "blur")?.info()?;
+    /// assert_eq!((info.static_lds, info.wave_size), (256 * 4, 32));
+    /// assert!(info.vgprs > 0 && (1..=16).contains(&info.waves_per_simd));
+    /// println!("{} VGPRs, {} waves per SIMD ({})", info.vgprs, info.waves_per_simd, info.occupancy_limit);
+    /// # Ok(()) }
+    /// ```
     pub fn info(&self) -> Result<ProgramInfo> {
         on_backend!(self.device().queue(), d => program_info(d, self))
     }

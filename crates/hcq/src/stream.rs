@@ -23,6 +23,24 @@ use std::time::Duration;
 /// queues to the device. On Metal it is an `MTLCommandQueue` of its own on the same
 /// `MTLDevice`, and events are values of an `MTLSharedEvent`. Cloning is cheap; clones are the
 /// same stream.
+///
+/// ```
+/// # fn main() -> hcq::Result<()> {
+/// let dev = hcq::Device::default_device()?;
+/// let lib = dev.compile("__global__ void add(int* x, int v) { x[threadIdx.x] += v; }")?;
+/// let add = dev.program(&lib, "add")?;
+/// let buf = dev.alloc_zeros::<i32>(32)?;
+/// let stream = dev.stream()?;
+/// let start = stream.record_event()?;
+/// stream.launch(&add, &[hcq::Arg::Buffer(&buf), hcq::Arg::I32(5)], [1, 1, 1], [32, 1, 1])?;
+/// let done = stream.record_event()?;
+/// dev.wait_event(&done)?; // the device's own queue runs what follows after the stream's kernel
+/// add.launch(&[hcq::Arg::Buffer(&buf), hcq::Arg::I32(1)], [1, 1, 1], [32, 1, 1])?;
+/// assert_eq!(buf.read::<i32>()?, vec![6; 32]);
+/// done.synchronize()?;
+/// println!("the stream's kernel took {:?} of GPU time", done.elapsed_since(&start)?);
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct Stream {
     device: Device,

@@ -9,6 +9,8 @@ fn check_spread(v: &serde_json::Value, repetitions: u64) {
     assert_eq!(f("median"), f("value"), "{v}");
     assert!(f("min") <= f("median") && f("median") <= f("max"), "{v}");
     assert!(v["repetitions"].as_u64().unwrap() >= repetitions, "{v}");
+    let wide = f("max") - f("min") > f("median").abs();
+    assert_eq!(v["noisy"].as_bool(), Some(wide), "{v}");
 }
 
 #[test]

@@ -32,9 +32,22 @@ fn help_lists_every_variable_the_readme_documents_and_version_names_the_commit()
     }
     // Every argument and option of every command says what it is.
     for command in [
-        "devices", "demo", "run", "disasm", "compile", "exec", "soak", "bench",
+        "devices",
+        "demo",
+        "run",
+        "disasm",
+        "compile",
+        "exec",
+        "soak",
+        "bench",
+        "bench launch",
+        "bench copy",
+        "bench emu",
+        "bench graph",
     ] {
-        let o = hcq(&[command, "--help"], &[]);
+        let mut args: Vec<&str> = command.split(' ').collect();
+        args.push("--help");
+        let o = hcq(&args, &[]);
         let text = stdout(&o);
         assert!(o.status.success(), "{text}");
         for line in text.lines() {
@@ -49,6 +62,30 @@ fn help_lists_every_variable_the_readme_documents_and_version_names_the_commit()
             }
         }
     }
+    // `run --help` names every argument kind `--arg` takes (the list its errors give, which
+    // comes from `hcq::VALUE_KINDS`), so the hand-written help cannot fall behind.
+    let o = hcq(
+        &[
+            "run", "k.hip", "--kernel", "k", "--grid", "1", "--block", "1", "--arg", "nope:1",
+        ],
+        &[],
+    );
+    let error = String::from_utf8_lossy(&o.stderr).to_string();
+    let kinds = error
+        .split_once("one of ")
+        .map(|(_, rest)| rest.lines().next().unwrap_or(""))
+        .unwrap_or_else(|| panic!("no kind list in {error}"));
+    let run_help = stdout(&hcq(&["run", "--help"], &[]));
+    let words: Vec<&str> = run_help
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .collect();
+    for kind in kinds.split_whitespace() {
+        assert!(
+            words.contains(&kind),
+            "`hcq run --help` does not name the --arg kind {kind}:\n{run_help}"
+        );
+    }
+    assert!(kinds.split_whitespace().count() >= 16, "{kinds}");
     // The version names the commit it was built from.
     let o = hcq(&["--version"], &[]);
     let version = stdout(&o);
