@@ -326,10 +326,10 @@ impl<A: MetalApi> MetalDevice<A> {
 
     /// Makes the work committed to this queue from now on wait, on the GPU, until `event` is
     /// reached; returns at once. An event of this queue is already behind everything to come.
-    /// An event of another Metal device is refused.
+    /// The event may belong to another Metal device of this process: a shared event is the
+    /// one Metal synchronises devices with (`encodeWaitForEvent:value:` takes any device's).
     pub fn wait_event(&self, event: &MetalEvent<A>) -> Result<()> {
-        self.check_event(event)?;
-        if event.queue_id == self.queue_id {
+        if event.queue_id == self.queue_id && event.device_id == self.id {
             return Ok(());
         }
         let mut st = lock(&self.state);

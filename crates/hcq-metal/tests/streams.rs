@@ -130,10 +130,13 @@ fn events_are_checked_against_their_device_and_queue() {
     let dev = open();
     let s = dev.new_stream().unwrap();
     let e = s.record_event().unwrap();
-    // Another device's queue refuses it.
+    // GPU times of two devices are not compared.
     let other = open();
+    let theirs = other.record_event().unwrap();
+    other.synchronize_event(&theirs).unwrap();
+    s.synchronize_event(&e).unwrap();
     assert!(matches!(
-        other.wait_event(&e),
+        dev.elapsed_between(&theirs, &e),
         Err(Error::InvalidArgument(_))
     ));
     // Only the queue that recorded it waits for it from the host.
@@ -142,6 +145,31 @@ fn events_are_checked_against_their_device_and_queue() {
         other => panic!("{other:?}"),
     }
     s.synchronize_event(&e).unwrap();
+}
+
+/// An event of one device orders another device's queue: its command buffers wait for the
+/// shared event's value, so they run only after the first device's work before the event.
+#[test]
+fn an_event_orders_work_of_two_devices() {
+    for ordered in [true, false] {
+        let api = FakeMetal::new().with_devices(2);
+        let first = MetalDevice::open_with_cache(api.clone(), 0, CompileCache::disabled()).unwrap();
+        let second = MetalDevice::open_with_cache(api, 1, CompileCache::disabled()).unwrap();
+        let x = filled(&first, &[7u8; 64]);
+        let y = first.alloc(64).unwrap();
+        first.copy(&y, 0, &x, 0, 64).unwrap();
+        let done = first.record_event().unwrap();
+        if ordered {
+            second.wait_event(&done).unwrap();
+        }
+        let after = second.record_event().unwrap();
+        assert!(!first.event_is_complete(&done));
+        second.synchronize_event(&after).unwrap();
+        // The second device's work ran after the first's copy only when it waited for it.
+        assert_eq!(first.event_is_complete(&done), ordered);
+        first.synchronize().unwrap();
+        assert_eq!(contents(&first, &y), vec![7u8; 64]);
+    }
 }
 
 /// The time between two events is the GPU time between the ends of their command buffers;

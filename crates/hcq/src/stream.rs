@@ -218,7 +218,7 @@ impl Stream {
     }
 
     /// Makes the work queued on this stream from now on wait, on the GPU, until `event` (of
-    /// any stream, of any device of the same driver on AMD, of this device on Metal) is
+    /// any stream of any device: on AMD, of the same driver; on Metal, any Metal device) is
     /// reached; returns at once.
     pub fn wait_event(&self, event: &Event) -> Result<()> {
         on_backend!(self.queue(), q => Backend::wait_event(q, event_of(q, event)?))
