@@ -37,6 +37,22 @@ make_venv() { # DIR PACKAGES...
 }
 make_venv target/tinygrad-venv tinygrad==0.14.0 numpy==2.4.6
 make_venv target/tinygrad-0.9-venv tinygrad==0.9.0 numpy==1.26.4
+# Chrome DevTools' trace engine (from npm), the independent reader the trace test checks hcq's
+# traces with; Node runs it (Debian's, installed when the machine has none).
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  echo "== installing nodejs, npm"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs npm >/dev/null
+fi
+trace_engine=target/trace-engine/node_modules/@paulirish/trace_engine
+if [ ! -f "$trace_engine/models/trace/trace.js" ]; then
+  echo "== installing Chrome DevTools' trace engine (npm @paulirish/trace_engine)"
+  npm install --prefix target/trace-engine --silent --no-audit --no-fund \
+    @paulirish/trace_engine@0.0.65 >/dev/null
+fi
+export HCQ_TEST_TRACE_ENGINE="$PWD/$trace_engine"
 export HCQ_TEST_TINYGRAD_PYTHON="$PWD/target/tinygrad-venv/bin/python"
 export HCQ_TEST_TINYGRAD09_PYTHON="$PWD/target/tinygrad-0.9-venv/bin/python"
 

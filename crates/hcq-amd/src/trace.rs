@@ -53,6 +53,11 @@ enum Event {
 /// Numbers the flows from submissions to their spans.
 static NEXT_FLOW: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
+/// The category of every event. One for all: a trace viewer binds a flow's start and end to
+/// the events of the same timestamp, thread and category (Chrome DevTools matches all four),
+/// so the submission, its arrow and the GPU span share it; the thread says which queue.
+const CATEGORY: &str = "hcq";
+
 const HEADER: &str = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
 const FOOTER: &str = "\n]}\n";
 
@@ -178,14 +183,14 @@ impl Trace {
                         })
                         .collect();
                     lines.push(format!(
-                        "{{\"ph\":\"X\",\"cat\":\"{q}\",\"name\":\"{}\",\"pid\":{p},\"tid\":{th},\"ts\":{start_us:.3},\"dur\":{:.3},\"args\":{{\"finished\":{finished}{extra}}}}}",
+                        "{{\"ph\":\"X\",\"cat\":\"{CATEGORY}\",\"name\":\"{}\",\"pid\":{p},\"tid\":{th},\"ts\":{start_us:.3},\"dur\":{:.3},\"args\":{{\"finished\":{finished}{extra}}}}}",
                         escape(&name),
                         (end_us - start_us).max(0.0)
                     ));
                     if flow != 0 {
                         // The arrow's head binds to the span that encloses its time.
                         lines.push(format!(
-                            "{{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"submission\",\"name\":\"submission\",\"id\":{flow},\"pid\":{p},\"tid\":{th},\"ts\":{start_us:.3}}}"
+                            "{{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"{CATEGORY}\",\"name\":\"submission\",\"id\":{flow},\"pid\":{p},\"tid\":{th},\"ts\":{start_us:.3}}}"
                         ));
                     }
                 }
@@ -193,12 +198,12 @@ impl Trace {
                     name, at_us, flow, ..
                 } => {
                     lines.push(format!(
-                        "{{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"submit\",\"name\":\"{}\",\"pid\":{p},\"tid\":{th},\"ts\":{at_us:.3}}}",
+                        "{{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"{CATEGORY}\",\"name\":\"{}\",\"pid\":{p},\"tid\":{th},\"ts\":{at_us:.3}}}",
                         escape(&name)
                     ));
                     if flow != 0 {
                         lines.push(format!(
-                            "{{\"ph\":\"s\",\"cat\":\"submission\",\"name\":\"submission\",\"id\":{flow},\"pid\":{p},\"tid\":{th},\"ts\":{at_us:.3}}}"
+                            "{{\"ph\":\"s\",\"cat\":\"{CATEGORY}\",\"name\":\"submission\",\"id\":{flow},\"pid\":{p},\"tid\":{th},\"ts\":{at_us:.3}}}"
                         ));
                     }
                 }
