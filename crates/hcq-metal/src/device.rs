@@ -205,6 +205,11 @@ impl<A: MetalApi> MetalDevice<A> {
             .new_command_queue(&device, MAX_COMMAND_BUFFERS)
             .ok_or_else(|| Error::Unsupported(format!("{name}: newCommandQueue returned nil")))?;
         let compiler_id = format!("Metal on {}", api.operating_system_version());
+        tracing::info!(
+            target: "hcq::device",
+            "{name}: opened ({}, {compiler_id})",
+            api.device_name(&device)
+        );
         Ok(Self::on_queue(
             api,
             name,
@@ -446,6 +451,7 @@ impl<A: MetalApi> MetalDevice<A> {
         if self.api.length(&buf) < size {
             return Err(oom());
         }
+        tracing::debug!(target: "hcq::memory", "{}: buffer of {size} bytes in shared storage", self.name);
         Ok(MetalBuffer {
             buf,
             size,
@@ -545,7 +551,10 @@ impl<A: MetalApi> MetalDevice<A> {
             compiler: &self.compiler_id,
             flags: &flags,
         };
-        self.cache.get_or_compile(&key, || {
+        let started = std::time::Instant::now();
+        let compiled = std::cell::Cell::new(false);
+        let library = self.cache.get_or_compile(&key, || {
+            compiled.set(true);
             let lib = self
                 .api
                 .new_library_with_source(&self.device, source)
@@ -556,7 +565,15 @@ impl<A: MetalApi> MetalDevice<A> {
             self.api.library_data_contents(&lib).ok_or_else(|| {
                 Error::Unsupported("this Metal cannot serialize a compiled library".into())
             })
-        })
+        })?;
+        tracing::debug!(
+            target: "hcq::compile",
+            "{ARCH}: source text ({}) in {:.1} ms, {} bytes",
+            if compiled.get() { "compiled" } else { "from the cache" },
+            started.elapsed().as_secs_f64() * 1e3,
+            library.len()
+        );
+        Ok(library)
     }
 
     /// Loads kernel `name` from a serialized library.
@@ -695,7 +712,16 @@ impl<A: MetalApi> MetalDevice<A> {
         }
         self.api.dispatch_threadgroups(&enc, global, local);
         self.api.end_encoding(&enc);
-        let seq = self.submit_locked(&mut st, cb);
+        // The kernel's line in the log, once the GPU has run it (as the AMD backend prints it).
+        let label = tracing::enabled!(target: "hcq::kernel", tracing::Level::DEBUG).then(|| {
+            let [g, l] = [global, local].map(|d| format!("{}x{}x{}", d[0], d[1], d[2]));
+            format!(
+                "{} compute {} grid {g} block {l} threadgroup memory {threadgroup_bytes}",
+                self.name, prg.name
+            )
+            .into_boxed_str()
+        });
+        let seq = self.submit_labeled_locked(&mut st, cb, label);
         if !wait {
             return Ok(None);
         }
@@ -714,10 +740,21 @@ impl<A: MetalApi> MetalDevice<A> {
 
     /// Commits `cb`, tracks it as in flight, and retires what already finished.
     pub(crate) fn submit_locked(&self, st: &mut DeviceState<A>, cb: A::CommandBuffer) -> Seq {
+        self.submit_labeled_locked(st, cb, None)
+    }
+
+    /// [`MetalDevice::submit_locked`] of a command buffer whose `label` the kernel log prints
+    /// once it has run.
+    fn submit_labeled_locked(
+        &self,
+        st: &mut DeviceState<A>,
+        cb: A::CommandBuffer,
+        label: Option<Box<str>>,
+    ) -> Seq {
         self.api.commit(&cb);
         let errors = st.in_flight.retire_finished(&self.api);
         st.pending_errors.extend(errors);
-        st.in_flight.push(cb)
+        st.in_flight.push_labeled(cb, label)
     }
 
     /// Waits for command buffer `seq` (and everything before it), then returns its GPU time.
@@ -742,7 +779,7 @@ impl<A: MetalApi> MetalDevice<A> {
                     self.api.gpu_start_time(cb),
                     self.api.gpu_end_time(cb),
                 ));
-                st.in_flight.pop_front();
+                st.in_flight.pop_front(&self.api);
             }
         }
         self.take_errors(st)?;

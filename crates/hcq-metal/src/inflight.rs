@@ -11,9 +11,10 @@ use std::collections::VecDeque;
 /// Identifies one committed command buffer of a device.
 pub type Seq = u64;
 
-/// Committed command buffers, oldest first.
+/// Committed command buffers, oldest first, each with what the kernel log says of it once it
+/// has run (only while `hcq::kernel` debug logging is on; see [`InFlight::push_labeled`]).
 pub struct InFlight<C> {
-    queue: VecDeque<(Seq, C)>,
+    queue: VecDeque<(Seq, C, Option<Box<str>>)>,
     next: Seq,
 }
 
@@ -34,28 +35,36 @@ impl<C> InFlight<C> {
 
     /// Records a committed command buffer and returns its sequence number.
     pub fn push(&mut self, cb: C) -> Seq {
+        self.push_labeled(cb, None)
+    }
+
+    /// [`InFlight::push`] of a command buffer that, once retired, logs `label` with its GPU
+    /// time (target `hcq::kernel`, as the AMD backend logs each kernel).
+    pub fn push_labeled(&mut self, cb: C, label: Option<Box<str>>) -> Seq {
         let seq = self.next;
         self.next += 1;
-        self.queue.push_back((seq, cb));
+        self.queue.push_back((seq, cb, label));
         seq
     }
 
     /// Whether `seq` was pushed and not yet retired.
     pub fn contains(&self, seq: Seq) -> bool {
         match self.queue.front() {
-            Some(&(front, _)) => seq >= front && seq < self.next,
+            Some(&(front, _, _)) => seq >= front && seq < self.next,
             None => false,
         }
     }
 
     /// The oldest command buffer still tracked.
     pub fn front(&self) -> Option<(Seq, &C)> {
-        self.queue.front().map(|(s, c)| (*s, c))
+        self.queue.front().map(|(s, c, _)| (*s, c))
     }
 
-    /// Stops tracking the oldest command buffer.
-    pub fn pop_front(&mut self) -> Option<C> {
-        self.queue.pop_front().map(|(_, c)| c)
+    /// Stops tracking the oldest command buffer (which has finished), logging its label.
+    pub fn pop_front<A: MetalApi<CommandBuffer = C>>(&mut self, api: &A) -> Option<C> {
+        let (_, cb, label) = self.queue.pop_front()?;
+        log_finished(api, &cb, label.as_deref());
+        Some(cb)
     }
 
     /// Command buffers tracked: pushed and not yet retired or popped.
@@ -72,14 +81,14 @@ impl<C> InFlight<C> {
     /// Returns the errors of the failed ones, in commit order.
     pub fn retire_finished<A: MetalApi<CommandBuffer = C>>(&mut self, api: &A) -> Vec<String> {
         let mut errors = Vec::new();
-        while let Some((_, cb)) = self.queue.front() {
+        while let Some((_, cb, _)) = self.queue.front() {
             if !api.status(cb).is_finished() {
                 break;
             }
             if let Some(e) = failure(api, cb) {
                 errors.push(e);
             }
-            self.queue.pop_front();
+            self.pop_front(api);
         }
         errors
     }
@@ -92,7 +101,7 @@ impl<C> InFlight<C> {
         seq: Option<Seq>,
     ) -> Vec<String> {
         let mut errors = Vec::new();
-        while let Some((s, cb)) = self.queue.front() {
+        while let Some((s, cb, _)) = self.queue.front() {
             if seq.is_some_and(|last| *s > last) {
                 break;
             }
@@ -102,9 +111,22 @@ impl<C> InFlight<C> {
             if let Some(e) = failure(api, cb) {
                 errors.push(e);
             }
-            self.queue.pop_front();
+            self.pop_front(api);
         }
         errors
+    }
+}
+
+/// Logs a finished command buffer's `label` with its GPU time.
+fn log_finished<A: MetalApi>(api: &A, cb: &A::CommandBuffer, label: Option<&str>) {
+    let Some(label) = label else { return };
+    let (start, end) = (api.gpu_start_time(cb), api.gpu_end_time(cb));
+    if failure(api, cb).is_some() {
+        tracing::debug!(target: "hcq::kernel", "{label}: failed");
+    } else if end > start && start >= 0.0 {
+        tracing::debug!(target: "hcq::kernel", "{label}: {:.2} us", (end - start) * 1e6);
+    } else {
+        tracing::debug!(target: "hcq::kernel", "{label}: done (Metal gave no GPU time)");
     }
 }
 
