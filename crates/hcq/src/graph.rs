@@ -755,6 +755,8 @@ pub struct JitRecorder<'c> {
     vars: &'c [i32],
     var_handles: &'c [Var],
     capture: Option<(&'c mut GraphBuilder, &'c [Input])>,
+    /// The stream the call runs on (`None`: the devices' own queues).
+    stream: Option<&'c crate::Stream>,
 }
 
 impl JitRecorder<'_> {
@@ -812,7 +814,10 @@ impl JitRecorder<'_> {
             eval_dims(&global, self.vars)?,
             eval_dims(&local, self.vars)?,
         );
-        program.launch_with(&eager, g, l, options)?;
+        match self.stream {
+            Some(stream) => stream.launch_with(program, &eager, g, l, options)?,
+            None => program.launch_with(&eager, g, l, options)?,
+        };
         if let Some((builder, slots)) = self.capture.as_mut() {
             let n_inputs = self.inputs.len();
             let graph_args: Vec<GraphArg<'_>> = args
@@ -850,7 +855,10 @@ impl JitRecorder<'_> {
                 .ok_or_else(|| Error::InvalidArgument(format!("JIT copy: no {what} {a:?}")))
         };
         let (s, d) = (buffer(&src, "source")?, buffer(&dst, "destination")?);
-        s.copy_to(0, &d, 0, size)?;
+        match self.stream {
+            Some(stream) => stream.copy(&s, 0, &d, 0, size)?,
+            None => s.copy_to(0, &d, 0, size)?,
+        }
         if let Some((builder, slots)) = self.capture.as_mut() {
             let n_inputs = self.inputs.len();
             fn end<'b>(
@@ -933,6 +941,30 @@ where
 
     /// Runs the work on `inputs` into `outputs` with variable values `vars`.
     pub fn call(&mut self, inputs: &[&Buffer], outputs: &[&Buffer], vars: &[i32]) -> Result<()> {
+        self.call_queued(None, inputs, outputs, vars)
+    }
+
+    /// [`Jit::call`] on `stream`: the eager calls launch and copy there, and the captured graph
+    /// replays there ([`Graph::replay_on`]), ordered with the stream's other work. A graph
+    /// that cannot replay on a stream (see [`Graph::replay_on`]) runs the closure eagerly on
+    /// the stream instead, that call only.
+    pub fn call_on(
+        &mut self,
+        stream: &crate::Stream,
+        inputs: &[&Buffer],
+        outputs: &[&Buffer],
+        vars: &[i32],
+    ) -> Result<()> {
+        self.call_queued(Some(stream), inputs, outputs, vars)
+    }
+
+    fn call_queued(
+        &mut self,
+        stream: Option<&crate::Stream>,
+        inputs: &[&Buffer],
+        outputs: &[&Buffer],
+        vars: &[i32],
+    ) -> Result<()> {
         if vars.len() != self.vars.len() {
             return Err(Error::InvalidArgument(format!(
                 "JIT takes {} variables, got {}",
@@ -951,7 +983,14 @@ where
         let calls = match &self.phase {
             JitPhase::Replaying(graph) => {
                 let all: Vec<&Buffer> = inputs.iter().chain(outputs).copied().collect();
-                return graph.replay(&all, vars);
+                let replayed = match stream {
+                    Some(stream) => graph.replay_on(stream, &all, vars),
+                    None => return graph.replay(&all, vars),
+                };
+                match replayed {
+                    Err(Error::Unsupported(_)) => usize::MAX,
+                    done => return done,
+                }
             }
             JitPhase::EagerForever(_) => usize::MAX,
             JitPhase::Eager { calls } => *calls,
@@ -963,6 +1002,7 @@ where
                 vars,
                 var_handles: &[],
                 capture: None,
+                stream,
             })?;
             if calls == 0 {
                 self.phase = JitPhase::Eager { calls: 1 };
@@ -986,6 +1026,7 @@ where
             vars,
             var_handles: &handles,
             capture: Some((&mut builder, &slots)),
+            stream,
         })?;
         if builder.is_empty() {
             self.phase = JitPhase::EagerForever("the closure launches nothing".into());

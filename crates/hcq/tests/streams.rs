@@ -456,6 +456,83 @@ fn graphs_replay_on_streams() {
     ));
 }
 
+/// A JIT called on a stream launches there while eager and capturing, then replays its graph
+/// there: each call is ordered after a slow kernel queued on the same stream that writes the
+/// call's input, so it reads what that kernel wrote, not what the input held before. A JIT
+/// whose graph cannot replay on a stream (its kernel uses scratch) runs eagerly on the stream.
+#[test]
+fn a_jit_runs_on_a_stream() {
+    let dev = device(0);
+    let (prg, scratch_prg) = programs(&dev);
+    let stream = dev.stream().unwrap();
+    let sink = dev.alloc(N * 4).unwrap();
+    let mut jit = hcq::Jit::new(&[], |r: &mut hcq::JitRecorder<'_>| {
+        r.launch(
+            &prg,
+            &[
+                hcq::JitArg::Output(0),
+                hcq::JitArg::Input(0),
+                hcq::JitArg::Buffer(&sink),
+                hcq::JitArg::Value(Arg::I32(N as i32)),
+                hcq::JitArg::Value(Arg::I32(1)),
+            ],
+            [1u32.into(), 1u32.into(), 1u32.into()],
+            [64u32.into(), 1u32.into(), 1u32.into()],
+        )
+    })
+    .unwrap();
+    let slow_sink = dev.alloc(N * 4).unwrap();
+    for call in 0..5 {
+        let staged = dev.alloc(N * 4).unwrap();
+        let input = dev.alloc(N * 4).unwrap();
+        let output = dev.alloc(N * 4).unwrap();
+        let values: Vec<i32> = (0..N as i32).map(|i| i * 5 - call).collect();
+        staged.write(&values).unwrap();
+        input.fill(0i32).unwrap();
+        dev.synchronize().unwrap();
+        // input = staged * 3 + 1, slowly, on the stream; the call must come after it.
+        slow(&stream, &prg, &input, &staged, &slow_sink, ROUNDS / 4);
+        jit.call_on(&stream, &[&input], &[&output], &[]).unwrap();
+        stream.synchronize().unwrap();
+        let expected: Vec<i32> = values.iter().map(|x| (x * 3 + 1) * 3 + 1).collect();
+        assert_eq!(output.read::<i32>().unwrap(), expected, "call {call}");
+        assert_eq!(jit.is_captured(), call >= 1, "call {call}");
+    }
+
+    let out = dev.alloc(N * 4).unwrap();
+    let input = dev.alloc(N * 4).unwrap();
+    let values: Vec<i32> = (0..N as i32).map(|i| 3 * i + 1).collect();
+    input.write(&values).unwrap();
+    let mut scratchy = hcq::Jit::new(&[], |r: &mut hcq::JitRecorder<'_>| {
+        r.launch(
+            &scratch_prg,
+            &[
+                hcq::JitArg::Output(0),
+                hcq::JitArg::Input(0),
+                hcq::JitArg::Value(Arg::I32(N as i32)),
+            ],
+            [1u32.into(), 1u32.into(), 1u32.into()],
+            [64u32.into(), 1u32.into(), 1u32.into()],
+        )
+    })
+    .unwrap();
+    let expected: Vec<i32> = (0..N)
+        .map(|i| {
+            let tmp: Vec<i32> = (0..40)
+                .map(|k| values[(i + k) % N] * (k as i32 + 1))
+                .collect();
+            (0..40).map(|k| tmp[(k * 7 + i) % 40]).sum()
+        })
+        .collect();
+    for call in 0..4 {
+        out.fill(0i32).unwrap();
+        dev.synchronize().unwrap();
+        scratchy.call_on(&stream, &[&input], &[&out], &[]).unwrap();
+        stream.synchronize().unwrap();
+        assert_eq!(out.read::<i32>().unwrap(), expected, "call {call}");
+    }
+}
+
 #[test]
 fn an_event_of_another_driver_is_refused() {
     use hcq_amd::{AmdDevice, AmdDriver};
