@@ -183,6 +183,8 @@ pub const AMDGPU_IDS_FLAGS_CONFORMANT_TRUNC_COORD: u64 = 0x08;
 
 /// GPU family of GC 11.0.0 parts (`AMDGPU_FAMILY_GC_11_0_0`).
 pub const AMDGPU_FAMILY_GC_11_0_0: u32 = 145;
+/// GPU family of Navi 1x and 2x parts, GC 10.x (`AMDGPU_FAMILY_NV`).
+pub const AMDGPU_FAMILY_NV: u32 = 143;
 /// `vram_type` of GDDR6 memory.
 pub const AMDGPU_VRAM_TYPE_GDDR6: u32 = 9;
 

@@ -61,6 +61,10 @@ pub fn run(o: Options) -> Result<i32, String> {
         kernel.as_deref(),
         env_var("HCQ_EMU_CUS").as_deref(),
     )
+    // The GPU model shapes the tree written here; the KFD version is read again by the
+    // program's emulator, from the same variable.
+    .and_then(|c| c.with_arch(env_var("HCQ_EMU_ARCH").as_deref()))
+    .and_then(|c| c.with_kfd_version(env_var("HCQ_EMU_KFD_VERSION").as_deref()))
     .map_err(|e| {
         // Named as the user gave it: the flag, or the variable it fell back to.
         let flag = match e.variable {
@@ -105,7 +109,11 @@ pub fn run(o: Options) -> Result<i32, String> {
         )
         .env("HCQ_EMU_MAX_STEPS", config.max_steps.to_string())
         .env("HCQ_EMU_KERNEL", config.kernel.name())
-        .env("HCQ_EMU_CUS", config.cus.to_string());
+        .env("HCQ_EMU_CUS", config.cus.to_string())
+        .env("HCQ_EMU_ARCH", config.arch.name());
+    if let Some(version) = config.kfd_version {
+        command.env("HCQ_EMU_KFD_VERSION", version.to_string());
+    }
     // SAFETY: the closure runs in the child between fork and exec and only makes a system
     // call (async-signal-safe): the program starts with no signal blocked, not with the mask
     // `hcq` keeps for its signal thread.

@@ -27,10 +27,12 @@ Environment:
   HCQ_EMU_VRAM         VRAM per emulated GPU, e.g. 64M or 16G [16G]
   HCQ_EMU_MAX_STEPS    instructions a wave may run before it faults [100000000]
   HCQ_EMU_KERNEL       the Linux release whose KFD rules apply: 6.12 or 6.6 [6.12]
-  HCQ_EMU_CUS          compute units per emulated GPU, a multiple of 12 up to 96 [96]
+  HCQ_EMU_KFD_VERSION  the KFD version the emulated kernel reports, e.g. 1.3 [its release's]
+  HCQ_EMU_ARCH         the emulated GPUs: gfx1100, or gfx1030 (shown, not run) [gfx1100]
+  HCQ_EMU_CUS          compute units per emulated gfx1100, a multiple of 12 up to 96 [96]
   HCQ_EMU_SMALL_BAR    1: a board without Resizable BAR [0]
   HCQ_EMU_WRAPPED_RPTR 1: engines report read pointers as offsets within the ring [0]
-  HCQ_EMU_SDMA_QUEUES  SDMA queues each emulated GPU gives out, 0 to 12 [12]
+  HCQ_EMU_SDMA_QUEUES  SDMA queues each emulated GPU gives out, 0 to 12 on a gfx1100 [all]
   HCQ_EXEC_LIB         `hcq exec`'s libhcq_exec.so [beside the hcq executable]
   RUST_BACKTRACE       1: a backtrace with an internal error
   RUST_LOG             what to log to stderr, e.g. hcq=debug or hcq::kernel=debug [-v: hcq=debug]";

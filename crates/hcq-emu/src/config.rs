@@ -1,5 +1,7 @@
-//! Configuration of an emulated kernel: how many GPUs, how much VRAM, the step budget, and
-//! which Linux release's KFD it behaves as.
+//! Configuration of an emulated kernel: how many GPUs and which, how much VRAM, the step
+//! budget, and which Linux release's KFD it behaves as (and the version it reports).
+
+use crate::chip::GpuArch;
 
 /// Default number of emulated GPUs.
 pub const DEFAULT_GPUS: u32 = 1;
@@ -13,8 +15,11 @@ pub const DEFAULT_VRAM: u64 = 16 << 30;
 /// What [`crate::EmuKernel::new`] builds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EmuConfig {
-    /// Number of gfx1100 GPUs (topology nodes 1..=gpus).
+    /// Number of GPUs (topology nodes 1..=gpus).
     pub gpus: u32,
+    /// Which GPU each is: a gfx1100, which the emulator runs, or a model it only shows
+    /// ([`GpuArch`]).
+    pub arch: GpuArch,
     /// Per-wave instruction budget; a wave that runs longer faults.
     pub max_steps: u64,
     /// VRAM bytes per GPU; VRAM allocations beyond it fail with `ENOMEM`. A GPU gets less
@@ -22,8 +27,15 @@ pub struct EmuConfig {
     pub vram_bytes: u64,
     /// The kernel whose KFD rules apply.
     pub kernel: KfdRules,
-    /// Compute units of each GPU: 96 (Radeon RX 7900 XTX) or any multiple of 12 from 12 to
-    /// 96 (84: RX 7900 XT), in 6 shader engines of 2 arrays.
+    /// The KFD ioctl version `GET_VERSION` reports instead of the release's own
+    /// ([`KfdRules::kfd_version`]), as a kernel of another version (older than any that drives
+    /// a gfx1100, a vendor's, a future one) would: for testing what a program makes of it.
+    /// The ioctls KFD added after that version ([`KfdVersion::has`]) are then `EINVAL`, as a
+    /// kernel without them answers; nothing else changes.
+    pub kfd_version: Option<KfdVersion>,
+    /// Compute units of each gfx1100: 96 (Radeon RX 7900 XTX) or any multiple of 12 from 12
+    /// to 96 (84: RX 7900 XT), in 6 shader engines of 2 arrays. Other models have their
+    /// board's ([`GpuArch::compute_units`]).
     pub cus: u32,
     /// A board whose PCI BAR does not span all of VRAM (no Resizable BAR): KFD then refuses
     /// host-visible (`PUBLIC`) VRAM allocations with `EINVAL`.
@@ -33,14 +45,69 @@ pub struct EmuConfig {
     /// tinygrad's SDMA code expects). Which one a real GPU writes for a user queue is not
     /// documented, so drivers are tested against both.
     pub wrapped_read_pointers: bool,
-    /// SDMA user queues each GPU gives out at once (at most and by default 12: its 2 engines × 6);
-    /// fewer stand for queues other processes hold. KFD refuses one more with `ENOMEM`.
+    /// SDMA user queues each GPU gives out at once (at most and by default its engines ×
+    /// queues: 12 on a gfx1100, 2 × 6; [`GpuArch::sdma_queues`]); fewer stand for queues
+    /// other processes hold. KFD refuses one more with `ENOMEM`.
     pub sdma_queues: u32,
+}
+
+/// A KFD ioctl interface version, `major.minor` (`HCQ_EMU_KFD_VERSION`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct KfdVersion {
+    /// Changes only with an incompatible interface (every KFD so far is 1).
+    pub major: u32,
+    /// `KFD_IOCTL_MINOR_VERSION`: bumped as ioctls and behaviours are added.
+    pub minor: u32,
+}
+
+impl KfdVersion {
+    /// Parses `1.13` (`major.minor`, whole numbers).
+    pub fn parse(text: &str) -> Option<KfdVersion> {
+        let (major, minor) = text.trim().split_once('.')?;
+        let number = |t: &str| {
+            t.bytes()
+                .all(|b| b.is_ascii_digit())
+                .then(|| t.parse().ok())
+                .flatten()
+        };
+        Some(KfdVersion {
+            major: number(major)?,
+            minor: number(minor)?,
+        })
+    }
+
+    /// Whether a KFD of this version has `ioctl`: `AVAILABLE_MEMORY` came with 1.9 and
+    /// `RUNTIME_ENABLE` with 1.13 (the changelog of `kfd_ioctl.h`); every other ioctl the
+    /// emulator answers is older than any version it reports.
+    pub fn has(self, ioctl: hcq_amd_sys::kfd::KfdIoctl) -> bool {
+        use hcq_amd_sys::kfd::KfdIoctl;
+        let since = match ioctl {
+            KfdIoctl::AvailableMemory => 9,
+            KfdIoctl::RuntimeEnable => 13,
+            _ => 0,
+        };
+        self.major != 1 || self.minor >= since
+    }
+}
+
+impl std::fmt::Display for KfdVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
 }
 
 /// SDMA user queues of one gfx1100, shared by every process: its topology's
 /// `num_sdma_engines` (2) × `num_sdma_queues_per_engine` (6).
 pub const SDMA_QUEUES: u32 = 12;
+
+impl GpuArch {
+    /// SDMA user queues of one GPU of this model: its topology's `num_sdma_engines` ×
+    /// `num_sdma_queues_per_engine`.
+    pub fn sdma_queues(self) -> u32 {
+        let chip = self.chip();
+        chip.sdma_engines * chip.sdma_queues_per_engine
+    }
+}
 
 /// Default compute units per GPU: a Radeon RX 7900 XTX.
 pub const DEFAULT_CUS: u32 = 96;
@@ -49,9 +116,11 @@ impl Default for EmuConfig {
     fn default() -> Self {
         EmuConfig {
             gpus: DEFAULT_GPUS,
+            arch: GpuArch::default(),
             max_steps: DEFAULT_MAX_STEPS,
             vram_bytes: DEFAULT_VRAM,
             kernel: KfdRules::default(),
+            kfd_version: None,
             cus: DEFAULT_CUS,
             small_bar: false,
             wrapped_read_pointers: false,
@@ -115,9 +184,9 @@ fn given(value: Option<&str>) -> Option<&str> {
 
 impl EmuConfig {
     /// Reads `HCQ_EMU_GPUS`, `HCQ_EMU_MAX_STEPS`, `HCQ_EMU_VRAM`, `HCQ_EMU_KERNEL`,
-    /// `HCQ_EMU_CUS`, `HCQ_EMU_SMALL_BAR`, `HCQ_EMU_WRAPPED_RPTR` and `HCQ_EMU_SDMA_QUEUES`;
-    /// a missing or empty
-    /// variable leaves its default, a malformed one is an error naming it.
+    /// `HCQ_EMU_CUS`, `HCQ_EMU_ARCH`, `HCQ_EMU_KFD_VERSION`, `HCQ_EMU_SMALL_BAR`,
+    /// `HCQ_EMU_WRAPPED_RPTR` and `HCQ_EMU_SDMA_QUEUES`; a missing or empty variable leaves
+    /// its default, a malformed one is an error naming it.
     pub fn from_env() -> Result<Self, ConfigError> {
         let var = |name: &str| std::env::var(name).ok();
         let config = Self::from_vars(
@@ -128,6 +197,8 @@ impl EmuConfig {
             var("HCQ_EMU_CUS").as_deref(),
         )?;
         config
+            .with_arch(var("HCQ_EMU_ARCH").as_deref())?
+            .with_kfd_version(var("HCQ_EMU_KFD_VERSION").as_deref())?
             .with_small_bar(var("HCQ_EMU_SMALL_BAR").as_deref())?
             .with_wrapped_read_pointers(var("HCQ_EMU_WRAPPED_RPTR").as_deref())?
             .with_sdma_queues(var("HCQ_EMU_SDMA_QUEUES").as_deref())
@@ -153,17 +224,61 @@ impl EmuConfig {
         })
     }
 
-    /// `self` with `HCQ_EMU_SDMA_QUEUES`'s value (SDMA queues each GPU gives out, 0 to 12, the
-    /// 2 engines × 6; unset: all of them).
-    pub fn with_sdma_queues(self, value: Option<&str>) -> Result<Self, ConfigError> {
-        let sdma_queues = match given(value) {
-            None => SDMA_QUEUES,
-            Some(v) => v
-                .parse::<u32>()
-                .ok()
-                .filter(|&n| n <= SDMA_QUEUES)
-                .ok_or_else(|| ConfigError::new("HCQ_EMU_SDMA_QUEUES", v, SDMA_QUEUES_ACCEPTED))?,
+    /// `self` with `HCQ_EMU_ARCH`'s value (`gfx1100`, the default, or `gfx1030`: see
+    /// [`GpuArch`]). A model other than the gfx1100 has its board's compute units, so a
+    /// compute-unit count other than the default is refused with it, naming `HCQ_EMU_CUS`.
+    pub fn with_arch(self, value: Option<&str>) -> Result<Self, ConfigError> {
+        let arch = match given(value) {
+            None => GpuArch::default(),
+            Some(v) => GpuArch::from_name(v)
+                .ok_or_else(|| ConfigError::new("HCQ_EMU_ARCH", v, ARCH_ACCEPTED))?,
         };
+        if arch != GpuArch::Gfx1100 && self.cus != DEFAULT_CUS {
+            return Err(ConfigError::new(
+                "HCQ_EMU_CUS",
+                &self.cus.to_string(),
+                CUS_OF_GFX1100_ONLY,
+            ));
+        }
+        Ok(EmuConfig { arch, ..self })
+    }
+
+    /// `self` with `HCQ_EMU_KFD_VERSION`'s value (`major.minor`, e.g. `1.3`; unset: the
+    /// release's own version, [`KfdRules::kfd_version`]).
+    pub fn with_kfd_version(self, value: Option<&str>) -> Result<Self, ConfigError> {
+        let kfd_version =
+            match given(value) {
+                None => None,
+                Some(v) => Some(KfdVersion::parse(v).ok_or_else(|| {
+                    ConfigError::new("HCQ_EMU_KFD_VERSION", v, KFD_VERSION_ACCEPTED)
+                })?),
+            };
+        Ok(EmuConfig {
+            kfd_version,
+            ..self
+        })
+    }
+
+    /// The KFD version `GET_VERSION` reports: the configured one, else the release's.
+    pub fn kfd_version(&self) -> KfdVersion {
+        self.kfd_version.unwrap_or_else(|| {
+            let (major, minor) = self.kernel.kfd_version();
+            KfdVersion { major, minor }
+        })
+    }
+
+    /// `self` with `HCQ_EMU_SDMA_QUEUES`'s value (SDMA queues each GPU gives out, from 0 to
+    /// all its engines' user queues, 12 on a gfx1100; unset: all of them). Apply after
+    /// [`EmuConfig::with_arch`]: the model sets the bound.
+    pub fn with_sdma_queues(self, value: Option<&str>) -> Result<Self, ConfigError> {
+        let all = self.arch.sdma_queues();
+        let sdma_queues =
+            match given(value) {
+                None => all,
+                Some(v) => v.parse::<u32>().ok().filter(|&n| n <= all).ok_or_else(|| {
+                    ConfigError::new("HCQ_EMU_SDMA_QUEUES", v, SDMA_QUEUES_ACCEPTED)
+                })?,
+            };
         Ok(EmuConfig {
             sdma_queues,
             ..self
@@ -225,9 +340,11 @@ impl EmuConfig {
         };
         Ok(EmuConfig {
             gpus,
+            arch: GpuArch::default(),
             max_steps,
             vram_bytes,
             kernel,
+            kfd_version: None,
             cus,
             small_bar: false,
             wrapped_read_pointers: false,
@@ -241,7 +358,14 @@ pub const MIN_VRAM: u64 = 4096;
 
 const KERNEL_ACCEPTED: &str = "the Linux release whose KFD rules apply: 6.12 (also later \
      releases) or 6.6";
-const SDMA_QUEUES_ACCEPTED: &str = "SDMA queues per GPU, a whole number from 0 to 12";
+const SDMA_QUEUES_ACCEPTED: &str =
+    "SDMA queues per GPU, a whole number from 0 to its engines' user queues (12 on a gfx1100, \
+     32 on a gfx1030)";
+const ARCH_ACCEPTED: &str = "gfx1100 (a Radeon RX 7900, which the emulator runs) or gfx1030 (a \
+     Radeon RX 6900 XT, shown but not run)";
+const CUS_OF_GFX1100_ONLY: &str = "no count with HCQ_EMU_ARCH other than gfx1100: a gfx1030 \
+     is a Radeon RX 6900 XT with its 80 compute units";
+const KFD_VERSION_ACCEPTED: &str = "a KFD ioctl version MAJOR.MINOR, such as 1.16";
 const SMALL_BAR_ACCEPTED: &str = "1 (the BAR does not span VRAM) or 0";
 const WRAPPED_RPTR_ACCEPTED: &str =
     "1 (read pointers are offsets within the ring) or 0 (running counts)";
@@ -410,9 +534,11 @@ mod tests {
             c,
             EmuConfig {
                 gpus: 0,
+                arch: GpuArch::Gfx1100,
                 max_steps: 1000,
                 vram_bytes: 64 << 20,
                 kernel: KfdRules::Linux6_6,
+                kfd_version: None,
                 cus: 84,
                 small_bar: false,
                 wrapped_read_pointers: false,
@@ -450,5 +576,62 @@ mod tests {
         let c = EmuConfig::from_vars(Some("64"), None, Some("4096"), Some("6.12"), None).unwrap();
         assert_eq!((c.gpus, c.vram_bytes), (64, 4096));
         assert_eq!(c.kernel.kfd_version(), (1, 16));
+    }
+
+    #[test]
+    fn the_gpu_model_and_the_kfd_version_are_taken_and_checked() {
+        let d = EmuConfig::default();
+        assert_eq!(d.with_arch(None).unwrap().arch, GpuArch::Gfx1100);
+        assert_eq!(d.with_arch(Some(" ")).unwrap().arch, GpuArch::Gfx1100);
+        let navi21 = d.with_arch(Some("gfx1030")).unwrap();
+        assert_eq!(navi21.arch, GpuArch::Gfx1030);
+        // Its four SDMA 5.2 engines' user queues bound the count, and are the default.
+        assert_eq!(navi21.with_sdma_queues(None).unwrap().sdma_queues, 32);
+        assert_eq!(navi21.with_sdma_queues(Some("32")).unwrap().sdma_queues, 32);
+        assert!(d.with_sdma_queues(Some("32")).is_err());
+        for bad in ["gfx90a", "gfx11", "GFX1030", "rdna2"] {
+            let e = d.with_arch(Some(bad)).unwrap_err();
+            assert_eq!((e.variable, e.value.as_str()), ("HCQ_EMU_ARCH", bad));
+            assert!(e.to_string().contains("gfx1030"), "{e}");
+        }
+        // A compute-unit count is a gfx1100's: with another model it is an error naming it.
+        let e = EmuConfig::from_vars(None, None, None, None, Some("84"))
+            .unwrap()
+            .with_arch(Some("gfx1030"))
+            .unwrap_err();
+        assert_eq!((e.variable, e.value.as_str()), ("HCQ_EMU_CUS", "84"));
+
+        assert_eq!(
+            d.kfd_version(),
+            KfdVersion {
+                major: 1,
+                minor: 16
+            }
+        );
+        let old = d.with_kfd_version(Some(" 1.3 ")).unwrap();
+        assert_eq!(old.kfd_version(), KfdVersion { major: 1, minor: 3 });
+        assert_eq!(old.kfd_version().to_string(), "1.3");
+        assert_eq!(d.with_kfd_version(Some("")).unwrap().kfd_version, None);
+        for bad in ["1", "1.", ".3", "1.3.0", "1.-3", "v1.3", "1.x", "+1.3"] {
+            let e = d.with_kfd_version(Some(bad)).unwrap_err();
+            assert_eq!((e.variable, e.value.as_str()), ("HCQ_EMU_KFD_VERSION", bad));
+        }
+    }
+
+    #[test]
+    fn an_older_kfd_lacks_the_ioctls_added_after_it() {
+        use hcq_amd_sys::kfd::KfdIoctl;
+        let v = |major, minor| KfdVersion { major, minor };
+        // kfd_ioctl.h: 1.9 added AVAILABLE_MEMORY, 1.13 the debugger API's RUNTIME_ENABLE.
+        assert!(!v(1, 8).has(KfdIoctl::AvailableMemory));
+        assert!(v(1, 9).has(KfdIoctl::AvailableMemory));
+        assert!(!v(1, 12).has(KfdIoctl::RuntimeEnable));
+        assert!(v(1, 13).has(KfdIoctl::RuntimeEnable));
+        for k in KfdIoctl::ALL {
+            assert!(v(1, 16).has(k), "{k:?}");
+            if !matches!(k, KfdIoctl::AvailableMemory | KfdIoctl::RuntimeEnable) {
+                assert!(v(1, 1).has(k), "{k:?}");
+            }
+        }
     }
 }

@@ -733,6 +733,19 @@ impl Cp {
     }
 
     fn dispatch(&mut self, d: &DispatchDirect, at: Location) {
+        if !self.gpu.arch.runs() {
+            // Its machine code is not RDNA3's: run by the interpreter, it would compute
+            // something, silently wrong.
+            self.fault(
+                FaultClass::BadPacket,
+                format!(
+                    "DISPATCH_DIRECT on a {}, whose machine code the emulator does not run (it \
+                     runs gfx1100's) at {at}",
+                    self.gpu.arch.name()
+                ),
+            );
+            return;
+        }
         let params = match dispatch::params(&self.sh, d) {
             Ok(Some(p)) => p,
             Ok(None) => return,

@@ -27,17 +27,6 @@ const DRIVER_NAME: &str = "amdgpu";
 const DRIVER_DATE: &str = "20150101";
 const DRIVER_DESC: &str = "AMD GPU";
 
-/// The gfx1100 (RX 7900 XTX) shape the topology publishes: 6 shader engines of 2 arrays of
-/// 8 compute units.
-const SHADER_ENGINES: u32 = 6;
-const ARRAYS_PER_ENGINE: u32 = 2;
-const CUS_PER_ARRAY: u32 = 8;
-const MAX_ENGINE_CLOCK_KHZ: u64 = 2_482_000;
-const MAX_MEMORY_CLOCK_KHZ: u64 = 1_249_000;
-const VRAM_BIT_WIDTH: u32 = 384;
-const L2_CACHE_KIB: u32 = 6144;
-const MALL_BYTES: u64 = 96 << 20;
-
 /// Runs `f` on the kernel's copy of a `T` argument with `drm_ioctl`'s size rules.
 ///
 /// # Safety
@@ -98,30 +87,37 @@ unsafe fn copy_field(len: &mut usize, buf: u64, value: &str) -> io::Result<()> {
     Ok(())
 }
 
-/// `DEV_INFO` of a GPU.
-fn device_info() -> AmdgpuInfoDevice {
+/// `DEV_INFO` of a GPU: its model's identity, clocks, memory and caches, and the shape its
+/// topology node publishes.
+fn device_info(gpu: &Gpu) -> AmdgpuInfoDevice {
+    let chip = gpu.arch.chip();
+    let s = &gpu.shape;
+    let engines = crate::topology::shader_engines(s);
+    let arrays = s.simd_arrays_per_engine;
+    let cus = s.simd_count / s.simd_per_cu.max(1);
+    let per_array = cus / s.array_count.max(1);
     let mut d = AmdgpuInfoDevice {
-        device_id: 0x744c,
-        family: AMDGPU_FAMILY_GC_11_0_0,
-        num_shader_engines: SHADER_ENGINES,
-        num_shader_arrays_per_engine: ARRAYS_PER_ENGINE,
+        device_id: chip.device_id,
+        family: chip.family,
+        num_shader_engines: engines,
+        num_shader_arrays_per_engine: arrays,
         gpu_counter_freq: (GPU_CLOCK_HZ / 1000) as u32,
-        max_engine_clock: MAX_ENGINE_CLOCK_KHZ,
-        max_memory_clock: MAX_MEMORY_CLOCK_KHZ,
-        cu_active_number: SHADER_ENGINES * ARRAYS_PER_ENGINE * CUS_PER_ARRAY,
+        max_engine_clock: chip.engine_clock_mhz * 1000,
+        max_memory_clock: chip.memory_clock_mhz * 1000,
+        cu_active_number: cus,
         wave_front_size: 32,
-        num_cu_per_sh: CUS_PER_ARRAY,
+        num_cu_per_sh: per_array,
         vram_type: AMDGPU_VRAM_TYPE_GDDR6,
-        vram_bit_width: VRAM_BIT_WIDTH,
-        gl2c_cache_size: L2_CACHE_KIB,
-        mall_size: MALL_BYTES,
+        vram_bit_width: chip.vram_bit_width,
+        gl2c_cache_size: chip.l2_kb,
+        mall_size: u64::from(chip.l3_kb) << 10,
         ..AmdgpuInfoDevice::default()
     };
     // amdgpu's layout of the active-CU bitmap: engine `se`, array `sa` at
     // `[se % 4][sa + (se / 4) * 2]`.
-    for se in 0..SHADER_ENGINES as usize {
-        for sa in 0..ARRAYS_PER_ENGINE as usize {
-            d.cu_bitmap[se % 4][sa + (se / 4) * 2] = (1 << CUS_PER_ARRAY) - 1;
+    for se in 0..engines as usize {
+        for sa in 0..arrays as usize {
+            d.cu_bitmap[se % 4][sa + (se / 4) * 2] = (1 << per_array) - 1;
         }
     }
     d
@@ -168,7 +164,7 @@ pub(crate) unsafe fn render_ioctl(gpu: &Gpu, request: u64, arg: *mut c_void) -> 
             let (ptr, size) = (q.return_pointer, q.return_size);
             match q.query {
                 AMDGPU_INFO_ACCEL_WORKING => answer(ptr, size, &1u32),
-                AMDGPU_INFO_DEV_INFO => answer(ptr, size, &device_info()),
+                AMDGPU_INFO_DEV_INFO => answer(ptr, size, &device_info(gpu)),
                 AMDGPU_INFO_VRAM_GTT => answer(
                     ptr,
                     size,

@@ -90,6 +90,8 @@ impl FaultClass {
 
 /// The state of one GPU shared by its command processors and the ioctl handlers.
 pub(crate) struct Gpu {
+    /// Which GPU it is; only a model the emulator runs has working engines.
+    pub arch: crate::GpuArch,
     /// What its topology node says it is.
     pub shape: NodeShape,
     pub index: usize,
@@ -231,6 +233,15 @@ impl Gpu {
         ok
     }
 
+    /// Makes this GPU a `arch` (a gfx1100 when not said): a model the emulator does not run
+    /// has no register model.
+    pub fn set_arch(&mut self, arch: crate::GpuArch) {
+        self.arch = arch;
+        if !arch.runs() {
+            self.registers = Registers::unmodelled();
+        }
+    }
+
     pub fn new(
         index: usize,
         gpu_id: u32,
@@ -241,6 +252,7 @@ impl Gpu {
         watch: Arc<MemWatch>,
     ) -> Self {
         Gpu {
+            arch: crate::GpuArch::Gfx1100,
             shape,
             index,
             gpu_id,

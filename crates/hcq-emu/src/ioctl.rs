@@ -144,14 +144,21 @@ impl EmuKernel {
             }
             Some(Node::Kfd) => {}
         }
+        let known = known_request(request)?;
+        // A KFD of an older version than the one configured has no such ioctl: it answers as
+        // for a number it does not define.
+        if !self.config.kfd_version().has(known) {
+            return Err(errno(libc::EINVAL));
+        }
         // SAFETY: in every arm, the caller guarantees `arg` points to as many bytes as `request`
         // encodes, which is all `with_args` reads or writes. Each arm's handler takes the
         // struct of the typed constant it names, so a handler for another struct does not
         // compile.
         unsafe {
-            match known_request(request)? {
+            match known {
                 KfdIoctl::GetVersion => with_args(IOC_GET_VERSION, arg, request, |a| {
-                    (a.major_version, a.minor_version) = self.config.kernel.kfd_version();
+                    let v = self.config.kfd_version();
+                    (a.major_version, a.minor_version) = (v.major, v.minor);
                     Ok(())
                 }),
                 KfdIoctl::RuntimeEnable => {

@@ -7,13 +7,15 @@
 //!   descriptors at or above `0x4000_0000`, which no real descriptor of the process reaches.
 //! - **sysfs**: the KFD topology, `/sys/devices/virtual/kfd/kfd/topology/nodes/N/{gpu_id,name,
 //!   properties,mem_banks/0/properties}` (node 0 is the CPU; nodes `1..=n` are gfx1100 GPUs
-//!   with an RX 7900 XTX's properties and `local_mem_size` the configured VRAM), the `kfd` and
+//!   with an RX 7900 XTX's properties, or the model [`GpuArch`] names, and `local_mem_size`
+//!   the configured VRAM), the `kfd` and
 //!   `drm` classes, and each GPU's PCI device directory (`/sys/class/drm/renderD<minor>/device`)
 //!   with its IP discovery table (`ip_discovery/die/0/<hw_id>/<instance>/{major,minor,
 //!   revision,...}`: GC 11.0.0, SDMA 6.0.0, NBIF 4.3.0, ...). One immutable tree answers both
 //!   `read_dir` and `read_to_string`, following symbolic links as the kernel would.
 //! - **ioctls** on `/dev/kfd`, with the request numbers and `#[repr(C)]` structs of
-//!   `linux/kfd_ioctl.h`, reporting ABI 1.16 (Linux 6.12) or 1.14 (Linux 6.6; [`KfdRules`]):
+//!   `linux/kfd_ioctl.h`, reporting ABI 1.16 (Linux 6.12) or 1.14 (Linux 6.6; [`KfdRules`]), or
+//!   the version configured ([`EmuConfig::kfd_version`], without the ioctls added after it):
 //!   `GET_VERSION`, `ACQUIRE_VM`, `ALLOC_MEMORY_OF_GPU` (VRAM, GTT, USERPTR),
 //!   `FREE_MEMORY_OF_GPU` (`EBUSY` while the BO is mapped to a GPU), `MAP_MEMORY_TO_GPU`,
 //!   `UNMAP_MEMORY_FROM_GPU` (`EBUSY`, under 6.12, for a BO a queue holds), `CREATE_EVENT`,
@@ -136,10 +138,12 @@
 //! | `HCQ_EMU_MAX_STEPS` | instruction budget of each wave of a dispatch | 100 000 000 |
 //! | `HCQ_EMU_VRAM` | VRAM bytes per GPU; suffixes `K`, `M`, `G`, `T` (binary); capped by the host | 16G |
 //! | `HCQ_EMU_WRAPPED_RPTR` | `1`: the engines report their read pointers as offsets within the ring (as a PM4 queue's `CP_HQD_PQ_RPTR` holds it), not as running counts | 0 |
-//! | `HCQ_EMU_SDMA_QUEUES` | SDMA queues each GPU gives out (0 to 12: 2 engines × 6, as the topology says; fewer stand for other processes' queues); one more is `ENOMEM`, as KFD says when its bitmap is empty | 12 |
+//! | `HCQ_EMU_SDMA_QUEUES` | SDMA queues each GPU gives out (0 to all of them: 2 engines × 6 on a gfx1100, as the topology says; fewer stand for other processes' queues); one more is `ENOMEM`, as KFD says when its bitmap is empty | all: 12 |
 //! | `HCQ_EMU_SMALL_BAR` | `1`: a board without Resizable BAR, whose host-visible (`PUBLIC`) VRAM allocations KFD refuses with `EINVAL` | 0 |
 //! | `HCQ_EMU_CUS` | compute units per GPU, a multiple of 12 up to 96 (84: an RX 7900 XT) | 96 |
 //! | `HCQ_EMU_KERNEL` | the Linux release whose KFD rules apply, `6.12` or `6.6` ([`KfdRules`]) | 6.12 |
+//! | `HCQ_EMU_KFD_VERSION` | the KFD version `GET_VERSION` reports instead of the release's (`1.3`); the ioctls KFD added after it are `EINVAL` ([`KfdVersion`]) | the release's |
+//! | `HCQ_EMU_ARCH` | which GPU each is: `gfx1100` (run) or `gfx1030`, a Radeon RX 6900 XT published as the kernel driver publishes one but not run: its dispatches and register accesses are reported as not modelled ([`GpuArch`]) | gfx1100 |
 //!
 //! An unset or empty variable leaves the default; any other value that is not accepted (a
 //! fraction such as `1.5G`, `HCQ_EMU_GPUS=65`, `HCQ_EMU_MAX_STEPS=-1`) makes [`kernel`] fail
@@ -170,6 +174,7 @@
 
 #![deny(missing_docs)]
 
+mod chip;
 mod clock;
 mod config;
 mod cp;
@@ -198,8 +203,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use hcq_amd_sys::seam::{EmulatorControl, Fd, Syscalls};
 
+pub use chip::GpuArch;
 pub use clock::GPU_CLOCK_HZ;
-pub use config::{parse_size, ConfigError, EmuConfig, KfdRules};
+pub use config::{parse_size, ConfigError, EmuConfig, KfdRules, KfdVersion};
 pub use fds::FIRST_FD;
 
 use events::Events;
@@ -314,10 +320,11 @@ impl EmuKernel {
                     id,
                     vram_bytes,
                     config.max_steps,
-                    topology::gpu_shape(config.cus),
+                    config.arch.shape(config.cus),
                     Arc::clone(&events),
                     Arc::clone(&watch),
                 );
+                gpu.set_arch(config.arch);
                 gpu.wrapped_read_pointers = config.wrapped_read_pointers;
                 Arc::new(gpu)
             })
@@ -326,6 +333,7 @@ impl EmuKernel {
             gpus: gpus
                 .iter()
                 .map(|g| GpuNode {
+                    arch: g.arch,
                     gpu_id: g.gpu_id,
                     render_minor: g.render_minor,
                     vram_bytes: g.vram_bytes,

@@ -21,6 +21,11 @@
 //! - `GRBM_GFX_INDEX` (GC uconfig 0x2200 in segment 1, base 0xA000: dword 0xC200): selects the
 //!   shader engine / array / instance later register accesses go to. The emulator has one
 //!   instance of each register it models, so the value is only held and read back.
+//!
+//! These are a gfx1100's. A GPU model whose registers are not modelled
+//! ([`Registers::unmodelled`], the models the emulator shows but does not run) refuses every
+//! access: its NBIO and GC blocks sit elsewhere, and answering there as a gfx1100 would would
+//! hide a client's mistake.
 
 use std::sync::atomic::{fence, AtomicU32, Ordering};
 
@@ -68,16 +73,40 @@ fn name(address: u32) -> &'static str {
 }
 
 /// One GPU's modelled registers, shared by its engines.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Registers {
+    /// Whether these are a gfx1100's registers; otherwise none is modelled.
+    modelled: bool,
     /// Requester bits whose HDP flush has completed.
     hdp_flush_done: AtomicU32,
     grbm_gfx_index: AtomicU32,
 }
 
+impl Default for Registers {
+    /// A gfx1100's registers, in their reset state.
+    fn default() -> Self {
+        Registers {
+            modelled: true,
+            hdp_flush_done: AtomicU32::new(0),
+            grbm_gfx_index: AtomicU32::new(0),
+        }
+    }
+}
+
 impl Registers {
+    /// The registers of a GPU whose register space is not modelled: every access is refused.
+    pub fn unmodelled() -> Self {
+        Registers {
+            modelled: false,
+            ..Registers::default()
+        }
+    }
+
     /// Reads the register at dword `address`.
     pub fn read(&self, address: u32) -> Result<u32, RegisterError> {
+        if !self.modelled {
+            return Err(RegisterError::Unmodelled { address });
+        }
         match address {
             HDP_FLUSH_DONE => Ok(self.hdp_flush_done.load(Ordering::SeqCst)),
             // Reading the request register gives back the requests still pending: none, as
@@ -91,6 +120,9 @@ impl Registers {
 
     /// Writes `value` to the register at dword `address`.
     pub fn write(&self, address: u32, value: u32) -> Result<(), RegisterError> {
+        if !self.modelled {
+            return Err(RegisterError::Unmodelled { address });
+        }
         match address {
             HDP_FLUSH_REQ => {
                 // The flush: everything written before is visible to everyone after, if any
@@ -147,5 +179,17 @@ mod tests {
             Err(RegisterError::Unmodelled { address: 0x1234 })
         );
         assert_eq!(r.write(0, 1), Err(RegisterError::Unmodelled { address: 0 }));
+    }
+
+    #[test]
+    fn a_gpu_whose_registers_are_not_modelled_refuses_even_the_hdp_pair() {
+        let r = Registers::unmodelled();
+        for address in [HDP_FLUSH_REQ, HDP_FLUSH_DONE, GRBM_GFX_INDEX] {
+            assert_eq!(r.read(address), Err(RegisterError::Unmodelled { address }));
+            assert_eq!(
+                r.write(address, 1),
+                Err(RegisterError::Unmodelled { address })
+            );
+        }
     }
 }

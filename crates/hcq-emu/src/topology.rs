@@ -1,9 +1,11 @@
 //! The emulated sysfs: the KFD topology (`/sys/devices/virtual/kfd/kfd/topology`; node 0 is
-//! the CPU, nodes `1..=n` the emulated gfx1100 GPUs) and the amdgpu device files of each GPU.
+//! the CPU, nodes `1..=n` the emulated GPUs, of the configured [`GpuArch`]) and the amdgpu
+//! device files of each GPU.
 
 use hcq_amd_sys::queue_areas::{NodeShape, QueueAreas};
 use hcq_amd_sys::seam::TOPOLOGY_NODES;
 
+use crate::chip::{Chip, GpuArch, IpBlock};
 use crate::sysfs::{Sysfs, SysfsBuilder};
 
 /// The KFD device, its topology (parent of `nodes`), and the classes linking to devices.
@@ -16,6 +18,7 @@ const PCI_ROOT: &str = "/sys/devices/pci0000:00";
 /// What the topology shows of one GPU.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct GpuNode {
+    pub arch: GpuArch,
     pub gpu_id: u32,
     pub render_minor: u32,
     pub vram_bytes: u64,
@@ -44,55 +47,6 @@ fn location_id(node: u32) -> u64 {
     34304 + 0x100 * u64::from(node)
 }
 
-/// A block of the die as its IP discovery table lists it.
-struct IpBlock {
-    name: &'static str,
-    /// `soc15_hw_ip.h`'s hardware id.
-    hw_id: u32,
-    /// Major, minor, revision.
-    version: [u32; 3],
-}
-
-/// The blocks of a gfx1100 (Navi 31) die: the ones a compute client reads (GC, SDMA, NBIF)
-/// and the hubs beside them, each with one instance.
-const IP_BLOCKS: [IpBlock; 7] = [
-    IpBlock {
-        name: "GC",
-        hw_id: 11,
-        version: [11, 0, 0],
-    },
-    IpBlock {
-        name: "MMHUB",
-        hw_id: 34,
-        version: [3, 0, 0],
-    },
-    IpBlock {
-        name: "OSSSYS",
-        hw_id: 40,
-        version: [6, 0, 0],
-    },
-    IpBlock {
-        name: "HDP",
-        hw_id: 41,
-        version: [6, 0, 0],
-    },
-    IpBlock {
-        name: "SDMA0",
-        hw_id: 42,
-        version: [6, 0, 0],
-    },
-    IpBlock {
-        name: "SDMA1",
-        hw_id: 43,
-        version: [6, 0, 0],
-    },
-    IpBlock {
-        name: "NBIF",
-        hw_id: 108,
-        version: [4, 3, 0],
-    },
-];
-
 impl Topology {
     /// `gpu_id` of the `i`-th GPU (0-based): non-zero, distinct, 16 bits (KFD encodes gpu ids
     /// in mmap offsets with 16 bits).
@@ -120,7 +74,7 @@ impl Topology {
             );
             t.file(
                 &format!("{dir}/name"),
-                if gpu.is_some() { "gfx1100\n" } else { "\n" },
+                gpu.map_or("\n".to_string(), |g| format!("{}\n", g.arch.name())),
             );
             t.file(
                 &format!("{dir}/properties"),
@@ -133,8 +87,9 @@ impl Topology {
                 &format!("{dir}/mem_banks/0/properties"),
                 match gpu {
                     Some(g) => format!(
-                        "heap_type 1\nsize_in_bytes {}\nflags 0\nwidth 64\nmem_clk_max 1249\n",
-                        g.vram_bytes
+                        "heap_type 1\nsize_in_bytes {}\nflags 0\nwidth 64\nmem_clk_max {}\n",
+                        g.vram_bytes,
+                        g.arch.chip().memory_clock_mhz
                     ),
                     None => format!(
                         "heap_type 0\nsize_in_bytes {}\nflags 0\nwidth 64\nmem_clk_max 2400\n",
@@ -145,7 +100,7 @@ impl Topology {
             t.dir(&format!("{dir}/caches"));
             if let Some(g) = gpu {
                 let base = simd_id_base(node);
-                for (i, c) in gpu_caches(&g.shape).iter().enumerate() {
+                for (i, c) in gpu_caches(g.arch.chip(), &g.shape).iter().enumerate() {
                     t.file(
                         &format!("{dir}/caches/{i}/properties"),
                         c.properties(base, cus(&g.shape)),
@@ -163,7 +118,11 @@ impl Topology {
             // Each device is a root of its own: the host's other PCI devices stay visible.
             t.root(&device);
             t.file(&format!("{device}/vendor"), "0x1002\n");
-            t.file(&format!("{device}/device"), "0x744c\n");
+            let chip = g.arch.chip();
+            t.file(
+                &format!("{device}/device"),
+                format!("{:#06x}\n", chip.device_id),
+            );
             let render = format!("renderD{}", g.render_minor);
             t.file(
                 &format!("{device}/drm/{render}/dev"),
@@ -182,8 +141,9 @@ impl Topology {
                 name,
                 hw_id,
                 version,
-            } in IP_BLOCKS
+            } in chip.ip_blocks
             {
+                let (hw_id, version) = (*hw_id, *version);
                 let ip = format!("{die}/{hw_id}/0");
                 t.file(&format!("{ip}/hw_id"), format!("{hw_id}\n"));
                 t.file(&format!("{ip}/num_instance"), "0\n");
@@ -225,20 +185,12 @@ impl Topology {
     }
 }
 
-/// The shape of an emulated GPU with `cus` compute units: a Navi 31 (gfx1100) in 6 shader
-/// engines of 2 arrays, 96 CUs as the Radeon RX 7900 XTX, 84 as the RX 7900 XT. Its node's
+/// The shape of an emulated gfx1100 with `cus` compute units: a Navi 31 in 6 shader engines
+/// of 2 arrays, 96 CUs as the Radeon RX 7900 XTX, 84 as the RX 7900 XT. Its node's
 /// `properties` say this, KFD's queue checks follow it, and the scratch ring spans its shader
 /// engines.
 pub(crate) fn gpu_shape(cus: u32) -> NodeShape {
-    NodeShape {
-        gfx_target_version: 110_000,
-        simd_count: 2 * cus,
-        simd_per_cu: 2,
-        num_xcc: 1,
-        array_count: 12,
-        simd_arrays_per_engine: 2,
-        lds_size_in_kb: 64,
-    }
+    GpuArch::Gfx1100.shape(cus)
 }
 
 /// Shader engines of a shape.
@@ -248,7 +200,7 @@ pub(crate) fn shader_engines(s: &NodeShape) -> u32 {
 
 /// What `CREATE_QUEUE` expects of the compute queues of a GPU of shape `s`.
 pub(crate) fn gpu_queue_areas(s: &NodeShape) -> QueueAreas {
-    QueueAreas::for_node(s).expect("every configurable gfx1100 shape has queue areas")
+    QueueAreas::for_node(s).expect("every configurable GPU shape has queue areas")
 }
 
 /// Compute units of a GPU of shape `s`.
@@ -303,11 +255,10 @@ impl Cache {
     }
 }
 
-/// The caches KFD lists for a gfx1100 of shape `s` (206 on an RX 7900 XTX): per CU its 32 KiB
-/// vector L0 ("L1" to KFD); per pair of CUs (a WGP) a 32 KiB instruction and a 16 KiB scalar
-/// cache; per shader array a 256 KiB GL1; and one 6 MiB L2 and one 96 MiB Infinity Cache (L3)
-/// for all CUs.
-fn gpu_caches(s: &NodeShape) -> Vec<Cache> {
+/// The caches KFD lists for a GPU of model `chip` and shape `s` (206 on an RX 7900 XTX): per
+/// CU its vector L0 ("L1" to KFD); per pair of CUs (a WGP) an instruction and a scalar cache;
+/// per shader array a GL1; and one L2 and one Infinity Cache (L3) for all CUs.
+fn gpu_caches(chip: &Chip, s: &NodeShape) -> Vec<Cache> {
     let n = cus(s);
     let per_array = n / s.array_count.max(1);
     let l1 = |kb, line, kind, first_cu, cus| Cache {
@@ -318,11 +269,15 @@ fn gpu_caches(s: &NodeShape) -> Vec<Cache> {
         first_cu,
         cus,
     };
-    let mut caches: Vec<Cache> = (0..n).map(|cu| l1(32, 128, CACHE_DATA, cu, 1)).collect();
-    caches.extend((0..n / 2).map(|w| l1(32, 64, CACHE_INSTRUCTION, 2 * w, 2)));
-    caches.extend((0..n / 2).map(|w| l1(16, 64, CACHE_DATA, 2 * w, 2)));
-    caches.extend((0..s.array_count).map(|a| l1(256, 128, CACHE_DATA, a * per_array, per_array)));
-    for (level, kb) in [(2, 6 << 10), (3, 96 << 10)] {
+    let mut caches: Vec<Cache> = (0..n)
+        .map(|cu| l1(chip.vector_l0_kb, 128, CACHE_DATA, cu, 1))
+        .collect();
+    caches.extend((0..n / 2).map(|w| l1(chip.instruction_kb, 64, CACHE_INSTRUCTION, 2 * w, 2)));
+    caches.extend((0..n / 2).map(|w| l1(chip.scalar_kb, 64, CACHE_DATA, 2 * w, 2)));
+    caches.extend(
+        (0..s.array_count).map(|a| l1(chip.gl1_kb, 128, CACHE_DATA, a * per_array, per_array)),
+    );
+    for (level, kb) in [(2, chip.l2_kb), (3, chip.l3_kb)] {
         caches.push(Cache {
             level,
             kb,
@@ -335,14 +290,16 @@ fn gpu_caches(s: &NodeShape) -> Vec<Cache> {
     caches
 }
 
-/// The `properties` file of a GPU node, modelled on a Radeon RX 7900 XTX (gfx1100).
+/// The `properties` file of a GPU node, modelled on a Radeon RX 7900 XTX (gfx1100) and, for
+/// the other models, with their identity, clocks, caches and copy engines.
 fn gpu_properties(node: u32, g: &GpuNode) -> String {
     let s = g.shape;
+    let chip = g.arch.chip();
     let lines: [(&str, u64); 38] = [
         ("cpu_cores_count", 0),
         ("simd_count", s.simd_count.into()),
         ("mem_banks_count", 1),
-        ("caches_count", gpu_caches(&s).len() as u64),
+        ("caches_count", gpu_caches(chip, &s).len() as u64),
         ("io_links_count", 1),
         ("p2p_links_count", 0),
         ("cpu_core_id_base", 0),
@@ -362,16 +319,19 @@ fn gpu_properties(node: u32, g: &GpuNode) -> String {
         ("max_slots_scratch_cu", 32),
         ("gfx_target_version", s.gfx_target_version.into()),
         ("vendor_id", 4098),
-        ("device_id", 29772),
+        ("device_id", chip.device_id.into()),
         ("location_id", location_id(node)),
         ("domain", 0),
         ("drm_render_minor", u64::from(g.render_minor)),
         ("hive_id", 0),
-        ("num_sdma_engines", 2),
+        ("num_sdma_engines", chip.sdma_engines.into()),
         ("num_sdma_xgmi_engines", 0),
-        ("num_sdma_queues_per_engine", 6),
+        (
+            "num_sdma_queues_per_engine",
+            chip.sdma_queues_per_engine.into(),
+        ),
         ("num_cp_queues", 8),
-        ("max_engine_clk_fcompute", 2482),
+        ("max_engine_clk_fcompute", chip.engine_clock_mhz),
         ("local_mem_size", g.vram_bytes),
         ("fw_version", 2140),
         ("capability", 671_588_992),
@@ -411,7 +371,7 @@ mod tests {
     #[test]
     fn an_rx_7900_xtx_lists_the_206_caches_kfd_lists_for_it() {
         // caches_count of a real RX 7900 XTX's topology node.
-        let caches = gpu_caches(&gpu_shape(96));
+        let caches = gpu_caches(GpuArch::Gfx1100.chip(), &gpu_shape(96));
         assert_eq!(caches.len(), 206);
         let all: Vec<&Cache> = caches.iter().filter(|c| c.cus == 96).collect();
         assert_eq!(all.len(), 2, "one L2 and one Infinity Cache for every CU");
