@@ -193,7 +193,8 @@ impl Default for DeviceOptions {
 }
 
 impl AmdDevice {
-    /// Opens GPU number `index` (in topology order).
+    /// Opens GPU number `index` (in topology order); a GPU hcq cannot drive
+    /// ([`GpuNode::unsupported`]) is an [`Error::Unsupported`] saying why.
     pub fn open(driver: &Arc<AmdDriver>, index: usize) -> Result<AmdDevice> {
         Self::open_with(driver, index, DeviceOptions::default())
     }
@@ -213,6 +214,10 @@ impl AmdDevice {
                 driver.prefix
             ))
         })?;
+        // Listed, but not one hcq can drive: said here, before anything is asked of it.
+        if let Some(why) = &node.unsupported {
+            return Err(Error::Unsupported(format!("{name} cannot be used: {why}")));
+        }
         if options.timeline_start == 0
             || options.timeline_start > options.timeline_limit
             || options.timeline_limit > u32::MAX as u64

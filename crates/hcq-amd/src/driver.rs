@@ -81,7 +81,8 @@ impl Drop for OwnedSignal {
 pub struct AmdDriver {
     /// The open `/dev/kfd`, shared by every device and stream of this driver.
     pub kfd: Arc<Kfd>,
-    /// The GPU nodes of the KFD topology, in node order (the CPU node left out).
+    /// The GPU nodes of the KFD topology, in node order (the CPU node left out): `amd:N` is
+    /// the N-th, whether hcq can drive it or not ([`GpuNode::unsupported`]).
     pub gpus: Vec<GpuNode>,
     /// Prefix of device names: `amd` or `amd-emu`.
     pub prefix: String,
@@ -103,6 +104,37 @@ pub struct AmdDriver {
 /// bound; the call exists since 1.13).
 const RUNTIME_ENABLE_SINCE: (u32, u32) = (1, 14);
 
+/// The oldest KFD the driver runs on, and what it needs of that version. Every ioctl it calls
+/// unconditionally is already in upstream KFD 1.1 (Linux 4.19's `kfd_ioctl.h` has `ACQUIRE_VM`
+/// and the GPU memory calls under 1.1: they came without a version bump; `AVAILABLE_MEMORY`,
+/// 1.9, is optional, and `RUNTIME_ENABLE` only made from 1.14), so the version number alone
+/// cannot tell a 1.1 that has them from an earlier 1.1 that does not, and 1.2 was the
+/// out-of-tree driver's, whose ioctl numbers differ (upstream went from 1.1 to 1.3). What settles it is a behaviour: the signals, the event page and the rings are GTT
+/// memory allocated with `KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED`, which the GPU must not cache
+/// while the host polls them. That flag was added to `kfd_ioctl.h` in the last change before
+/// the bump to 1.4 (February and March 2021; Linux 5.13); an older KFD does not know it.
+pub const OLDEST_KFD: (u32, u32) = (1, 4);
+
+/// Refuses a KFD interface hcq cannot drive, saying why.
+fn check_kfd_version(major: u32, minor: u32) -> Result<()> {
+    let (want_major, want_minor) = OLDEST_KFD;
+    if major != want_major {
+        return Err(Error::Unsupported(format!(
+            "KFD {major}.{minor} is not the KFD interface hcq is written for \
+             ({want_major}.{want_minor} or a later {want_major}.x)"
+        )));
+    }
+    if minor < want_minor {
+        return Err(Error::Unsupported(format!(
+            "KFD {major}.{minor} is older than {want_major}.{want_minor}, which hcq needs for \
+             AMDKFD_IOC_ALLOC_MEMORY_OF_GPU's UNCACHED flag (its signals, event page and rings \
+             are memory the GPU must not cache): the kernel driver is too old (Linux 5.13 or \
+             later, or a current amdgpu-dkms, has it)"
+        )));
+    }
+    Ok(())
+}
+
 impl AmdDriver {
     /// Opens `/dev/kfd` through `kernel` and reads its GPUs from the topology. Devices are
     /// opened from it one by one ([`AmdDevice::open`](crate::AmdDevice::open)).
@@ -110,12 +142,7 @@ impl AmdDriver {
         let gpus = topology::gpu_nodes(kernel.as_ref())?;
         let kfd = Kfd::open(kernel)?;
         let v = kfd.get_version()?;
-        if v.major_version != hcq_amd_sys::kfd::KFD_IOCTL_MAJOR_VERSION {
-            return Err(Error::Unsupported(format!(
-                "KFD ABI {}.{}, need 1.x",
-                v.major_version, v.minor_version
-            )));
-        }
+        check_kfd_version(v.major_version, v.minor_version)?;
         // The runtime handshake of KFD 1.14 and later, before any queue exists. Upstream Linux
         // works without it; ROCm 7's kernel driver did not let tinygrad run until it made this
         // call (mode 0, no debugging: its PR #12502). Upstream accepts mode 0 whatever state
@@ -130,7 +157,10 @@ impl AmdDriver {
             v.minor_version,
             gpus.len(),
             gpus.iter()
-                .map(|g| format!(" {} (gpu_id {})", g.arch, g.gpu_id))
+                .map(|g| match g.unsupported {
+                    None => format!(" {} (gpu_id {})", g.arch, g.gpu_id),
+                    Some(_) => format!(" {} (gpu_id {}, not usable)", g.arch, g.gpu_id),
+                })
                 .collect::<String>()
         );
         Ok(Arc::new(AmdDriver {
@@ -288,6 +318,37 @@ impl Drop for AmdDriver {
         );
         for (_, fd) in nodes {
             self.kfd.kernel.close(fd);
+        }
+    }
+}
+
+#[cfg(test)]
+mod kfd_version_tests {
+    use super::*;
+
+    #[test]
+    fn kfd_1_4_and_later_1_x_pass_and_others_say_what_is_missing() {
+        for (major, minor) in [(1, 4), (1, 14), (1, 16), (1, 99)] {
+            assert!(check_kfd_version(major, minor).is_ok(), "{major}.{minor}");
+        }
+        for minor in [0, 1, 2, 3] {
+            let e = check_kfd_version(1, minor).unwrap_err();
+            assert!(matches!(e, Error::Unsupported(_)), "{e:?}");
+            let text = e.to_string();
+            assert!(
+                text.contains(&format!(
+                    "KFD 1.{minor} is older than 1.4, which hcq needs for \
+                     AMDKFD_IOC_ALLOC_MEMORY_OF_GPU's UNCACHED flag"
+                )),
+                "{text}"
+            );
+        }
+        for (major, minor) in [(0, 20), (2, 0)] {
+            let text = check_kfd_version(major, minor).unwrap_err().to_string();
+            assert!(
+                text.contains(&format!("KFD {major}.{minor} is not the KFD interface")),
+                "{text}"
+            );
         }
     }
 }

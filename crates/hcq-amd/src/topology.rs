@@ -5,7 +5,8 @@ use hcq_amd_sys::seam::{Syscalls, TOPOLOGY_NODES};
 use hcq_core::{Error, Result};
 use std::collections::HashMap;
 
-/// One usable GPU node.
+/// One GPU node of the topology, which hcq may or may not be able to drive
+/// ([`GpuNode::unsupported`]).
 #[derive(Debug, Clone)]
 pub struct GpuNode {
     /// The sysfs node number.
@@ -14,10 +15,33 @@ pub struct GpuNode {
     pub gpu_id: u32,
     /// The node's `properties` file, name to value.
     pub properties: HashMap<String, u64>,
-    /// e.g. `gfx1100`.
+    /// e.g. `gfx1100` (`unknown` when KFD does not say).
     pub arch: String,
     /// The node's caches, grouped by kind (`caches/N/properties`).
     pub caches: Vec<hcq_core::CacheInfo>,
+    /// Why hcq cannot drive this GPU (its architecture: [`unsupported_reason`]), or `None`
+    /// when it can. Such a GPU is listed, and opening it is an error saying this.
+    pub unsupported: Option<String>,
+}
+
+/// The architectures hcq drives: RDNA3's Navi 3x GPUs (Radeon RX 7000 and PRO W7000). What
+/// the driver writes is theirs: machine code for their target (or gfx11-generic), gfx11's
+/// dispatch setup, and the HDP flush through NBIO 4.3's registers where Navi 3x's IP
+/// discovery table places them ([`hcq_amd_sys::regs::GPU_HDP_FLUSH_REQ`]). The RDNA3 APUs
+/// (gfx1103, gfx1150 and on) have other NBIO blocks; other generations other machine code.
+pub const SUPPORTED_ARCHS: [&str; 3] = ["gfx1100", "gfx1101", "gfx1102"];
+
+/// Why hcq cannot drive a GPU of architecture `arch` (a compiler target name), or `None` when
+/// it can.
+pub fn unsupported_reason(arch: &str) -> Option<String> {
+    if SUPPORTED_ARCHS.contains(&arch) {
+        return None;
+    }
+    Some(format!(
+        "unsupported architecture {arch}: hcq drives only RDNA3's Navi 3x GPUs ({}), whose \
+         machine code, dispatch setup and HDP flush registers it is written for",
+        SUPPORTED_ARCHS.join(", ")
+    ))
 }
 
 impl GpuNode {
@@ -89,7 +113,8 @@ pub fn parse_properties(text: &str) -> HashMap<String, u64> {
         .collect()
 }
 
-/// All GPU nodes, ordered by node number; CPU nodes (`gpu_id` 0) are skipped.
+/// All GPU nodes, ordered by node number, whether hcq can drive them or not
+/// ([`GpuNode::unsupported`]); CPU nodes (`gpu_id` 0, or no SIMDs) are skipped.
 pub fn gpu_nodes(kernel: &dyn Syscalls) -> Result<Vec<GpuNode>> {
     let entries = kernel
         .read_dir(TOPOLOGY_NODES)
@@ -115,22 +140,35 @@ pub fn gpu_nodes(kernel: &dyn Syscalls) -> Result<Vec<GpuNode>> {
                 what: format!("reading {dir}/properties"),
                 source,
             })?;
-        let properties = parse_properties(&text);
-        let Some(&target) = properties.get("gfx_target_version") else {
-            continue;
-        };
+        let mut properties = parse_properties(&text);
         if properties.get("simd_count").copied().unwrap_or(0) == 0 {
             continue;
         }
-        let mut properties = properties;
         if properties.get("local_mem_size").copied().unwrap_or(0) == 0 {
             properties.insert("local_mem_size".into(), vram_bytes(kernel, &dir));
         }
+        // A kernel that does not give the architecture leaves hcq nothing to check it by: the
+        // GPU is listed as one it cannot drive, not dropped without a word.
+        let (arch, unsupported) = match properties.get("gfx_target_version") {
+            Some(&target) => {
+                let arch = arch_name(target);
+                let why = unsupported_reason(&arch);
+                (arch, why)
+            }
+            None => (
+                "unknown".to_string(),
+                Some(format!(
+                    "unknown architecture: KFD's topology does not give it (node {node} has \
+                     no gfx_target_version, which older kernels do not publish)"
+                )),
+            ),
+        };
         gpus.push(GpuNode {
             node,
             gpu_id,
             caches: caches(kernel, &dir),
-            arch: arch_name(target),
+            arch,
+            unsupported,
             properties,
         });
     }
@@ -215,6 +253,24 @@ mod tests {
         assert_eq!(arch_name(110001), "gfx1101");
         assert_eq!(arch_name(90010), "gfx90a");
         assert_eq!(arch_name(100300), "gfx1030");
+    }
+
+    #[test]
+    fn only_navi_3x_is_supported_and_every_other_architecture_says_so() {
+        for arch in ["gfx1100", "gfx1101", "gfx1102"] {
+            assert_eq!(unsupported_reason(arch), None, "{arch}");
+        }
+        // Other RDNA3 parts (APUs), other generations, and names that are no target.
+        for arch in [
+            "gfx1103", "gfx1150", "gfx1151", "gfx1030", "gfx90a", "gfx942", "gfx1200", "gfx11", "",
+        ] {
+            let why = unsupported_reason(arch).unwrap_or_else(|| panic!("{arch} supported"));
+            assert!(
+                why.starts_with(&format!("unsupported architecture {arch}: ")),
+                "{why}"
+            );
+            assert!(why.contains("gfx1100, gfx1101, gfx1102"), "{why}");
+        }
     }
 
     #[test]
