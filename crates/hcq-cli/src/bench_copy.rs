@@ -87,6 +87,7 @@ pub fn copy(device: Option<&str>, mib: usize) -> Result<Vec<Figure>, String> {
     // Device to device: to a second GPU when there is one, else within the device.
     let other = hcq::list_devices()
         .into_iter()
+        .filter(|d| d.unusable.is_none())
         .map(|d| d.name)
         .find(|n| n != dev.name() && n.starts_with(dev.name().split(':').next().unwrap_or("")));
     let (target, label) = match other {

@@ -1,9 +1,47 @@
-//! `hcq devices -v` and `--json`: each device opened, with its compute shape.
+//! `hcq devices -v` and `--json`: each device opened, with its compute shape; a device hcq
+//! cannot use, and a missing real GPU, with the reason.
 
 use hcq::{ComputeInfo, DeviceInfo, DeviceListing};
 
-pub fn describe(devices: &[DeviceListing], json: bool) -> Result<(), String> {
+/// Why there is no real AMD GPU (`amd:N`) at all in `devices`, when there is none: the
+/// driver's account ([`hcq::real_amd_unavailable`]). A real GPU that is listed but cannot be
+/// used says why itself ([`DeviceListing::unusable`]).
+#[cfg(target_os = "linux")]
+pub fn real_amd_missing(devices: &[DeviceListing]) -> Option<String> {
+    if devices.iter().any(|d| !d.emulated) {
+        return None;
+    }
+    hcq::real_amd_unavailable()
+}
+
+/// Other platforms have no `amd:N` to miss.
+#[cfg(not(target_os = "linux"))]
+pub fn real_amd_missing(_devices: &[DeviceListing]) -> Option<String> {
+    None
+}
+
+/// The line that says why there is no `amd:N`.
+pub fn no_real_amd(why: &str) -> String {
+    format!("no real AMD GPU (amd:N): {why}")
+}
+
+/// Prints each device, opened (or, for one hcq cannot use, why not), then why there is no
+/// real AMD GPU when `missing` says so: on standard error with `-v`, as a last JSON object
+/// with `--json`.
+pub fn describe(
+    devices: &[DeviceListing],
+    json: bool,
+    missing: Option<&str>,
+) -> Result<(), String> {
     for listing in devices {
+        if let Some(why) = &listing.unusable {
+            if json {
+                println!("{}", unusable_json(listing, why));
+            } else {
+                print!("{}", unusable_text(listing, why));
+            }
+            continue;
+        }
         let dev = hcq::Device::open(&listing.name)
             .map_err(|e| format!("opening {}: {e}", listing.name))?;
         let info = dev.info();
@@ -13,11 +51,57 @@ pub fn describe(devices: &[DeviceListing], json: bool) -> Result<(), String> {
             print!("{}", to_text(&info));
         }
     }
+    if let Some(why) = missing {
+        if json {
+            println!("{}", missing_json(why));
+        } else {
+            eprintln!("hcq: {}", no_real_amd(why));
+        }
+    }
     Ok(())
 }
 
+/// The JSON object that says why there is no real AMD GPU: `{"driver":"amd","unavailable":
+/// why}` (it has no `name`: it is no device).
+pub fn missing_json(why: &str) -> String {
+    format!("{{\"driver\":\"amd\",\"unavailable\":{}}}", quoted(why))
+}
+
+fn kind(emulated: bool) -> &'static str {
+    if emulated {
+        "emulated"
+    } else {
+        "real"
+    }
+}
+
+/// `amd:0: gfx1030 (real), 16.0 GiB of memory, cannot be used: why`.
+fn unusable_text(d: &DeviceListing, why: &str) -> String {
+    format!(
+        "{}: {} ({}), {} of memory, cannot be used: {why}\n",
+        d.name,
+        d.arch,
+        kind(d.emulated),
+        crate::format_bytes(d.memory)
+    )
+}
+
+/// A device hcq cannot use: what the listing knows, and why; it has no description or
+/// compute shape, as it is not opened.
+fn unusable_json(d: &DeviceListing, why: &str) -> String {
+    format!(
+        "{{\"name\":{},\"arch\":{},\"memory\":{},\"emulated\":{},\"description\":null,\
+         \"unusable\":{},\"compute\":null}}",
+        quoted(&d.name),
+        quoted(&d.arch),
+        d.memory,
+        d.emulated,
+        quoted(why)
+    )
+}
+
 fn to_text(i: &DeviceInfo) -> String {
-    let kind = if i.emulated { "emulated" } else { "real" };
+    let kind = kind(i.emulated);
     let mut s = format!(
         "{}: {} ({}, {kind}), {} of memory\n",
         i.name,
@@ -134,7 +218,7 @@ fn compute_json(c: &ComputeInfo) -> String {
 fn to_json(i: &DeviceInfo) -> String {
     format!(
         "{{\"name\":{},\"arch\":{},\"memory\":{},\"emulated\":{},\"description\":{},\
-         \"compute\":{}}}",
+         \"unusable\":null,\"compute\":{}}}",
         quoted(&i.name),
         quoted(&i.arch),
         i.memory,

@@ -91,13 +91,14 @@ fn parse_define(text: &str) -> Result<(String, Option<String>), String> {
 
 #[derive(Subcommand)]
 enum Command {
-    /// List the devices hcq can open.
+    /// List the devices hcq can open, and those the system has that it cannot (saying why).
     Devices {
         /// Also open each device and print its compute shape (compute units, SIMDs, wave
         /// size, LDS, clock, free memory, PCI location, driver version).
         #[arg(short, long)]
         verbose: bool,
-        /// One JSON object per device, with everything `-v` prints.
+        /// One JSON object per device, with everything `-v` prints; where there is no real
+        /// AMD GPU, a last object saying why (`{"driver":"amd","unavailable":"..."}`).
         #[arg(long)]
         json: bool,
     },
@@ -247,7 +248,14 @@ fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Devices { verbose, json } => {
             let devices = hcq::list_devices();
+            // Said, not left to guess, in every form: why there is no `amd:N` at all
+            // (permissions, no driver, a driver too old, ...) and why a GPU that is listed
+            // cannot be used (its architecture).
+            let missing = devices::real_amd_missing(&devices);
             if devices.is_empty() {
+                if let (true, Some(why)) = (json, &missing) {
+                    println!("{}", devices::missing_json(why));
+                }
                 // Opening the default device says why (e.g. a malformed HCQ_EMU_* variable).
                 return Err(match open_device(None) {
                     Err(e) => format!("no devices: {e}"),
@@ -255,11 +263,16 @@ fn run(cli: Cli) -> Result<(), String> {
                 });
             }
             if verbose || json {
-                return devices::describe(&devices, json);
+                return devices::describe(&devices, json, missing.as_deref());
             }
             println!("{:<12} {:<10} {:>10}  kind", "name", "arch", "memory");
-            for d in devices {
-                let kind = if d.emulated { "emulated" } else { "real" };
+            for d in &devices {
+                let kind = match (d.emulated, &d.unusable) {
+                    (true, None) => "emulated",
+                    (false, None) => "real",
+                    (true, Some(_)) => "emulated, unusable",
+                    (false, Some(_)) => "real, unusable",
+                };
                 println!(
                     "{:<12} {:<10} {:>10}  {kind}",
                     d.name,
@@ -267,10 +280,13 @@ fn run(cli: Cli) -> Result<(), String> {
                     format_bytes(d.memory)
                 );
             }
-            // Said, not left to guess: why `amd:N` is missing (permissions, no driver, ...).
-            #[cfg(target_os = "linux")]
-            if let Some(why) = hcq::real_amd_unavailable() {
-                eprintln!("hcq: no real AMD GPU (amd:N): {why}");
+            for d in &devices {
+                if let Some(why) = &d.unusable {
+                    eprintln!("hcq: {} cannot be used: {why}", d.name);
+                }
+            }
+            if let Some(why) = missing {
+                eprintln!("hcq: {}", devices::no_real_amd(&why));
             }
             Ok(())
         }

@@ -15,10 +15,16 @@ const NODES: &str = "/sys/devices/virtual/kfd/kfd/topology/nodes";
 
 /// `hcq exec ARGS`, killed if it has not finished in a minute (a hang fails, not stalls).
 fn hcq_exec(args: &[&str]) -> Output {
+    hcq_exec_with(args, &[])
+}
+
+/// `hcq exec ARGS` with variables `env` set (for `hcq exec` and, inherited, the program).
+fn hcq_exec_with(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_hcq"))
         .arg("exec")
         .args(args)
         .env_remove("HCQ_DEVICE")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -446,4 +452,127 @@ fn hcqs_own_real_gpu_driver_runs_under_hcq_exec() {
         "{out}\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A machine whose only GPU is one hcq does not drive (a Radeon RX 6900 XT, gfx1030), as its
+/// own driver for real GPUs meets it under `hcq exec`: `amd:0` is listed with the reason in
+/// every form of `hcq devices`, opening it says why, and the default device is an error
+/// naming the architecture, not a quiet fall back to the emulator. (The program's own
+/// emulator, `amd-emu:0`, reads the same `HCQ_EMU_ARCH`, and is a gfx1030 too.)
+#[test]
+fn a_gpu_hcq_does_not_drive_is_listed_with_the_reason_and_never_chosen() {
+    let hcq = env!("CARGO_BIN_EXE_hcq");
+    let env = [("HCQ_EMU_ARCH", "gfx1030")];
+    let why = "unsupported architecture gfx1030: hcq drives only RDNA3's Navi 3x GPUs (gfx1100, \
+               gfx1101, gfx1102), whose machine code, dispatch setup and HDP flush registers it \
+               is written for";
+
+    let o = hcq_exec_with(&["--", hcq, "devices"], &env);
+    assert!(o.status.success(), "{o:?}");
+    let out = stdout(&o);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("amd:0 "))
+        .unwrap_or_else(|| panic!("amd:0 missing:\n{out}"));
+    let columns: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(columns[0], "amd:0");
+    assert_eq!(columns[1], "gfx1030");
+    assert_eq!(&columns[4..], ["real,", "unusable"], "{line}");
+    let err = stderr(&o);
+    assert!(
+        err.lines()
+            .any(|l| l == format!("hcq: amd:0 cannot be used: {why}")),
+        "{err}"
+    );
+    // The GPU is listed: no "no real AMD GPU" line besides.
+    assert!(!err.contains("no real AMD GPU"), "{err}");
+
+    let o = hcq_exec_with(&["--", hcq, "devices", "-v"], &env);
+    assert!(o.status.success(), "{o:?}");
+    let out = stdout(&o);
+    let line = out.lines().find(|l| l.starts_with("amd:0: ")).unwrap();
+    assert!(
+        line.starts_with("amd:0: gfx1030 (real), ")
+            && line.ends_with(&format!(" of memory, cannot be used: {why}")),
+        "{line}"
+    );
+
+    let o = hcq_exec_with(&["--", hcq, "devices", "--json"], &env);
+    assert!(o.status.success(), "{o:?}");
+    let records: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let d = records
+        .iter()
+        .find(|d| d["name"] == "amd:0")
+        .expect("amd:0 listed");
+    assert_eq!(d["arch"], "gfx1030");
+    assert_eq!(d["emulated"], false);
+    assert_eq!(d["unusable"], why);
+    assert!(d["compute"].is_null() && d["description"].is_null(), "{d}");
+    assert!(
+        records.iter().all(|r| r.get("driver").is_none()),
+        "{records:?}"
+    );
+
+    // Opened by name, it says why.
+    let o = hcq_exec_with(&["--", hcq, "demo", "--device", "amd:0"], &env);
+    assert!(!o.status.success(), "{o:?}");
+    assert!(
+        stderr(&o).contains(&format!("amd:0 cannot be used: {why}")),
+        "{}",
+        stderr(&o)
+    );
+    // As the default, it is an error naming it, not the emulator.
+    let o = hcq_exec_with(&["--", hcq, "demo"], &env);
+    assert!(!o.status.success(), "{o:?}");
+    assert!(
+        stderr(&o).contains(&format!(
+            "this machine has an AMD GPU driver (/dev/kfd), but hcq cannot drive the GPUs it \
+             lists: amd:0: {why}. Set HCQ_DEVICE=amd-emu:0"
+        )),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// A kernel whose KFD is older than 1.4: no `amd:N`, and every form of `hcq devices` says
+/// why (with the JSON a record of the driver's state). The program's own emulator reads the
+/// same `HCQ_EMU_KFD_VERSION`, so there is no `amd-emu:N` either.
+#[test]
+fn a_kfd_too_old_is_named_in_every_form_of_hcq_devices() {
+    let hcq = env!("CARGO_BIN_EXE_hcq");
+    let env = [("HCQ_EMU_KFD_VERSION", "1.3")];
+    let why = "KFD 1.3 is older than 1.4, which hcq needs for AMDKFD_IOC_ALLOC_MEMORY_OF_GPU's \
+               UNCACHED flag (its signals, event page and rings are memory the GPU must not \
+               cache): the kernel driver is too old (Linux 5.13 or later, or a current \
+               amdgpu-dkms, has it)";
+    let o = hcq_exec_with(&["--", hcq, "devices", "--json"], &env);
+    assert!(!o.status.success(), "no device at all: {o:?}");
+    let records: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["driver"], "amd");
+    assert_eq!(records[0]["unavailable"], why);
+    for args in [&["devices"][..], &["devices", "-v"], &["demo"]] {
+        let mut argv = vec!["--", hcq];
+        argv.extend_from_slice(args);
+        let o = hcq_exec_with(&argv, &env);
+        assert!(!o.status.success(), "{args:?}: {o:?}");
+        let err = stderr(&o);
+        assert!(
+            err.contains(&format!(
+                "this machine has an AMD GPU driver (/dev/kfd), but hcq cannot use it: {why}. \
+                 Set HCQ_DEVICE=amd-emu:0"
+            )),
+            "{args:?}: {err}"
+        );
+    }
 }

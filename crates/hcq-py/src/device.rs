@@ -10,11 +10,18 @@ use pyo3::types::PyBytes;
 use std::path::PathBuf;
 
 /// Names of every device hcq can open (real GPUs first, then the emulated ones), without
-/// opening them.
+/// opening them. A GPU the system has but hcq cannot drive is left out (`hcq devices` lists
+/// it, saying why).
 #[pyfunction]
 pub fn devices(py: Python<'_>) -> Vec<String> {
     // Listing reads the driver's topology: no Python object is involved.
-    py.detach(|| hcq::list_devices().into_iter().map(|d| d.name).collect())
+    py.detach(|| {
+        hcq::list_devices()
+            .into_iter()
+            .filter(|d| d.unusable.is_none())
+            .map(|d| d.name)
+            .collect()
+    })
 }
 
 /// An opened GPU: `Device()` opens the default one (`HCQ_DEVICE`, else the first real AMD

@@ -35,6 +35,7 @@ pub(super) fn list() -> Vec<DeviceListing> {
             arch: hcq_metal::device::ARCH.to_string(),
             memory: api.recommended_max_working_set_size(d),
             emulated: false,
+            unusable: None,
         })
         .collect()
 }

@@ -143,10 +143,15 @@ pub struct DeviceListing {
     pub memory: u64,
     /// Whether it is the emulated GPU.
     pub emulated: bool,
+    /// Why hcq cannot use this device although the system lists it (an AMD GPU of an
+    /// architecture hcq does not drive), or `None` when it can. Opening it is an error saying
+    /// the same.
+    pub unusable: Option<String>,
 }
 
-/// Every device hcq can open, without opening them: each backend's in the list's order (on
-/// Linux, real AMD GPUs before emulated ones).
+/// Every device the system lists, without opening them, each backend's in the list's order
+/// (on Linux, real AMD GPUs before emulated ones); those hcq cannot use say why
+/// ([`DeviceListing::unusable`]).
 pub fn list_devices() -> Vec<DeviceListing> {
     sources().iter().flat_map(|s| (s.list)()).collect()
 }
