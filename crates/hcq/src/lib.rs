@@ -205,8 +205,9 @@ impl Device {
 
     /// The device `HCQ_DEVICE` names; else, on Linux, the first real AMD GPU, else `amd-emu:0`;
     /// on macOS, `metal:0`. A Linux machine with an AMD GPU driver that hcq cannot use (no
-    /// permission on `/dev/kfd`, a kernel driver too old) is an [`Error::NoDevice`] saying why,
-    /// not a quiet fall back to the emulator.
+    /// permission on `/dev/kfd`, a kernel driver too old, only GPUs of an architecture hcq
+    /// does not drive) is an [`Error::NoDevice`] saying why, not a quiet fall back to the
+    /// emulator.
     pub fn default_device() -> Result<Device> {
         Device::open(&registry::default_name()?)
     }
