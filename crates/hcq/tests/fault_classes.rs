@@ -17,8 +17,11 @@ KERNEL void unimplemented(int* x) {
   asm volatile("ds_bvh_stack_rtn_b32 %0, %1, %1, v[4:7]" : "=v"(v) : "v"(x[0]));
   x[1] = v;
 }
-// s_mov_b64 into exec_hi: a 64-bit destination with no register pair behind it.
-KERNEL void illegal_operand(int* x) { asm volatile(".long 0xbeff0180"); x[0] = 1; }
+// s_mov_b64 into exec_hi: no register pair starts there, so no instruction encodes it (LLVM
+// prints it as a .long too).
+KERNEL void no_register_pair(int* x) { asm volatile(".long 0xbeff0180"); x[0] = 1; }
+// s_mov_b64 into s1: a pair must start at an even SGPR (LLVM prints s[0:1] and warns).
+KERNEL void illegal_operand(int* x) { asm volatile(".long 0xbe810180"); x[0] = 1; }
 // A store past the end of the workgroup's 64 bytes of LDS.
 KERNEL void lds_overrun(int* x, int i) {
   __attribute__((shared)) int s[16];
@@ -58,11 +61,16 @@ fn every_failure_class_is_reported_and_only_a_memory_fault_ends_the_device() {
     let lib = dev.compile(SRC).unwrap();
     let buf = dev.alloc(64).unwrap();
     buf.write(&[0i32; 16]).unwrap();
-    let cases: [(&str, Vec<Arg<'_>>, &[&str]); 6] = [
+    let cases: [(&str, Vec<Arg<'_>>, &[&str]); 7] = [
         (
             "undecodable",
             vec![Arg::Buffer(&buf)],
             &["0xbfff0000", "pc"],
+        ),
+        (
+            "no_register_pair",
+            vec![Arg::Buffer(&buf)],
+            &["undecodable instruction word 0xbeff0180", "pc"],
         ),
         (
             "unimplemented",
@@ -72,7 +80,7 @@ fn every_failure_class_is_reported_and_only_a_memory_fault_ends_the_device() {
         (
             "illegal_operand",
             vec![Arg::Buffer(&buf)],
-            &["illegal operand", "s_mov_b64", "pc"],
+            &["illegal operand", "s1 cannot start", "s_mov_b64", "pc"],
         ),
         (
             "lds_overrun",
@@ -92,7 +100,7 @@ fn every_failure_class_is_reported_and_only_a_memory_fault_ends_the_device() {
         let e = prg.launch_timed(&args, [2, 1, 1], [32, 1, 1]).unwrap_err();
         // The kind, PC and address as data, beside the words.
         let want = match kernel {
-            "undecodable" | "illegal_operand" => FaultKind::IllegalInstruction,
+            "undecodable" | "no_register_pair" | "illegal_operand" => FaultKind::IllegalInstruction,
             "unimplemented" => FaultKind::UnimplementedInstruction,
             "lds_overrun" => FaultKind::LdsOutOfRange,
             "endless" => FaultKind::StepBudgetExhausted,

@@ -15,6 +15,18 @@ pub const M0: u8 = 125;
 pub const EXEC_LO: u8 = 126;
 /// Number of scalar register-file slots addressed by the 7-bit encoding (s0..exec_hi).
 pub const SCALAR_SLOTS: usize = 128;
+/// Number of trap temporaries (ttmp0..ttmp15).
+pub const TTMP_COUNT: usize = 16;
+
+/// The register an SGPR or TTMP tuple of `dwords` registers must start at a multiple of: the
+/// ISA requires pairs to be even-aligned and anything wider to be quad-aligned.
+pub const fn tuple_alignment(dwords: u32) -> u8 {
+    match dwords {
+        0..=1 => 1,
+        2 => 2,
+        _ => 4,
+    }
+}
 
 /// The float inline constants of the source encoding (values 240..=248).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -228,6 +240,37 @@ impl Operand {
         }
     }
 
+    /// This operand as the first register of a `dwords`-register tuple, with the low index bits
+    /// the tuple's alignment leaves no room for cleared: the tuple LLVM prints for a misaligned
+    /// encoding (`s1` as a pair is `s[0:1]`). Other operands are returned unchanged.
+    pub fn aligned_tuple(self, dwords: u32) -> Operand {
+        let aligned = |n: u8| n & !(tuple_alignment(dwords) - 1);
+        match self {
+            Operand::Sgpr(n) => Operand::Sgpr(aligned(n)),
+            Operand::Ttmp(n) => Operand::Ttmp(aligned(n)),
+            other => other,
+        }
+    }
+
+    /// Whether this operand can start `dwords` consecutive scalar registers: an aligned SGPR or
+    /// TTMP tuple that ends inside its own file, VCC or EXEC as a pair, NULL; or anything that is
+    /// not a register (constants, apertures). The high halves of VCC and EXEC, M0, and VCC or
+    /// EXEC as more than a pair start no tuple.
+    pub fn starts_tuple(self, dwords: u32) -> bool {
+        if dwords <= 1 {
+            return true;
+        }
+        let aligned = self.aligned_tuple(dwords) == self;
+        let fits = |n: u8, file: usize| aligned && usize::from(n) + dwords as usize <= file;
+        match self {
+            Operand::Sgpr(n) => fits(n, SGPR_COUNT),
+            Operand::Ttmp(n) => fits(n, TTMP_COUNT),
+            Operand::VccLo | Operand::ExecLo => dwords == 2,
+            Operand::VccHi | Operand::ExecHi | Operand::M0 => false,
+            _ => true,
+        }
+    }
+
     /// Whether decoding this source needed the literal dword.
     pub fn is_literal(self) -> bool {
         matches!(self, Operand::Literal(_))
@@ -256,7 +299,8 @@ impl fmt::Display for WideOperand {
             return self.operand.fmt(f);
         }
         let last = self.dwords - 1;
-        match self.operand {
+        // As LLVM prints a misaligned tuple (the executor refuses to run one).
+        match self.operand.aligned_tuple(self.dwords) {
             Operand::Sgpr(n) => write!(f, "s[{}:{}]", n, u32::from(n) + last),
             Operand::Vgpr(n) => write!(f, "v[{}:{}]", n, u32::from(n) + last),
             Operand::Ttmp(n) => write!(f, "ttmp[{}:{}]", n, u32::from(n) + last),

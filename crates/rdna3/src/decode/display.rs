@@ -4,10 +4,7 @@ use std::fmt::{self, Write as _};
 
 use super::symbolic;
 use super::*;
-
-fn dwords(specs: &'static [OperandSpec], name: &str) -> u32 {
-    operand_spec(specs, name).map_or(1, |spec| (u32::from(spec.bits) / 32).max(1))
-}
+use crate::operand::InlineFloat;
 
 fn has(specs: &'static [OperandSpec], name: &str) -> bool {
     operand_spec(specs, name).is_some()
@@ -15,13 +12,17 @@ fn has(specs: &'static [OperandSpec], name: &str) -> bool {
 
 /// An operand as LLVM prints it, spanning `dwords` registers. Differs from the operand's own
 /// `Display` where LLVM's printer depends on the operand position: literals of 64-bit operands
-/// are zero-extended (`0xffffffff`, never `-1`), and SCC as a source is `src_scc`.
+/// are zero-extended (`0xffffffff`, never `-1`), 1/(2π) of a 64-bit operand has a double's
+/// digits, and SCC as a source is `src_scc`.
 struct Src(Operand, u32);
 
 impl fmt::Display for Src {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
             Operand::Scc => f.write_str("src_scc"),
+            Operand::InlineFloat(InlineFloat::InvTwoPi) if self.1 >= 2 => {
+                f.write_str("0.15915494309189532")
+            }
             Operand::Literal(v) if self.1 >= 2 && v > 64 => write!(f, "{v:#x}"),
             other => other.display_wide(self.1).fmt(f),
         }
@@ -184,7 +185,7 @@ impl fmt::Display for Inst {
                 let specs = i.op.operands();
                 let mut list = OperandList::new(f, i.op.mnemonic())?;
                 if has(specs, "sdst") {
-                    list.push(wide(i.sdst, dwords(specs, "sdst")))?;
+                    list.push(wide(i.sdst, spec_dwords(specs, "sdst")))?;
                 }
                 let message = matches!(i.op, Sop1Op::S_SENDMSG_RTN_B32 | Sop1Op::S_SENDMSG_RTN_B64)
                     .then(|| symbolic::source_field(i.ssrc0))
@@ -192,16 +193,16 @@ impl fmt::Display for Inst {
                 if let Some(id) = message {
                     list.push(symbolic::sendmsg(id))?;
                 } else if has(specs, "ssrc0") {
-                    list.push(wide(i.ssrc0, dwords(specs, "ssrc0")))?;
+                    list.push(wide(i.ssrc0, spec_dwords(specs, "ssrc0")))?;
                 }
                 Ok(())
             }
             Inst::Sop2(i) => {
                 let specs = i.op.operands();
                 let mut list = OperandList::new(f, i.op.mnemonic())?;
-                list.push(wide(i.sdst, dwords(specs, "sdst")))?;
-                list.push(wide(i.ssrc0, dwords(specs, "ssrc0")))?;
-                list.push(wide(i.ssrc1, dwords(specs, "ssrc1")))
+                list.push(wide(i.sdst, spec_dwords(specs, "sdst")))?;
+                list.push(wide(i.ssrc0, spec_dwords(specs, "ssrc0")))?;
+                list.push(wide(i.ssrc1, spec_dwords(specs, "ssrc1")))
             }
             Inst::Sopk(i) => {
                 let specs = i.op.operands();
@@ -222,7 +223,7 @@ impl fmt::Display for Inst {
                             SopkOp::S_SUBVECTOR_LOOP_BEGIN | SopkOp::S_SUBVECTOR_LOOP_END
                         );
                         if has(specs, "sdst") || loop_op {
-                            list.push(wide(i.sdst, dwords(specs, "sdst")))?;
+                            list.push(wide(i.sdst, spec_dwords(specs, "sdst")))?;
                         }
                         match i.op {
                             SopkOp::S_GETREG_B32 => list.push(symbolic::hwreg(i.simm16)),
@@ -238,8 +239,8 @@ impl fmt::Display for Inst {
             Inst::Sopc(i) => {
                 let specs = i.op.operands();
                 let mut list = OperandList::new(f, i.op.mnemonic())?;
-                list.push(wide(i.ssrc0, dwords(specs, "ssrc0")))?;
-                list.push(wide(i.ssrc1, dwords(specs, "ssrc1")))
+                list.push(wide(i.ssrc0, spec_dwords(specs, "ssrc0")))?;
+                list.push(wide(i.ssrc1, spec_dwords(specs, "ssrc1")))
             }
             Inst::Sopp(i) => {
                 let mut list = OperandList::new(f, i.op.mnemonic())?;
@@ -285,11 +286,14 @@ impl fmt::Display for Inst {
                 if matches!(i.op, SmemOp::S_GL1_INV | SmemOp::S_DCACHE_INV) {
                     return Ok(());
                 }
-                if has(specs, "sdata") {
-                    list.push(wide(i.sdata, dwords(specs, "sdata")))?;
+                if matches!(i.op, SmemOp::S_ATC_PROBE | SmemOp::S_ATC_PROBE_BUFFER) {
+                    // The SDATA field holds the probe's mode bits, not a register.
+                    list.push(symbolic::source_field(i.sdata).unwrap_or(0))?;
+                } else if has(specs, "sdata") {
+                    list.push(wide(i.sdata, spec_dwords(specs, "sdata")))?;
                 }
                 if has(specs, "sbase") {
-                    list.push(wide(i.sbase, dwords(specs, "sbase")))?;
+                    list.push(wide(i.sbase, spec_dwords(specs, "sbase")))?;
                 }
                 if i.soffset != Operand::Null {
                     list.push(i.soffset)?;
@@ -478,7 +482,7 @@ impl fmt::Display for Inst {
             Inst::Vop3p(i) => {
                 let specs = i.op.operands();
                 let mut list = OperandList::new(f, i.op.mnemonic())?;
-                list.push(wide(i.vdst, dwords(specs, "vdst")))?;
+                list.push(wide(i.vdst, spec_dwords(specs, "vdst")))?;
                 // Mixed-precision FMAs use neg/neg_hi as per-source neg/abs modifiers and
                 // default op_sel_hi to 0; packed and dot ops print them as lists.
                 let mix = i.op.mnemonic().starts_with("v_fma_mix");
@@ -491,7 +495,7 @@ impl fmt::Display for Inst {
                         } else {
                             (false, false)
                         };
-                        list.push(with_modifiers(i.src[n], dwords(specs, name), neg, abs))?;
+                        list.push(with_modifiers(i.src[n], spec_dwords(specs, name), neg, abs))?;
                     }
                 }
                 let bits = |mask: u8| {
@@ -528,16 +532,16 @@ impl fmt::Display for Inst {
                 let specs = i.op.operands();
                 let mut list = OperandList::new(f, i.op.mnemonic())?;
                 if has(specs, "vdst") {
-                    list.push(wide(i.vdst, dwords(specs, "vdst")))?;
+                    list.push(wide(i.vdst, spec_dwords(specs, "vdst")))?;
                 }
                 if has(specs, "addr") {
                     list.push(i.addr)?;
                 }
                 if has(specs, "data0") {
-                    list.push(wide(i.data0, dwords(specs, "data0")))?;
+                    list.push(wide(i.data0, spec_dwords(specs, "data0")))?;
                 }
                 if has(specs, "data1") {
-                    list.push(wide(i.data1, dwords(specs, "data1")))?;
+                    list.push(wide(i.data1, spec_dwords(specs, "data1")))?;
                 }
                 if i.op == DsOp::DS_SWIZZLE_B32 {
                     if let Some(text) =
@@ -568,9 +572,9 @@ impl fmt::Display for Inst {
                 if has(specs, "vdst") && (!is_atomic || i.glc) {
                     // Compare-swap returns one value although its data is a {new, compare} pair.
                     let returned = if mnemonic.contains("_cmpswap_") {
-                        dwords(specs, "data") / 2
+                        spec_dwords(specs, "data") / 2
                     } else {
-                        dwords(specs, "vdst")
+                        spec_dwords(specs, "vdst")
                     };
                     list.push(wide(i.vdst, returned.max(1)))?;
                 }
@@ -584,7 +588,7 @@ impl fmt::Display for Inst {
                     _ => list.push(wide(i.addr, 2))?,
                 }
                 if has(specs, "data") {
-                    list.push(wide(i.data, dwords(specs, "data")))?;
+                    list.push(wide(i.data, spec_dwords(specs, "data")))?;
                 }
                 match i.segment {
                     FlatSegment::Flat => {}
@@ -615,7 +619,7 @@ impl fmt::Display for Inst {
                 }
                 if has(specs, "vdata") {
                     let status = u32::from(i.tfe);
-                    list.push(wide(i.vdata, dwords(specs, "vdata") + status))?;
+                    list.push(wide(i.vdata, spec_dwords(specs, "vdata") + status))?;
                 }
                 match i.vaddr_dwords() {
                     0 => list.push("off")?,

@@ -15,7 +15,7 @@ pub use buffer_format::{BufferFormat, NumberFormat, DEFAULT_FORMAT};
 pub use valu::{Compare, CompareCondition, CompareType, Dpp, ValuInst};
 
 use crate::isa::*;
-use crate::operand::Operand;
+use crate::operand::{Operand, SGPR_COUNT, TTMP_COUNT};
 
 /// Largest instruction: a 64-bit encoding plus a literal or DPP dword.
 pub const MAX_INST_WORDS: usize = 3;
@@ -777,6 +777,12 @@ pub fn decode(words: &[u32]) -> Result<Decoded, DecodeError> {
                 sdst: Operand::from_sreg(field(raw, 22, 16) as u8),
                 ssrc0: Operand::from_src(src, literal),
             };
+            let checked: &[_] = if message {
+                &[("sdst", inst.sdst)]
+            } else {
+                &[("sdst", inst.sdst), ("ssrc0", inst.ssrc0)]
+            };
+            require_llvm_operands(first, op.operands(), checked)?;
             Ok(Decoded {
                 inst: Inst::Sop1(inst),
                 words,
@@ -792,6 +798,15 @@ pub fn decode(words: &[u32]) -> Result<Decoded, DecodeError> {
                 ssrc0: Operand::from_src(s0, literal),
                 ssrc1: Operand::from_src(s1, literal),
             };
+            require_llvm_operands(
+                first,
+                op.operands(),
+                &[
+                    ("sdst", inst.sdst),
+                    ("ssrc0", inst.ssrc0),
+                    ("ssrc1", inst.ssrc1),
+                ],
+            )?;
             Ok(Decoded {
                 inst: Inst::Sop2(inst),
                 words,
@@ -806,6 +821,7 @@ pub fn decode(words: &[u32]) -> Result<Decoded, DecodeError> {
                 simm16: field(raw, 15, 0) as u16,
                 literal,
             };
+            require_llvm_operands(first, op.operands(), &[("sdst", inst.sdst)])?;
             Ok(Decoded {
                 inst: Inst::Sopk(inst),
                 words,
@@ -820,6 +836,11 @@ pub fn decode(words: &[u32]) -> Result<Decoded, DecodeError> {
                 ssrc0: Operand::from_src(s0, literal),
                 ssrc1: Operand::from_src(s1, literal),
             };
+            require_llvm_operands(
+                first,
+                op.operands(),
+                &[("ssrc0", inst.ssrc0), ("ssrc1", inst.ssrc1)],
+            )?;
             Ok(Decoded {
                 inst: Inst::Sopc(inst),
                 words,
@@ -847,6 +868,15 @@ pub fn decode(words: &[u32]) -> Result<Decoded, DecodeError> {
                 glc: field(raw, 14, 14) != 0,
                 dlc: field(raw, 13, 13) != 0,
             };
+            require_llvm_operands(
+                first,
+                op.operands(),
+                &[
+                    ("sdata", inst.sdata),
+                    ("sbase", inst.sbase),
+                    ("soffset", inst.soffset),
+                ],
+            )?;
             Ok(Decoded {
                 inst: Inst::Smem(inst),
                 words: 2,
@@ -905,6 +935,11 @@ pub fn decode(words: &[u32]) -> Result<Decoded, DecodeError> {
                 sve: field(raw, 55, 55) != 0,
                 access: MemAccess::classify(op.mnemonic()),
             };
+            // GLOBAL's scalar base is an address (a pair); SCRATCH's an offset. FLAT has none.
+            let saddr_dwords = if segment == FlatSegment::Global { 2 } else { 1 };
+            if segment != FlatSegment::Flat && !llvm_decodes(inst.saddr, saddr_dwords) {
+                return Err(undecodable);
+            }
             Ok(Decoded {
                 inst: Inst::Flat(inst),
                 words: 2,
@@ -938,6 +973,9 @@ pub fn decode(words: &[u32]) -> Result<Decoded, DecodeError> {
                 format,
                 access: BufferAccess::classify(op.mnemonic()),
             };
+            if !llvm_decodes(inst.srsrc, 4) || !llvm_decodes(inst.soffset, 1) {
+                return Err(undecodable);
+            }
             Ok(Decoded {
                 inst: Inst::Buffer(inst),
                 words,
@@ -968,6 +1006,50 @@ fn other_mnemonic(encoding: Encoding, raw: u64) -> Option<&'static str> {
         Encoding::Vinterp => VinterpOp::from_u32(field(raw, 22, 16)).map(VinterpOp::mnemonic),
         Encoding::Ldsdir => LdsdirOp::from_u32(field(raw, 21, 20)).map(LdsdirOp::mnemonic),
         _ => None,
+    }
+}
+
+/// Registers an operand field of `specs` spans (64-bit operands occupy register pairs).
+pub(crate) fn spec_dwords(specs: &'static [OperandSpec], name: &str) -> u32 {
+    operand_spec(specs, name).map_or(1, |spec| (u32::from(spec.bits) / 32).max(1))
+}
+
+/// Whether LLVM decodes `operand` in a position of `dwords` scalar registers. It refuses the
+/// reserved source values everywhere. As the first register of a wider operand it refuses the
+/// registers no tuple starts at (vcc_hi, m0, exec_hi), src_lds_direct, and SGPR or TTMP tuples
+/// that run past their file once aligned. A misaligned tuple it accepts, printing the aligned
+/// one below it with a warning, and VCC or EXEC as more than a pair too, flagging them as
+/// registers of the wrong class: those decode here as well, and the executor refuses them.
+pub(crate) fn llvm_decodes(operand: Operand, dwords: u32) -> bool {
+    if matches!(operand, Operand::Reserved(_)) {
+        return false;
+    }
+    if dwords <= 1 {
+        return true;
+    }
+    let ends_inside = |n: u8, file: usize| usize::from(n) + dwords as usize <= file;
+    match operand.aligned_tuple(dwords) {
+        Operand::Sgpr(n) => ends_inside(n, SGPR_COUNT),
+        Operand::Ttmp(n) => ends_inside(n, TTMP_COUNT),
+        Operand::VccHi | Operand::ExecHi | Operand::M0 | Operand::LdsDirect => false,
+        _ => true,
+    }
+}
+
+/// Refuses the instruction starting with `word` unless LLVM decodes every named operand at the
+/// width `specs` gives its field (operands `specs` does not name are not checked).
+pub(super) fn require_llvm_operands(
+    word: u32,
+    specs: &'static [OperandSpec],
+    operands: &[(&str, Operand)],
+) -> Result<(), DecodeError> {
+    let decodes = operands.iter().all(|&(name, operand)| {
+        operand_spec(specs, name).is_none() || llvm_decodes(operand, spec_dwords(specs, name))
+    });
+    if decodes {
+        Ok(())
+    } else {
+        Err(DecodeError::Undecodable { word })
     }
 }
 

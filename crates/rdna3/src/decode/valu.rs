@@ -2,7 +2,8 @@
 //! their lowering to the canonical [`ValuInst`].
 
 use super::{
-    field, DecodeError, Decoded, Inst, Reader, Vop1, Vop2, Vop3, Vop3p, Vop3sd, Vopc, Vopd,
+    field, llvm_decodes, require_llvm_operands, DecodeError, Decoded, Inst, Reader, Vop1, Vop2,
+    Vop3, Vop3p, Vop3sd, Vopc, Vopd,
 };
 use crate::isa::*;
 use crate::operand::{Operand, SRC_DPP16, SRC_DPP8, SRC_DPP8_FI, SRC_LITERAL};
@@ -467,7 +468,36 @@ pub(super) fn decode_short(
             })
         }
     };
+    let valu = match &inst {
+        Inst::Vop1(i) => i.valu.as_ref(),
+        Inst::Vop2(i) => i.valu.as_ref(),
+        Inst::Vopc(i) => i.valu.as_ref(),
+        _ => None,
+    };
+    let sources_decode = match valu {
+        Some(valu) => llvm_decodes_valu(valu),
+        None => llvm_decodes(src0, 1),
+    };
+    if !sources_decode {
+        return Err(undecodable);
+    }
     Ok(Decoded { inst, words })
+}
+
+/// Whether LLVM decodes `valu`: its destination, every source it reads at the width it reads
+/// it, and no DPP form of an operation with a 64-bit operand (gfx11 has DPP for 32-bit and
+/// narrower data only).
+fn llvm_decodes_valu(valu: &ValuInst) -> bool {
+    let used = || {
+        valu.src
+            .iter()
+            .zip(valu.src_bits)
+            .filter(|&(_, bits)| bits > 0)
+    };
+    let wide = valu.dst_bits >= 64 || used().any(|(_, bits)| bits >= 64);
+    !(valu.dpp.is_some() && wide)
+        && llvm_decodes(valu.dst, 1)
+        && used().all(|(&src, bits)| llvm_decodes(src, (u32::from(bits) / 32).max(1)))
 }
 
 /// Sources of a VOP3-family instruction, DPP control with its DPP16 (neg, abs) source bits,
@@ -521,6 +551,9 @@ pub(super) fn decode_vop3(reader: &Reader<'_>) -> Result<Decoded, DecodeError> {
             ..Modifiers::default()
         };
         let valu = build(ValuOpcode::Vop3sd(op), vdst, sdst, src, mods, dpp);
+        if !llvm_decodes_valu(&valu) {
+            return Err(undecodable);
+        }
         let inst = Vop3sd {
             op,
             vdst,
@@ -556,6 +589,9 @@ pub(super) fn decode_vop3(reader: &Reader<'_>) -> Result<Decoded, DecodeError> {
         clamp,
     };
     let valu = build(canonical, vdst, Operand::Null, src, mods, dpp);
+    if !llvm_decodes_valu(&valu) {
+        return Err(undecodable);
+    }
     let inst = Vop3 {
         op,
         vdst,
@@ -577,9 +613,14 @@ pub(super) fn decode_vop3(reader: &Reader<'_>) -> Result<Decoded, DecodeError> {
 /// Decodes VOP3P (packed math).
 pub(super) fn decode_vop3p(reader: &Reader<'_>) -> Result<Decoded, DecodeError> {
     let raw = reader.qword()?;
-    let op = Vop3pOp::from_u32(field(raw, 22, 16))
-        .ok_or(DecodeError::Undecodable { word: raw as u32 })?;
+    let undecodable = DecodeError::Undecodable { word: raw as u32 };
+    let op = Vop3pOp::from_u32(field(raw, 22, 16)).ok_or(undecodable)?;
     let (src, dpp_info, words) = vop3_sources(reader, raw)?;
+    require_llvm_operands(
+        raw as u32,
+        op.operands(),
+        &[("src0", src[0]), ("src1", src[1]), ("src2", src[2])],
+    )?;
     let inst = Vop3p {
         op,
         vdst: Operand::Vgpr(field(raw, 7, 0) as u8),
@@ -650,6 +691,9 @@ pub(super) fn decode_vopd(reader: &Reader<'_>) -> Result<Decoded, DecodeError> {
         Operand::from_src(srcy0, literal),
         Operand::Vgpr(field(raw, 48, 41) as u8),
     ];
+    if !llvm_decodes(srcx[0], 1) || !llvm_decodes(srcy[0], 1) {
+        return Err(undecodable);
+    }
     let x = lower_dual(opx, vdstx, srcx[0], srcx[1], literal);
     let y = lower_dual(opy, vdsty, srcy[0], srcy[1], literal);
     let inst = Vopd {

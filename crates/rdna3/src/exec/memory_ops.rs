@@ -6,7 +6,7 @@ use super::{
     SHARED_APERTURE_BASE, WAVE_SIZE,
 };
 use crate::decode::{
-    integer_min_max_atomic, AtomicOp, Ds, Flat, FlatSegment, MemAccess, Smem, D16,
+    integer_min_max_atomic, spec_dwords, AtomicOp, Ds, Flat, FlatSegment, MemAccess, Smem, D16,
 };
 use hcq_amd_sys::shared;
 
@@ -208,6 +208,9 @@ impl Wave {
             S_LOAD_B512 | S_BUFFER_LOAD_B512 => 16,
             S_DCACHE_INV | S_GL1_INV | S_ATC_PROBE | S_ATC_PROBE_BUFFER => return Ok(Flow::Next),
         };
+        // A buffer load's base is a 4-register descriptor (its first 48 bits are the address):
+        // the whole tuple must be one.
+        self.scalar_range(i.sbase, spec_dwords(i.op.operands(), "sbase") as usize)?;
         let mut base = self.read_scalar64(i.sbase, false)?;
         if matches!(
             i.op,
@@ -228,7 +231,12 @@ impl Wave {
             .wrapping_add(i.offset as i64 as u64)
             .wrapping_add(soffset)
             & !3;
-        let destination = self.scalar_range(i.sdata, dwords)?;
+        // A load into NULL reads memory (and can fault) but writes no register.
+        let destination = if i.sdata == Operand::Null {
+            0..0
+        } else {
+            self.scalar_range(i.sdata, dwords)?
+        };
         let mut bytes = [0u8; 64];
         read_bytes(ctx.mem, addr, &mut bytes[..dwords * 4])?;
         for (k, slot) in destination.enumerate() {

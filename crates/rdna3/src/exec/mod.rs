@@ -14,7 +14,7 @@ use std::cell::Cell;
 use crate::decode::Inst;
 use crate::fault::FaultKind;
 use crate::memory::Memory;
-use crate::operand::{Aperture, Operand, EXEC_LO, NULL, SCALAR_SLOTS, VCC_LO};
+use crate::operand::{tuple_alignment, Aperture, Operand, EXEC_LO, NULL, SCALAR_SLOTS, VCC_LO};
 
 pub use denorm::{mode_from_rsrc1, DEFAULT_MODE};
 pub use float::{f16_to_f32, f32_to_f16};
@@ -191,16 +191,12 @@ impl Wave {
     /// Reads a 64-bit scalar source; `float` selects the f64 form of inline constants and
     /// literals (a literal is then the high half).
     pub fn read_scalar64(&self, operand: Operand, float: bool) -> Result<u64, FaultKind> {
-        if let Some(slot) = operand.scalar_slot() {
-            if slot == NULL {
-                return Ok(0);
-            }
-            let lo = usize::from(slot);
-            let hi = self
-                .sgpr
-                .get(lo + 1)
-                .ok_or_else(|| illegal(format!("{operand} has no register pair")))?;
-            return Ok(u64::from(self.sgpr[lo]) | (u64::from(*hi) << 32));
+        if operand == Operand::Null {
+            return Ok(0);
+        }
+        if operand.scalar_slot().is_some() {
+            let lo = self.scalar_range(operand, 2)?.start;
+            return Ok(u64::from(self.sgpr[lo]) | (u64::from(self.sgpr[lo + 1]) << 32));
         }
         match operand {
             Operand::InlineInt(v) => Ok(i64::from(v) as u64),
@@ -225,22 +221,18 @@ impl Wave {
 
     /// Writes a 64-bit scalar destination (a register pair).
     pub fn write_scalar64(&mut self, operand: Operand, value: u64) -> Result<(), FaultKind> {
-        let slot = operand
-            .scalar_slot()
-            .ok_or_else(|| illegal(format!("{operand} is not a scalar destination")))?;
-        if slot == NULL {
+        if operand == Operand::Null {
             return Ok(());
         }
-        let lo = usize::from(slot);
-        if lo + 1 >= SCALAR_SLOTS {
-            return Err(illegal(format!("{operand} has no register pair")));
-        }
+        let lo = self.scalar_range(operand, 2)?.start;
         self.sgpr[lo] = value as u32;
         self.sgpr[lo + 1] = (value >> 32) as u32;
         Ok(())
     }
 
-    /// Scalar register slot range `[first, first + count)`, checked against the register file.
+    /// Scalar register slot range `[first, first + count)` of an operand spanning `count`
+    /// registers: an SGPR or TTMP tuple aligned as the ISA requires and inside its file, VCC or
+    /// EXEC as a pair, NULL, or any single scalar register.
     pub fn scalar_range(
         &self,
         operand: Operand,
@@ -250,10 +242,14 @@ impl Wave {
             .scalar_slot()
             .ok_or_else(|| illegal(format!("{operand} is not a scalar register")))?;
         let first = usize::from(slot);
-        if first + count > SCALAR_SLOTS {
+        let dwords = u32::try_from(count).unwrap_or(u32::MAX);
+        if !operand.starts_tuple(dwords) || first + count > SCALAR_SLOTS {
+            // Named as encoded: LLVM prints a misaligned tuple as the aligned one below it.
             return Err(illegal(format!(
-                "{} past the scalar register file",
-                operand.display_wide(count as u32)
+                "{operand} cannot start {count} consecutive scalar registers (SGPR and TTMP \
+                 tuples are {}-aligned and inside their file; of the other registers only VCC \
+                 and EXEC form pairs)",
+                tuple_alignment(dwords)
             )));
         }
         Ok(first..first + count)

@@ -1,7 +1,7 @@
 //! Scalar ALU and program control: SOP1, SOP2, SOPK, SOPC, SOPP.
 
 use super::{illegal, unimplemented, Flow, Wave};
-use crate::decode::{Sop1, Sop2, Sopc, Sopk, Sopp};
+use crate::decode::{spec_dwords, Sop1, Sop2, Sopc, Sopk, Sopp};
 use crate::fault::FaultKind;
 use crate::isa::{operand_spec, Sop1Op, Sop2Op, SopcOp, SopkOp, SoppOp};
 use crate::operand::{Operand, EXEC_LO, M0, SGPR_COUNT};
@@ -37,6 +37,8 @@ impl Wave {
                 "{base} is not an SGPR, so it cannot be indexed by M0"
             )));
         };
+        // The named tuple itself must be one, whatever M0 adds to it.
+        self.scalar_range(base, dwords)?;
         let index = usize::from(first) + offset as usize;
         if index + dwords > SGPR_COUNT {
             return Err(illegal(format!(
@@ -331,8 +333,17 @@ impl Wave {
         use Sop2Op::*;
         let a = |w: &Wave| w.read_scalar(i.ssrc0);
         let b = |w: &Wave| w.read_scalar(i.ssrc1);
-        let a64 = |w: &Wave| w.read_scalar64(i.ssrc0, false);
-        let b64 = |w: &Wave| w.read_scalar64(i.ssrc1, false);
+        // The 64-bit operations' sources at their own widths: a shift amount or a bitfield
+        // spec is one register (which need not start a pair).
+        let read = |w: &Wave, operand: Operand, name: &str| {
+            if spec_dwords(i.op.operands(), name) == 2 {
+                w.read_scalar64(operand, false)
+            } else {
+                w.read_scalar(operand).map(u64::from)
+            }
+        };
+        let a64 = |w: &Wave| read(w, i.ssrc0, "ssrc0");
+        let b64 = |w: &Wave| read(w, i.ssrc1, "ssrc1");
         let (value, scc): (u32, Option<bool>) = match i.op {
             S_ADD_U32 => {
                 let (r, carry) = a(self)?.overflowing_add(b(self)?);
