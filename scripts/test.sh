@@ -64,6 +64,12 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 # deny `missing_docs`), no broken or private intra-doc link.
 echo "== cargo doc"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+# Every code object the suite builds is disassembled at the end, by hcq and by llvm-objdump:
+# the suite compiles into a cache of its own, fresh each run, and the tests that build objects
+# outside the compile cache keep them in HCQ_TEST_OBJECTS (crates/hcq-cli/tests/disasm.rs).
+suite_objects=$PWD/target/suite-objects
+rm -rf "$suite_objects"
+export HCQ_CACHE_DIR=$suite_objects/cache HCQ_TEST_OBJECTS=$suite_objects/built
 echo "== cargo test"
 cargo test --workspace 2>&1
 # The driver alone: hcq without its `emulator` feature links neither the emulated GPU nor the
@@ -81,6 +87,10 @@ for example in saxpy reduction graph_symbolic two_devices two_streams; do
   HCQ_DEVICE=amd-emu:0 cargo run --quiet --profile test -p hcq --example "$example"
 done
 bash crates/hcq-py/run-tests.sh
+# The same package selection as `cargo test --workspace`, so nothing is rebuilt.
+echo "== every code object the suite built, listed by hcq disasm and by llvm-objdump"
+cargo test --workspace --quiet --test disasm -- --ignored --exact --nocapture \
+  suite_objects::every_object_the_suite_built_disassembles_as_llvm_objdump_does
 
 # Publishable crates: each library crate (and the CLI) packages, and each package builds on its
 # own from the packaged files alone, against the packages of its dependencies.

@@ -1,16 +1,23 @@
 //! `hcq disasm`: the kernels of a code object (or of HIP source, compiled through the cache) as
 //! instructions decoded by our own RDNA3 decoder, printed as `llvm-objdump -d` prints them, each
-//! function headed by the resources its descriptor and metadata declare.
+//! function headed by the resources its descriptor and metadata declare. A relocatable object
+//! (`clang -c`) is linked first, as the runtime links one before loading it, so the listing is
+//! of the code that would run.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
-use hcq_amd::program::{program_info, AlignedCodeObject, CodeObject, KernelMeta};
+use hcq_amd::compiler::HipCompiler;
+use hcq_amd::program::{
+    is_relocatable_amdgpu, program_info, source_name, AlignedCodeObject, CodeObject, KernelMeta,
+};
 use hcq_amd_sys::kd::{self, KernelDescriptor};
 use rdna3::decode::{decode, Inst};
 
 /// The architecture occupancy is given for.
 const ARCH: &str = "gfx1100";
+/// The targets whose machine code the decoder reads: RDNA3's (gfx11 has one instruction set).
+const DECODED_TARGETS: [&str; 4] = ["gfx1100", "gfx1101", "gfx1102", "gfx1103"];
 
 pub fn run(
     file: &Path,
@@ -24,32 +31,56 @@ pub fn run(
     } else {
         hcq::compile_hip_file_with(file, arch, options).map_err(|e| e.to_string())?
     };
-    print!("{}", disassemble(&object, kernel)?);
+    let linked;
+    let object = if is_relocatable_amdgpu(&object) {
+        linked = HipCompiler::new(arch, hcq_core::CompileCache::disabled())
+            .link_relocatable(&object)
+            .map_err(|e| e.to_string())?;
+        &linked
+    } else {
+        &object
+    };
+    print!("{}", disassemble(object, kernel)?);
     Ok(())
 }
 
-/// The listing of `object`: every function, or only `kernel`.
+/// The listing of `object` (a linked code object): every function, or only `kernel`, named by
+/// its symbol or, as the runtime finds kernels, by its source name.
 pub fn disassemble(object: &[u8], kernel: Option<&str>) -> Result<String, String> {
     let aligned = AlignedCodeObject::new(object);
     let co = CodeObject::parse(aligned.bytes()).map_err(|e| e.to_string())?;
+    // Another target's machine code would decode into other instructions.
+    if !DECODED_TARGETS
+        .iter()
+        .any(|arch| co.check_target(arch, "").is_ok())
+    {
+        co.check_target(ARCH, "hcq disasm's decoder")
+            .map_err(|e| e.to_string())?;
+    }
     let (text_at, text) = co
         .text()
         .ok_or_else(|| "the code object has no .text section".to_string())?;
     let text_end = text_at + text.len() as u64;
     let functions = co.functions();
-    if let Some(name) = kernel {
-        if !functions.iter().any(|(n, ..)| n == name) {
-            let names: Vec<&str> = functions.iter().map(|(n, ..)| n.as_str()).collect();
-            return Err(format!(
-                "no function named {name:?} (the code object has: {})",
-                names.join(", ")
-            ));
+    let symbol = match kernel {
+        Some(name) if functions.iter().any(|(n, ..)| n == name) => Some(name.to_string()),
+        Some(name) => {
+            let symbol = co.resolve_kernel(name).map_err(|e| e.to_string())?;
+            if !functions.iter().any(|(n, ..)| *n == symbol) {
+                let names: Vec<&str> = functions.iter().map(|(n, ..)| n.as_str()).collect();
+                return Err(format!(
+                    "no function named {name:?} (the code object has: {})",
+                    names.join(", ")
+                ));
+            }
+            Some(symbol)
         }
-    }
+        None => None,
+    };
     let image = co.image(0).map_err(|e| e.to_string())?;
     let mut out = String::new();
     for (i, (name, at, _)) in functions.iter().enumerate() {
-        if kernel.is_some_and(|k| k != name) || *at < text_at || *at >= text_end {
+        if symbol.as_ref().is_some_and(|k| k != name) || *at < text_at || *at >= text_end {
             continue;
         }
         // As llvm-objdump: a function's listing runs to the next symbol, so the padding after
@@ -132,8 +163,11 @@ fn header(co: &CodeObject<'_>, image: &[u8], name: &str) -> String {
     let meta: Option<&KernelMeta> = co.kernels.iter().find(|k| k.name == name);
     let info = program_info(ARCH, &d, meta);
     let sgprs = info.sgprs.map_or("?".to_string(), |n| n.to_string());
+    // The name the kernel's source gives it (`ns::scale` for `_ZN2ns5scaleEPf`); the symbol
+    // follows on the next line.
+    let source = source_name(name).map_or_else(|| name.to_string(), |(qualified, _)| qualified);
     let mut h = String::new();
-    let _ = writeln!(h, "; kernel {name}: wave{}", info.wave_size);
+    let _ = writeln!(h, "; kernel {source}: wave{}", info.wave_size);
     let _ = writeln!(
         h,
         ";   VGPRs {} ({} allocated), SGPRs {sgprs}",

@@ -145,9 +145,10 @@ enum Command {
     /// instructions in llvm-objdump's syntax, after its resources and occupancy.
     #[cfg(target_os = "linux")]
     Disasm {
-        /// A code object, or HIP source.
+        /// A code object (a relocatable one is linked first, as the runtime does), or HIP
+        /// source.
         file: std::path::PathBuf,
-        /// Only this kernel (or other function).
+        /// Only this kernel (or other function): its symbol, or the name its source gives it.
         #[arg(long)]
         kernel: Option<String>,
         /// Target architecture, for HIP source.

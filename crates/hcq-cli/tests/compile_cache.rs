@@ -3,6 +3,8 @@
 //! from the cache, a damaged cache entry is rebuilt, and an interrupted compile leaves no file
 //! and no clang behind.
 
+mod kept_objects;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime};
@@ -131,6 +133,7 @@ fn includes_resolve_next_to_the_source_and_a_changed_header_is_never_served_from
         run_inc(&elsewhere, object.to_str().unwrap(), &cache, &out),
         45
     );
+    kept_objects::keep("compile_cache-includes", &cache);
 }
 
 #[test]
@@ -181,6 +184,8 @@ fn a_damaged_or_old_cache_entry_is_rebuilt_not_used() {
             "entry {what} was replaced by a sound one"
         );
     }
+    kept_objects::keep("compile_cache-damaged/cache", &cache);
+    kept_objects::keep("compile_cache-damaged/other.hsaco", &other);
 }
 
 /// Whether `pid` is a live process (a zombie has ended).

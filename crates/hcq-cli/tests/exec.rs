@@ -4,6 +4,8 @@
 //! expectations (the C client checks every byte it copied).
 #![cfg(all(target_os = "linux", target_arch = "x86_64"))]
 
+mod kept_objects;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -98,6 +100,7 @@ fn kfd_client(dir: &Path) -> (PathBuf, PathBuf) {
         "the client's kernel does not compile:\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    kept_objects::keep("exec-kfd_kernels.hsaco", &code);
     (out, code)
 }
 

@@ -154,6 +154,16 @@ fn relocatable_objects_are_linked_on_load() {
     assert!(status.success());
     let bytes = std::fs::read(&obj).unwrap();
     assert_eq!(u16::from_le_bytes([bytes[16], bytes[17]]), 1, "ET_REL");
+    // Built outside the compile cache: kept for the disassembly check scripts/test.sh runs
+    // after the suite (every object the suite builds disassembles as llvm-objdump does).
+    if let Some(kept) = std::env::var_os("HCQ_TEST_OBJECTS") {
+        std::fs::create_dir_all(&kept).unwrap();
+        std::fs::copy(
+            &obj,
+            std::path::Path::new(&kept).join("relocatable-twice_plus.o"),
+        )
+        .unwrap();
+    }
     let prg = dev.program(&bytes, "twice_plus").unwrap();
     let xs: Vec<i32> = (0..128).map(|i| i * 5 - 300).collect();
     let (input, out) = (dev.alloc(512).unwrap(), dev.alloc(512).unwrap());

@@ -161,4 +161,5 @@ fn verbose_logs_devices_compiles_allocations_and_kernels() {
         log.contains("from the cache") && !log.contains("grid"),
         "{log}"
     );
+    crate::kept_objects::keep("help_and_logging-cache", std::path::Path::new(cache));
 }

@@ -1,6 +1,8 @@
 //! The `hcq` binary as a user runs it.
 
 mod common;
+#[path = "../kept_objects/mod.rs"]
+mod kept_objects;
 
 mod bench;
 mod demo;

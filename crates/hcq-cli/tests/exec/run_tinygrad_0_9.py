@@ -7,7 +7,7 @@
 # with clang's AMDGPU builtins instead. tinygrad 0.9.0 checks a kernel's argument size against
 # its own arguments, so a kernel must not need hidden arguments: only __ockl_get_local_size reads
 # them (the workgroup size), and none of the kernels the test suite runs calls it.
-import os, subprocess, sys, tempfile, types, runpy
+import hashlib, os, subprocess, sys, tempfile, types, runpy
 
 DEVICE_FUNCTIONS = r'''
 extern "C" {
@@ -37,7 +37,14 @@ def compile_hip(src: str, arch="gfx1100") -> bytes:
     subprocess.run(["clang-19", "-x", "hip", f"--offload-arch={arch}", "-nogpulib", "-nogpuinc", "-O3", "-mcumode",
                     "--cuda-device-only", "--no-gpu-bundle-output", "-std=c++14", "-Wno-unused-command-line-argument",
                     "-c", os.path.join(d, "k.hip"), "-o", out], check=True, capture_output=True)
-    with open(out, "rb") as f: return f.read()
+    with open(out, "rb") as f: obj = f.read()
+  # Kept for the check scripts/test.sh runs after the suite: every code object the suite builds
+  # must disassemble with hcq disasm as with llvm-objdump.
+  kept = os.environ.get("HCQ_TEST_OBJECTS")
+  if kept:
+    os.makedirs(kept, exist_ok=True)
+    with open(os.path.join(kept, f"tinygrad-0.9-{hashlib.sha256(obj).hexdigest()[:16]}.hsaco"), "wb") as f: f.write(obj)
+  return obj
 
 sys.modules["tinygrad.runtime.driver.hip_comgr"] = types.SimpleNamespace(compile_hip=compile_hip)
 sys.argv = sys.argv[1:]
