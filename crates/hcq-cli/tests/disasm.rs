@@ -414,6 +414,7 @@ fn kernels_are_found_and_headed_by_their_source_names() {
 /// The code objects `scripts/test.sh` kept from a whole run of the suite.
 mod suite_objects {
     use super::*;
+    use hcq_amd::program::is_relocatable_amdgpu;
     use sha2::{Digest, Sha256};
     use std::collections::HashSet;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -424,7 +425,6 @@ mod suite_objects {
     /// be listed (objects for other targets, which `hcq disasm` refuses, are counted apart).
     const MACH_GFX1100: u8 = 0x41;
     const EM_AMDGPU: u16 = 224;
-    const ET_REL: u16 = 1;
 
     /// Where an object came from, for the report.
     struct Found {
@@ -564,16 +564,22 @@ mod suite_objects {
 
     fn compare(found: &Found, dir: &Path, n: usize) -> Outcome {
         let bytes = &found.bytes;
-        let half = |at: usize| u16::from_le_bytes([bytes[at], bytes[at + 1]]);
-        let extension = if half(16) == ET_REL { "o" } else { "hsaco" };
+        let extension = if is_relocatable_amdgpu(bytes) {
+            "o"
+        } else {
+            "hsaco"
+        };
         let path = dir.join(format!("{n}.{extension}"));
         std::fs::write(&path, bytes).unwrap();
         let path_text = path.to_str().unwrap();
         let (ok, ours, err) = hcq_disasm(&[path_text]);
         let mach = bytes[48];
         if !ok {
-            if mach != MACH_GFX1100 && err.contains("is built for") {
-                return Outcome::OtherTarget(err.trim().to_string());
+            let target = err
+                .split_once("is built for ")
+                .and_then(|(_, rest)| rest.split(';').next());
+            if let Some(target) = target.filter(|_| mach != MACH_GFX1100) {
+                return Outcome::OtherTarget(target.to_string());
             }
             return Outcome::Differs(format!("hcq disasm refuses it: {err}"));
         }
@@ -653,8 +659,13 @@ mod suite_objects {
                 Outcome::Differs(what) => {
                     // Kept, for `hcq disasm` and llvm-objdump to be run on it again.
                     let kept = std::env::temp_dir().join(format!(
-                        "hcq-disasm-mismatch-{}-{n}.bin",
-                        std::process::id()
+                        "hcq-disasm-mismatch-{}-{n}.{}",
+                        std::process::id(),
+                        if is_relocatable_amdgpu(&objects[n].bytes) {
+                            "o"
+                        } else {
+                            "hsaco"
+                        }
                     ));
                     let _ = std::fs::write(&kept, &objects[n].bytes);
                     differences.push(format!(
@@ -668,13 +679,12 @@ mod suite_objects {
         eprintln!(
             "checked {checked} code objects ({} cache entries, {} built by tests, the rest \
              checked in; {} duplicates): {functions} functions, {instructions} instructions, \
-             in {:.1} s; {} objects for other targets refused as expected, {} files not AMDGPU \
-             code objects",
+             in {:.1} s; objects for other targets, refused as expected: {other_targets:?}; \
+             files not AMDGPU code objects: {}",
             sources[0],
             sources[1],
             sources[0] + sources[1] + checked_in().len() - seen.len(),
             started.elapsed().as_secs_f64(),
-            other_targets.len(),
             not_amdgpu.len()
         );
         assert!(
