@@ -188,7 +188,7 @@ impl TraceStamps {
 
 impl AmdDevice {
     /// Timestamp slots for one traced command, when tracing is on; the caller commits them
-    /// ([`AmdDevice::trace_commit`]) once the command is submitted.
+    /// ([`AmdDevice::trace_commit_with`]) once the command is submitted.
     pub(crate) fn trace_begin(
         &self,
         st: &mut DeviceState,
@@ -231,18 +231,9 @@ impl AmdDevice {
             .map(with_flow))
     }
 
-    /// Records the command submitted with `slot` (from [`AmdDevice::trace_begin`]).
-    pub(crate) fn trace_commit(
-        st: &mut DeviceState,
-        slot: Option<TraceSlot>,
-        name: &str,
-        queue: &'static str,
-    ) {
-        Self::trace_commit_with(st, slot, name, Vec::new, queue);
-    }
-
-    /// [`AmdDevice::trace_commit`] with what the command did (`args`, made only when it is
-    /// traced or logged): its launch dimensions, its bytes.
+    /// Records the command submitted with `slot` (from [`AmdDevice::trace_begin`]), with what
+    /// it did (`args`, made only when it is traced or logged): its launch dimensions, its
+    /// bytes, a graph's kernels.
     pub(crate) fn trace_commit_with(
         st: &mut DeviceState,
         slot: Option<TraceSlot>,

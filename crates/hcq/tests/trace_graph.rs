@@ -86,4 +86,28 @@ fn each_replay_is_a_span() {
     for r in &replays {
         assert!(r.1 > 0.0, "{replays:?}");
     }
+    // Each replay's span says what it ran: four of the three-kernel graph, then one of the
+    // graph of a kernel and a copy.
+    let args: Vec<(u64, u64, u64)> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["name"] == "graph replay")
+        .map(|e| {
+            let a = &e["args"];
+            assert_eq!(a["gpus"], 1, "{e}");
+            assert_eq!(
+                (a["inputs"].as_u64(), a["variables"].as_u64()),
+                (Some(0), Some(0))
+            );
+            assert!(a["command dwords"].as_u64().unwrap() > 0, "{e}");
+            (
+                a["kernels"].as_u64().unwrap(),
+                a["copies"].as_u64().unwrap(),
+                a["gpus"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        args,
+        [(3, 0, 1), (3, 0, 1), (3, 0, 1), (3, 0, 1), (1, 1, 1)]
+    );
 }

@@ -117,6 +117,14 @@ impl AmdGraph {
                 Work::Launch(l) => l.program.wave_scratch > 0,
                 Work::Copy(_) => false,
             }),
+            launches: items
+                .iter()
+                .filter(|item| matches!(item.work, Work::Launch(_)))
+                .count(),
+            copies: items
+                .iter()
+                .filter(|item| matches!(item.work, Work::Copy(_)))
+                .count(),
         })
     }
 }

@@ -270,6 +270,9 @@ pub struct AmdGraph {
     /// Whether a kernel of the graph uses scratch memory: the dispatches name the ring of the
     /// queue the graph was built on, which another queue may use at the same time.
     uses_scratch: bool,
+    /// Kernel launches and copies one replay runs (the replay span's arguments).
+    launches: usize,
+    copies: usize,
 }
 
 impl std::fmt::Debug for AmdGraph {
@@ -287,6 +290,18 @@ impl std::fmt::Debug for AmdGraph {
 }
 
 impl AmdGraph {
+    /// What a replay's trace span says it ran.
+    fn trace_args(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("kernels", self.launches.to_string()),
+            ("copies", self.copies.to_string()),
+            ("gpus", self.parts.len().to_string()),
+            ("inputs", self.input_patches.len().to_string()),
+            ("variables", self.var_patches.len().to_string()),
+            ("command dwords", self.stream_dwords().to_string()),
+        ]
+    }
+
     /// Number of graph inputs.
     pub fn input_count(&self) -> usize {
         self.input_patches.len()

@@ -195,7 +195,7 @@ impl AmdGraph {
                 }
             });
         st.queue.submit(&st.builder.words, room_wait)?;
-        AmdDevice::trace_commit(st, stamps, TRACE_NAME, "compute");
+        AmdDevice::trace_commit_with(st, stamps, TRACE_NAME, || self.trace_args(), "compute");
         Ok(())
     }
 
@@ -273,7 +273,8 @@ impl AmdGraph {
             }
             st.queue.submit(&st.builder.words, d.timeout)?;
         }
-        AmdDevice::trace_commit(&mut states[0], stamps, TRACE_NAME, "compute");
+        let args = || self.trace_args();
+        AmdDevice::trace_commit_with(&mut states[0], stamps, TRACE_NAME, args, "compute");
         Ok(())
     }
 }
