@@ -182,3 +182,73 @@ fn relocatable_objects_are_linked_on_load() {
         other => panic!("expected the linker's refusal, got {other:?}"),
     }
 }
+
+/// A kernel in LLVM IR, as a compiler that emits IR hands it to LLVM's code generator.
+const LLVM_IR: &str = r#"
+target triple = "amdgcn-amd-amdhsa"
+
+define amdgpu_kernel void @axpb(ptr addrspace(1) %out, ptr addrspace(1) %in, i32 %a, i32 %b) {
+  %group = call i32 @llvm.amdgcn.workgroup.id.x()
+  %item = call i32 @llvm.amdgcn.workitem.id.x()
+  %base = mul i32 %group, 64
+  %i = add i32 %base, %item
+  %at = sext i32 %i to i64
+  %src = getelementptr i32, ptr addrspace(1) %in, i64 %at
+  %x = load i32, ptr addrspace(1) %src
+  %ax = mul i32 %x, %a
+  %y = add i32 %ax, %b
+  %dst = getelementptr i32, ptr addrspace(1) %out, i64 %at
+  store i32 %y, ptr addrspace(1) %dst
+  ret void
+}
+
+declare i32 @llvm.amdgcn.workgroup.id.x()
+declare i32 @llvm.amdgcn.workitem.id.x()
+"#;
+
+/// LLVM's code generator (`llc`) writes a relocatable object too; it loads the same way.
+#[test]
+fn objects_from_llvm_code_generator_are_linked_on_load() {
+    let dev = device();
+    let dir = tempfile::tempdir().unwrap();
+    let (ir, obj) = (dir.path().join("k.ll"), dir.path().join("k.o"));
+    std::fs::write(&ir, LLVM_IR).unwrap();
+    let status = std::process::Command::new("llc-19")
+        .args([
+            "-mtriple=amdgcn-amd-amdhsa",
+            "-mcpu=gfx1100",
+            "-O2",
+            "-filetype=obj",
+        ])
+        .arg(&ir)
+        .arg("-o")
+        .arg(&obj)
+        .status()
+        .expect("llc-19 runs (Debian's llvm-19, which scripts/test.sh installs)");
+    assert!(status.success());
+    let bytes = std::fs::read(&obj).unwrap();
+    assert_eq!(u16::from_le_bytes([bytes[16], bytes[17]]), 1, "ET_REL");
+    if let Some(kept) = std::env::var_os("HCQ_TEST_OBJECTS") {
+        std::fs::create_dir_all(&kept).unwrap();
+        std::fs::copy(
+            &obj,
+            std::path::Path::new(&kept).join("relocatable-llc-axpb.o"),
+        )
+        .unwrap();
+    }
+    let prg = dev.program(&bytes, "axpb").unwrap();
+    let xs: Vec<i32> = (0..192).map(|i| 1000 - 7 * i).collect();
+    let (input, out) = (dev.alloc(192 * 4).unwrap(), dev.alloc(192 * 4).unwrap());
+    input.write(&xs).unwrap();
+    let args = [
+        Arg::Buffer(&out),
+        Arg::Buffer(&input),
+        Arg::I32(-3),
+        Arg::I32(11),
+    ];
+    prg.launch(&args, [3, 1, 1], [64, 1, 1]).unwrap();
+    let got: Vec<i32> = out.read().unwrap();
+    for (i, (&g, &x)) in got.iter().zip(&xs).enumerate() {
+        assert_eq!(g, x * -3 + 11, "out[{i}]");
+    }
+}
