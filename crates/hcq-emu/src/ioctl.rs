@@ -295,7 +295,7 @@ impl EmuKernel {
                     self.space.hold_user(user, size)
                 }
             }
-            _ => self.space.back(va, size),
+            _ => self.space.back(va, size, kind == BoKind::Gtt),
         };
         let result = storage.and_then(|s| bos.insert(gpu.index, gpu.gpu_id, va, size, kind, s));
         match result {

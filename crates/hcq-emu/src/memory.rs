@@ -109,7 +109,10 @@ fn overlaps_held(held: &BTreeMap<u64, Held>, start: u64, end: u64) -> bool {
 impl AddressSpace {
     /// Backs `[va, va + len)` with fresh zeroed shared memory in place of the driver's
     /// reservation (the range must hold nothing but `PROT_NONE` mappings or nothing at all).
-    pub fn back(self: &Arc<Self>, va: u64, len: u64) -> io::Result<Arc<Storage>> {
+    /// With `populate`, every page is allocated now rather than at its first touch: GTT, which
+    /// the kernel driver pins in system memory when it allocates it, so that the host's first
+    /// write into a ring or a signal page does not take a page fault a real GPU's does not.
+    pub fn back(self: &Arc<Self>, va: u64, len: u64, populate: bool) -> io::Result<Arc<Storage>> {
         let end = va.checked_add(len).ok_or_else(|| errno(libc::EINVAL))?;
         let mut held = lock(&self.held);
         if overlaps_held(&held, va, end) || !hostmaps::is_reservation(va, end)? {
@@ -128,7 +131,11 @@ impl AddressSpace {
                 va as *mut libc::c_void,
                 len as usize,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_FIXED | libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                libc::MAP_FIXED
+                    | libc::MAP_SHARED
+                    | libc::MAP_ANONYMOUS
+                    | libc::MAP_NORESERVE
+                    | if populate { libc::MAP_POPULATE } else { 0 },
                 -1,
                 0,
             )
