@@ -369,7 +369,7 @@ impl PyGraph {
     /// Replays the graph with `inputs` (one buffer per input, in order) and `vars` (one int
     /// per variable, in order). Returns once the work is queued; on an error nothing ran.
     /// `stream` replays it on an `hcq.Stream` of its device (single-GPU graphs whose copies
-    /// run on the compute queue and whose kernels use no scratch memory).
+    /// run on the compute queue).
     #[pyo3(signature = (inputs = Vec::new(), vars = Vec::new(), *, stream = None))]
     fn replay(
         &self,

@@ -621,8 +621,9 @@ impl Graph {
     /// there, ordered with it and not with the device's own queue. A graph replayed on a
     /// stream other than its last one first waits (on the host) for its last replay, whose
     /// memory it shares. Any Metal graph; on AMD, single-GPU graphs whose copies run on the
-    /// compute queue and whose kernels use no scratch memory, others being `Unsupported` on a
-    /// stream that is not the device's own (`dev.default_stream()` is always fine).
+    /// compute queue (the dispatches of kernels that use scratch memory are pointed at the
+    /// stream's scratch ring), others being `Unsupported` on a stream that is not the device's
+    /// own (`dev.default_stream()` is always fine).
     pub fn replay_on(
         &self,
         stream: &crate::Stream,

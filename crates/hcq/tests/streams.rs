@@ -19,6 +19,22 @@ KERNEL void slow_scale(int* out, const int* in, unsigned* sink, int n, int round
   if (i < n) { sink[i] = acc; out[i] = in[i] * 3 + 1; }
 }
 
+// Keeps a private array in scratch memory for a long time: `rounds` passes that rotate it
+// and add to it, then out[i] = the array's sum.
+KERNEL void slow_scratch(int* out, const int* in, int n, int rounds) {
+  int i = __builtin_amdgcn_workgroup_id_x() * 64 + __builtin_amdgcn_workitem_id_x();
+  volatile int tmp[40];
+  for (int k = 0; k < 40; k++) tmp[k] = in[(i + k) % n];
+  for (int r = 0; r < rounds; r++) {
+    int first = tmp[0];
+    for (int k = 0; k < 39; k++) tmp[k] = tmp[k + 1] + 1;
+    tmp[39] = first + 1;
+  }
+  int s = 0;
+  for (int k = 0; k < 40; k++) s += tmp[k];
+  if (i < n) out[i] = s;
+}
+
 // A private array indexed at run time lives in scratch memory.
 KERNEL void scratch_sum(int* out, const int* in, int n) {
   int i = __builtin_amdgcn_workgroup_id_x() * 64 + __builtin_amdgcn_workitem_id_x();
@@ -431,23 +447,55 @@ fn graphs_replay_on_streams() {
     dev.synchronize().unwrap();
     assert_eq!(a.out.read::<i32>().unwrap(), twice);
 
-    // A graph whose kernel uses scratch memory replays on the device's own queue only.
+    // A graph whose kernel uses scratch memory replays on a stream too: its dispatches are
+    // pointed at that stream's scratch ring, and back at the device's when it returns there.
     let mut g = hcq::GraphBuilder::new();
     let n = 64;
     let out = dev.alloc(n * 4).unwrap();
+    let scratch_input = g.input(&a.inp);
     let args = [
         hcq::GraphArg::Buffer(&out),
-        hcq::GraphArg::Buffer(&a.inp),
+        hcq::GraphArg::Input(scratch_input),
         hcq::GraphArg::Value(hcq::Arg::I32(n as i32)),
     ];
     g.launch(&scratch_prg, &args, to_dims([1, 1, 1]), to_dims([64, 1, 1]))
         .unwrap();
     let scratchy = g.build().unwrap();
-    assert!(matches!(
-        scratchy.replay_on(&s1, &[], &[]),
-        Err(Error::Unsupported(_))
-    ));
-    scratchy.replay(&[], &[]).unwrap();
+    let scratch_sums = |input: &[i32]| -> Vec<i32> {
+        (0..n)
+            .map(|i| {
+                let tmp: Vec<i32> = (0..40)
+                    .map(|k| input[(i + k) % n] * (k as i32 + 1))
+                    .collect();
+                (0..40).map(|k| tmp[(k * 7 + i) % 40]).sum()
+            })
+            .collect()
+    };
+    // b's input holds `fresh` since the copy at the start.
+    let (from_a, from_b) = (scratch_sums(&a.input), scratch_sums(&fresh));
+    for (round, (stream, input, expected)) in [
+        (Some(&s1), &a.inp, &from_a),
+        (Some(&s2), &b.inp, &from_b),
+        (None, &a.inp, &from_a),
+        (Some(&s1), &b.inp, &from_b),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        out.fill(0i32).unwrap();
+        dev.synchronize().unwrap();
+        match stream {
+            Some(s) => {
+                scratchy.replay_on(s, &[input], &[]).unwrap();
+                s.synchronize().unwrap();
+            }
+            None => {
+                scratchy.replay(&[input], &[]).unwrap();
+                dev.synchronize().unwrap();
+            }
+        }
+        assert_eq!(&out.read::<i32>().unwrap(), expected, "round {round}");
+    }
     // A graph of another device.
     let other = device(1).stream().unwrap();
     assert!(matches!(
@@ -459,7 +507,7 @@ fn graphs_replay_on_streams() {
 /// A JIT called on a stream launches there while eager and capturing, then replays its graph
 /// there: each call is ordered after a slow kernel queued on the same stream that writes the
 /// call's input, so it reads what that kernel wrote, not what the input held before. A JIT
-/// whose graph cannot replay on a stream (its kernel uses scratch) runs eagerly on the stream.
+/// whose kernel uses scratch memory replays on the stream too.
 #[test]
 fn a_jit_runs_on_a_stream() {
     let dev = device(0);
@@ -530,6 +578,81 @@ fn a_jit_runs_on_a_stream() {
         scratchy.call_on(&stream, &[&input], &[&out], &[]).unwrap();
         stream.synchronize().unwrap();
         assert_eq!(out.read::<i32>().unwrap(), expected, "call {call}");
+        assert_eq!(scratchy.is_captured(), call >= 1, "call {call}");
+    }
+}
+
+/// A graph whose kernel uses scratch, replayed on a stream while a long kernel that keeps its
+/// own array in scratch runs on the device's queue: each names its own queue's scratch ring,
+/// so neither overwrites the other's private memory (named the device's ring, the replay's
+/// waves would take the slots the long kernel's waves hold).
+#[test]
+fn a_graph_on_a_stream_uses_that_streams_scratch() {
+    let dev = device(0);
+    let lib = dev.compile(SRC).unwrap();
+    let (long, short) = (
+        dev.program(&lib, "slow_scratch").unwrap(),
+        dev.program(&lib, "scratch_sum").unwrap(),
+    );
+    let n = 64usize;
+    let input: Vec<i32> = (0..n as i32).map(|i| 5 * i - 90).collect();
+    let inp = dev.alloc(n * 4).unwrap();
+    inp.write(&input).unwrap();
+    let (long_out, short_out) = (dev.alloc(n * 4).unwrap(), dev.alloc(n * 4).unwrap());
+    let mut g = hcq::GraphBuilder::new();
+    let to_dims = |d: [u32; 3]| d.map(hcq::DimExpr::from);
+    g.launch(
+        &short,
+        &[
+            hcq::GraphArg::Buffer(&short_out),
+            hcq::GraphArg::Buffer(&inp),
+            hcq::GraphArg::Value(Arg::I32(n as i32)),
+        ],
+        to_dims([1, 1, 1]),
+        to_dims([64, 1, 1]),
+    )
+    .unwrap();
+    let graph = g.build().unwrap();
+    let stream = dev.stream().unwrap();
+    let rounds = 3000;
+    for attempt in 0..3 {
+        long_out.fill(0i32).unwrap();
+        short_out.fill(0i32).unwrap();
+        dev.synchronize().unwrap();
+        long.launch(
+            &[
+                Arg::Buffer(&long_out),
+                Arg::Buffer(&inp),
+                Arg::I32(n as i32),
+                Arg::I32(rounds),
+            ],
+            [1, 1, 1],
+            [64, 1, 1],
+        )
+        .unwrap();
+        graph.replay_on(&stream, &[], &[]).unwrap();
+        dev.synchronize().unwrap();
+        let long_expected: Vec<i32> = (0..n)
+            .map(|i| (0..40).map(|k| input[(i + k) % n]).sum::<i32>() + 40 * rounds)
+            .collect();
+        let short_expected: Vec<i32> = (0..n)
+            .map(|i| {
+                let tmp: Vec<i32> = (0..40)
+                    .map(|k| input[(i + k) % n] * (k as i32 + 1))
+                    .collect();
+                (0..40).map(|k| tmp[(k * 7 + i) % 40]).sum()
+            })
+            .collect();
+        assert_eq!(
+            long_out.read::<i32>().unwrap(),
+            long_expected,
+            "attempt {attempt}"
+        );
+        assert_eq!(
+            short_out.read::<i32>().unwrap(),
+            short_expected,
+            "attempt {attempt}"
+        );
     }
 }
 

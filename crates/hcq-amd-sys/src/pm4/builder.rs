@@ -32,11 +32,14 @@ pub struct DispatchSetup {
     pub user_data_count: usize,
 }
 
-/// Handle to the launch dimensions of a dispatch inside a builder's words.
+/// Handle to the launch dimensions and the scratch registers of a dispatch inside a builder's
+/// words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DispatchPatch {
     local_at: usize,
     global_at: usize,
+    scratch_base_at: usize,
+    tmpring_size_at: usize,
 }
 
 impl DispatchPatch {
@@ -52,6 +55,14 @@ impl DispatchPatch {
     /// Dword index of the first workgroup-size dimension.
     pub fn local_at(&self) -> usize {
         self.local_at
+    }
+    /// Dword index of `COMPUTE_DISPATCH_SCRATCH_BASE_LO` (`_HI` follows it).
+    pub fn scratch_base_at(&self) -> usize {
+        self.scratch_base_at
+    }
+    /// Dword index of `COMPUTE_TMPRING_SIZE`.
+    pub fn tmpring_size_at(&self) -> usize {
+        self.tmpring_size_at
     }
 }
 
@@ -312,6 +323,8 @@ impl Pm4Builder {
         let prog = setup.code_entry >> 8;
         let w = &mut self.words;
         let sh = |w: &mut Vec<u32>, reg: u16, values: &[u32]| SetShReg { reg, values }.encode(w);
+        // The header, the register offset, then PGM_LO, PGM_HI and two unused registers.
+        let scratch_base_at = w.len() + 2 + 4;
         sh(
             w,
             regs::COMPUTE_PGM_LO,
@@ -332,6 +345,7 @@ impl Pm4Builder {
                 regs::PgmRsrc2(setup.rsrc2).with_lds_size(lds_granules).0,
             ],
         );
+        let tmpring_size_at = w.len() + 2;
         sh(w, regs::COMPUTE_TMPRING_SIZE, &[setup.tmpring_size]);
         sh(w, regs::COMPUTE_RESTART_X, &[0, 0, 0]);
         sh(w, regs::COMPUTE_STATIC_THREAD_MGMT_SE0, &[u32::MAX; 2]);
@@ -365,6 +379,8 @@ impl Pm4Builder {
         DispatchPatch {
             local_at,
             global_at,
+            scratch_base_at,
+            tmpring_size_at,
         }
     }
 }

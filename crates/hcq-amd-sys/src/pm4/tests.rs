@@ -255,3 +255,39 @@ fn every_gli_inv_value_but_zero_touches_the_instruction_cache() {
         "GL1_RANGE is not GLI_INV"
     );
 }
+
+#[test]
+fn a_dispatch_says_where_its_scratch_registers_are() {
+    let setup = DispatchSetup {
+        code_entry: 0x1_0000_0100,
+        rsrc1: 0,
+        rsrc2: 0,
+        group_segment_size: 0,
+        scratch_base: 0x12_3456_7800,
+        tmpring_size: 0x0020_0400,
+        user_data: [0; 16],
+        user_data_count: 0,
+    };
+    let mut b = Pm4Builder::new();
+    let patch = b.exec(&setup, [1, 1, 1], [64, 1, 1]);
+    let at = patch.scratch_base_at();
+    assert_eq!(
+        b.words[at..at + 2],
+        [
+            (setup.scratch_base >> 8) as u32,
+            (setup.scratch_base >> 40) as u32
+        ]
+    );
+    // The `SET_SH_REG` packets name the registers the words go to.
+    let header = at - 2 - 4;
+    assert_eq!(b.words[header + 1], u32::from(regs::COMPUTE_PGM_LO));
+    assert_eq!(
+        u32::from(regs::COMPUTE_PGM_LO) + 4,
+        u32::from(regs::COMPUTE_DISPATCH_SCRATCH_BASE_LO)
+    );
+    assert_eq!(b.words[patch.tmpring_size_at()], setup.tmpring_size);
+    assert_eq!(
+        b.words[patch.tmpring_size_at() - 1],
+        u32::from(regs::COMPUTE_TMPRING_SIZE)
+    );
+}

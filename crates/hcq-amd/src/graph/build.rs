@@ -3,7 +3,7 @@
 //! into chained indirect-buffer segments when long; the patch lists replays rewrite.
 
 use super::hazards::Ordering;
-use super::patch::{AddressPatch, DimPatch, HiddenDim, Mapping, PatchSite};
+use super::patch::{AddressPatch, DimPatch, HiddenDim, Mapping, PatchSite, ScratchPatch};
 use super::replay::Applied;
 use super::*;
 use crate::device::{lock, AmdDevice};
@@ -75,6 +75,7 @@ impl AmdGraph {
             inputs: vec![Vec::new(); inputs.len()],
             vars: vec![Vec::new(); vars.len()],
             dims: Vec::new(),
+            scratch: Vec::new(),
         };
         let recipe = Recipe {
             items,
@@ -103,6 +104,15 @@ impl AmdGraph {
             input_patches: patches.inputs,
             var_patches: patches.vars,
             dim_patches: patches.dims,
+            scratch_patches: patches.scratch,
+            max_wave_scratch: items
+                .iter()
+                .map(|item| match &item.work {
+                    Work::Launch(l) => l.program.wave_scratch,
+                    Work::Copy(_) => 0,
+                })
+                .max()
+                .unwrap_or(0),
             applied: Mutex::new(Applied {
                 inputs: inputs.to_vec(),
                 vars: vars.to_vec(),
@@ -110,6 +120,7 @@ impl AmdGraph {
                 last_submission: vec![None; parts.len()],
                 kickoff: 0,
                 last_queue: None,
+                scratch: None,
             }),
             parts,
             built_on: lead.progress.clone(),
@@ -186,6 +197,7 @@ struct Patches {
     inputs: Vec<Vec<AddressPatch>>,
     vars: Vec<Vec<PatchSite>>,
     dims: Vec<DimPatch>,
+    scratch: Vec<ScratchPatch>,
 }
 
 /// What every stream of a graph is built from.
@@ -373,6 +385,16 @@ fn build_compute(
             b.chain_indirect_buffer(0, 0);
             segment_start = b.words.len();
             patch = emit(&mut b);
+        }
+        if prg.wave_scratch > 0 {
+            let mapping_bytes = 4 * b.words.len();
+            let site = |dword: usize, len: usize| {
+                PatchSite::new(Mapping::ComputeStream(p), mapping_bytes, 4 * dword, len)
+            };
+            patches.scratch.push(ScratchPatch {
+                base: site(patch.scratch_base_at(), 8)?,
+                tmpring_size: site(patch.tmpring_size_at(), 4)?,
+            });
         }
         if l.symbolic_dims {
             // Words already emitted stay: the stream only grows from here.

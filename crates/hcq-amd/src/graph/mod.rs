@@ -72,7 +72,7 @@ use crate::stream::Progress;
 use hcq_amd_sys::pm4::IB_MAX_DWORDS;
 use hcq_core::Arg;
 pub use lower::LoweredGraph;
-use patch::{AddressPatch, DimPatch, PatchSite};
+use patch::{AddressPatch, DimPatch, PatchSite, ScratchPatch};
 use replay::Applied;
 use std::sync::{Arc, Mutex};
 
@@ -263,12 +263,16 @@ pub struct AmdGraph {
     /// Per variable, the 4-byte argument words holding its value.
     var_patches: Vec<Vec<PatchSite>>,
     dim_patches: Vec<DimPatch>,
+    /// The scratch registers of the dispatches whose kernels use scratch memory.
+    scratch_patches: Vec<ScratchPatch>,
+    /// The most scratch one wave of the graph's kernels needs, in bytes.
+    max_wave_scratch: u64,
     applied: Mutex<Applied>,
     /// The queue the graph was built on (its timeline's progress): a single-GPU graph also
     /// replays on another stream of the GPU when nothing ties it to this queue's memory.
     built_on: std::sync::Arc<Progress>,
-    /// Whether a kernel of the graph uses scratch memory: the dispatches name the ring of the
-    /// queue the graph was built on, which another queue may use at the same time.
+    /// Whether a kernel of the graph uses scratch memory: its dispatches name one queue's
+    /// scratch ring, rewritten when it replays on another queue.
     uses_scratch: bool,
     /// Kernel launches and copies one replay runs (the replay span's arguments).
     launches: usize,

@@ -64,6 +64,16 @@ pub(super) struct AddressPatch {
     pub(super) addend: u64,
 }
 
+/// The scratch registers of a dispatch whose kernel uses scratch memory: rewritten when the
+/// graph replays on a queue other than the one whose scratch ring they name.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ScratchPatch {
+    /// `COMPUTE_DISPATCH_SCRATCH_BASE_LO/HI` (two dwords).
+    pub(super) base: PatchSite,
+    /// `COMPUTE_TMPRING_SIZE` (one dword).
+    pub(super) tmpring_size: PatchSite,
+}
+
 /// A hidden argument that depends on the launch dimensions.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum HiddenDim {
@@ -139,6 +149,18 @@ impl AmdGraph {
             // graph's lock and have waited for the previous replay, so the GPU is not reading
             // them; GPU memory is only accessed atomically.
             unsafe { shared::store_8(memory.as_ptr().add(p.site.offset), word) }
+        }
+    }
+
+    /// Points every dispatch that uses scratch at the ring at `base` (256-byte aligned) with
+    /// `tmpring_size`. Callers hold the graph's lock and have made sure no replay of it runs.
+    pub(super) fn store_scratch(&self, base: u64, tmpring_size: u32) {
+        let mut registers = [0u8; 8];
+        registers[..4].copy_from_slice(&((base >> 8) as u32).to_le_bytes());
+        registers[4..].copy_from_slice(&((base >> 40) as u32).to_le_bytes());
+        for p in &self.scratch_patches {
+            self.store(&p.base, &registers);
+            self.store(&p.tmpring_size, &tmpring_size.to_le_bytes());
         }
     }
 

@@ -19,6 +19,9 @@ pub(super) struct Applied {
     pub(super) kickoff: u32,
     /// The queue of the last replay (single-GPU graphs replay on any stream of their GPU).
     pub(super) last_queue: Option<std::sync::Arc<Progress>>,
+    /// The queue whose scratch ring the dispatches name, and that ring (kept alive while
+    /// they name it), when it is not the ring of the queue the graph was built on.
+    pub(super) scratch: Option<(std::sync::Arc<Progress>, std::sync::Arc<GpuMemory>)>,
 }
 
 impl AmdGraph {
@@ -93,25 +96,46 @@ impl AmdGraph {
         self.replay_locked(devs, &mut states, &mut applied, values, dims_changed)
     }
 
+    /// Points the dispatches that use scratch memory at `dev`'s scratch ring (grown first to
+    /// what the graph's kernels need), unless they name it already. Called once the graph's
+    /// last replay has finished, when it was on another queue, so no replay reads the words.
+    fn name_scratch_of(&self, dev: &AmdDevice, applied: &mut Applied) -> Result<()> {
+        let named = match &applied.scratch {
+            Some((queue, _)) => queue,
+            None => &self.built_on,
+        };
+        if std::sync::Arc::ptr_eq(named, &dev.progress) {
+            return Ok(());
+        }
+        dev.ensure_scratch(self.max_wave_scratch)?;
+        let (ring, tmpring_size) = {
+            let st = lock(&dev.state);
+            (st.scratch.clone(), st.tmpring_size)
+        };
+        let Some(ring) = ring else {
+            return Err(Error::Unsupported(format!(
+                "{} has no scratch ring for the graph's kernels",
+                dev.name
+            )));
+        };
+        self.store_scratch(ring.va, tmpring_size);
+        // Back on the queue it was built on too: that queue's ring may have grown since, and
+        // the dispatches now name its current one.
+        applied.scratch = Some((dev.progress.clone(), ring));
+        Ok(())
+    }
+
     /// Before a single-GPU replay on `dev`: a queue other than the one the graph was built on
     /// must be able to run it, and when the queue differs from the last replay's, that replay
     /// must have finished (the caller waits for it: replays of one graph share its memory).
     fn switch_queue(&self, dev: &AmdDevice, applied: &mut Applied) -> Result<()> {
-        if !std::sync::Arc::ptr_eq(&dev.progress, &self.built_on) {
-            if self.sync.is_some() || self.parts.iter().any(|p| p.copy.is_some()) {
-                return Err(Error::Unsupported(format!(
-                    "replaying on {} a graph whose copies run on the copy engine: it replays \
-                     on the device's own queue",
-                    dev.name
-                )));
-            }
-            if self.uses_scratch {
-                return Err(Error::Unsupported(format!(
-                    "replaying on {} a graph whose kernels use scratch memory: its dispatches \
-                     name the scratch ring of the device's own queue, where it replays",
-                    dev.name
-                )));
-            }
+        let copy_engine = self.sync.is_some() || self.parts.iter().any(|p| p.copy.is_some());
+        if copy_engine && !std::sync::Arc::ptr_eq(&dev.progress, &self.built_on) {
+            return Err(Error::Unsupported(format!(
+                "replaying on {} a graph whose copies run on the copy engine: it replays on \
+                 the device's own queue",
+                dev.name
+            )));
         }
         if let Some(last) = &applied.last_queue {
             if !std::sync::Arc::ptr_eq(last, &dev.progress) {
@@ -126,6 +150,9 @@ impl AmdGraph {
                 }
                 applied.last_submission[0] = None;
             }
+        }
+        if self.uses_scratch {
+            self.name_scratch_of(dev, applied)?;
         }
         applied.last_queue = Some(dev.progress.clone());
         Ok(())
