@@ -6,7 +6,8 @@ use hcq_core::Arg;
 use hcq_emu::{EmuConfig, EmuKernel};
 use std::sync::Arc;
 
-const DEMO: &[u8] = include_bytes!("../../hcq-cli/kernels/prebuilt/demo.gfx1100.hsaco");
+mod common;
+use common::DEMO;
 
 fn driver(gpus: u32) -> Arc<AmdDriver> {
     let kernel: Arc<dyn Syscalls> = Arc::new(EmuKernel::new(EmuConfig {
@@ -19,39 +20,9 @@ fn driver(gpus: u32) -> Arc<AmdDriver> {
 }
 
 fn add_i32_works(dev: &AmdDevice) {
-    let prg = dev.load_program(DEMO, "add_i32").unwrap();
-    let n = 300usize;
-    let (a, b, c) = (
-        dev.alloc(4 * n as u64).unwrap(),
-        dev.alloc(4 * n as u64).unwrap(),
-        dev.alloc(4 * n as u64).unwrap(),
-    );
-    let x: Vec<i32> = (0..n as i32).map(|i| i * 7 - 1000).collect();
-    let y: Vec<i32> = (0..n as i32).map(|i| i32::MAX - i).collect();
-    let bytes = |v: &[i32]| v.iter().flat_map(|e| e.to_le_bytes()).collect::<Vec<u8>>();
-    dev.copy_in(&a, 0, &bytes(&x)).unwrap();
-    dev.copy_in(&b, 0, &bytes(&y)).unwrap();
-    let args = [
-        Arg::Buffer(&c),
-        Arg::Buffer(&a),
-        Arg::Buffer(&b),
-        Arg::I32(n as i32),
-    ];
-    dev.launch(
-        &prg,
-        &args,
-        |b| Ok(b.gpu_address()),
-        [(n as u32).div_ceil(64), 1, 1],
-        [64, 1, 1],
-        false,
-    )
-    .unwrap();
-    let mut out = vec![0u8; 4 * n];
-    dev.copy_out(&mut out, &c, 0).unwrap();
-    for i in 0..n {
-        let got = i32::from_le_bytes(out[4 * i..4 * i + 4].try_into().unwrap());
-        assert_eq!(got, x[i].wrapping_add(y[i]), "element {i}");
-    }
+    let x: Vec<i32> = (0..300).map(|i| i * 7 - 1000).collect();
+    let y: Vec<i32> = (0..300).map(|i| i32::MAX - i).collect();
+    common::check_add_i32(dev, &x, &y);
 }
 
 #[test]

@@ -6,11 +6,11 @@
 use hcq_amd::topology::unsupported_reason;
 use hcq_amd::{AmdDevice, AmdDriver};
 use hcq_amd_sys::seam::Syscalls;
-use hcq_core::{Arg, Error};
+use hcq_core::Error;
 use hcq_emu::{EmuConfig, EmuKernel, GpuArch, KfdVersion};
 use std::sync::Arc;
 
-const DEMO: &[u8] = include_bytes!("../../hcq-cli/kernels/prebuilt/demo.gfx1100.hsaco");
+mod common;
 
 fn emulated(config: EmuConfig) -> (Arc<EmuKernel>, Arc<dyn Syscalls>) {
     let emu = Arc::new(EmuKernel::new(EmuConfig {
@@ -125,37 +125,7 @@ fn the_oldest_kfd_accepted_runs_a_kernel() {
     assert_eq!(compute.free_memory, None);
     assert_eq!(compute.driver_version, "KFD 1.4");
 
-    let prg = dev.load_program(DEMO, "add_i32").unwrap();
-    let n = 100usize;
-    let (a, b, c) = (
-        dev.alloc(4 * n as u64).unwrap(),
-        dev.alloc(4 * n as u64).unwrap(),
-        dev.alloc(4 * n as u64).unwrap(),
-    );
-    let bytes = |v: &[i32]| v.iter().flat_map(|e| e.to_le_bytes()).collect::<Vec<u8>>();
-    let x: Vec<i32> = (0..n as i32).map(|i| 3 * i - 50).collect();
-    let y: Vec<i32> = (0..n as i32).map(|i| 1000 - i * i).collect();
-    dev.copy_in(&a, 0, &bytes(&x)).unwrap();
-    dev.copy_in(&b, 0, &bytes(&y)).unwrap();
-    let args = [
-        Arg::Buffer(&c),
-        Arg::Buffer(&a),
-        Arg::Buffer(&b),
-        Arg::I32(n as i32),
-    ];
-    dev.launch(
-        &prg,
-        &args,
-        |b| Ok(b.gpu_address()),
-        [(n as u32).div_ceil(64), 1, 1],
-        [64, 1, 1],
-        false,
-    )
-    .unwrap();
-    let mut out = vec![0u8; 4 * n];
-    dev.copy_out(&mut out, &c, 0).unwrap();
-    for i in 0..n {
-        let got = i32::from_le_bytes(out[4 * i..4 * i + 4].try_into().unwrap());
-        assert_eq!(got, x[i] + y[i], "element {i}");
-    }
+    let x: Vec<i32> = (0..100).map(|i| 3 * i - 50).collect();
+    let y: Vec<i32> = (0..100).map(|i| 1000 - i * i).collect();
+    common::check_add_i32(&dev, &x, &y);
 }

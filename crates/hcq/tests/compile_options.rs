@@ -135,6 +135,29 @@ kernel void twice_plus(global int* out, global const int* in, int add) {
 }
 "#;
 
+/// Runs `command`, which writes the relocatable object `obj`, and returns its bytes. Built
+/// outside the compile cache, the object is kept as `kept_name` for the disassembly check
+/// scripts/test.sh runs after the suite (every object the suite builds disassembles as
+/// llvm-objdump does).
+fn relocatable_object(
+    mut command: std::process::Command,
+    obj: &std::path::Path,
+    kept_name: &str,
+) -> Vec<u8> {
+    let program = command.get_program().to_string_lossy().into_owned();
+    let status = command
+        .status()
+        .unwrap_or_else(|e| panic!("{program} runs (scripts/test.sh installs LLVM 19): {e}"));
+    assert!(status.success(), "{program} failed");
+    let bytes = std::fs::read(obj).unwrap();
+    assert_eq!(u16::from_le_bytes([bytes[16], bytes[17]]), 1, "ET_REL");
+    if let Some(kept) = std::env::var_os("HCQ_TEST_OBJECTS") {
+        std::fs::create_dir_all(&kept).unwrap();
+        std::fs::copy(obj, std::path::Path::new(&kept).join(kept_name)).unwrap();
+    }
+    bytes
+}
+
 #[test]
 fn relocatable_objects_are_linked_on_load() {
     let dev = device();
@@ -143,27 +166,14 @@ fn relocatable_objects_are_linked_on_load() {
     std::fs::write(&cl, OPENCL).unwrap();
     // An OpenCL kernel compiled to an object file (`-c`): relocatable, not linked.
     let clang = std::env::var("HCQ_CLANG").unwrap_or_else(|_| "clang-19".into());
-    let status = std::process::Command::new(&clang)
+    let mut command = std::process::Command::new(&clang);
+    command
         .args(["-x", "cl", "-cl-std=CL2.0", "--target=amdgcn-amd-amdhsa"])
         .args(["-mcpu=gfx1100", "-nogpulib", "-O2", "-c"])
         .arg(&cl)
         .arg("-o")
-        .arg(&obj)
-        .status()
-        .expect("clang-19 runs");
-    assert!(status.success());
-    let bytes = std::fs::read(&obj).unwrap();
-    assert_eq!(u16::from_le_bytes([bytes[16], bytes[17]]), 1, "ET_REL");
-    // Built outside the compile cache: kept for the disassembly check scripts/test.sh runs
-    // after the suite (every object the suite builds disassembles as llvm-objdump does).
-    if let Some(kept) = std::env::var_os("HCQ_TEST_OBJECTS") {
-        std::fs::create_dir_all(&kept).unwrap();
-        std::fs::copy(
-            &obj,
-            std::path::Path::new(&kept).join("relocatable-twice_plus.o"),
-        )
-        .unwrap();
-    }
+        .arg(&obj);
+    let bytes = relocatable_object(command, &obj, "relocatable-twice_plus.o");
     let prg = dev.program(&bytes, "twice_plus").unwrap();
     let xs: Vec<i32> = (0..128).map(|i| i * 5 - 300).collect();
     let (input, out) = (dev.alloc(512).unwrap(), dev.alloc(512).unwrap());
@@ -213,7 +223,8 @@ fn objects_from_llvm_code_generator_are_linked_on_load() {
     let dir = tempfile::tempdir().unwrap();
     let (ir, obj) = (dir.path().join("k.ll"), dir.path().join("k.o"));
     std::fs::write(&ir, LLVM_IR).unwrap();
-    let status = std::process::Command::new("llc-19")
+    let mut command = std::process::Command::new("llc-19");
+    command
         .args([
             "-mtriple=amdgcn-amd-amdhsa",
             "-mcpu=gfx1100",
@@ -222,20 +233,8 @@ fn objects_from_llvm_code_generator_are_linked_on_load() {
         ])
         .arg(&ir)
         .arg("-o")
-        .arg(&obj)
-        .status()
-        .expect("llc-19 runs (Debian's llvm-19, which scripts/test.sh installs)");
-    assert!(status.success());
-    let bytes = std::fs::read(&obj).unwrap();
-    assert_eq!(u16::from_le_bytes([bytes[16], bytes[17]]), 1, "ET_REL");
-    if let Some(kept) = std::env::var_os("HCQ_TEST_OBJECTS") {
-        std::fs::create_dir_all(&kept).unwrap();
-        std::fs::copy(
-            &obj,
-            std::path::Path::new(&kept).join("relocatable-llc-axpb.o"),
-        )
-        .unwrap();
-    }
+        .arg(&obj);
+    let bytes = relocatable_object(command, &obj, "relocatable-llc-axpb.o");
     let prg = dev.program(&bytes, "axpb").unwrap();
     let xs: Vec<i32> = (0..192).map(|i| 1000 - 7 * i).collect();
     let (input, out) = (dev.alloc(192 * 4).unwrap(), dev.alloc(192 * 4).unwrap());

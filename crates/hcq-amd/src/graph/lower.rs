@@ -189,14 +189,25 @@ impl LoweredGraph {
         queues: &[&AmdDevice],
         values: &ReplayValues<'_, AmdBuffer>,
     ) -> Result<()> {
-        let inputs: Vec<u64> = values.inputs.iter().map(|&b| address(b)).collect();
+        // Most graphs swap a handful of inputs: their addresses stay on the stack.
+        let mut few = [0u64; 8];
+        let many: Vec<u64>;
+        let inputs: &[u64] = if values.inputs.len() <= few.len() {
+            for (slot, &b) in few.iter_mut().zip(values.inputs) {
+                *slot = address(b);
+            }
+            &few[..values.inputs.len()]
+        } else {
+            many = values.inputs.iter().map(|&b| address(b)).collect();
+            &many
+        };
         if let Some(fixed) = &self.copy_regions {
             for (i, b) in values.inputs.iter().enumerate() {
                 let (start, end) = (inputs[i], inputs[i] + b.size as u64);
                 let overlaps = |&(s, e): &(u64, u64)| start < e && s < end;
                 let other_input = values.inputs[..i]
                     .iter()
-                    .zip(&inputs)
+                    .zip(inputs)
                     .any(|(o, &a)| overlaps(&(a, a + o.size as u64)));
                 if other_input || fixed.iter().any(overlaps) {
                     return Err(Error::InvalidArgument(format!(
@@ -229,7 +240,7 @@ impl LoweredGraph {
             }
         }
         let replay_values = super::ReplayValues {
-            inputs: &inputs,
+            inputs,
             vars: values.vars,
             dims: dims.as_deref(),
         };
