@@ -1040,3 +1040,70 @@ fn permlane64_faults_in_wave32() {
     assert!(fault.to_string().contains("v_permlane64_b32"), "{fault}");
     assert!(fault.to_string().contains("wave64"), "{fault}");
 }
+
+/// VOPD: both halves read their sources before either writes, whichever order the
+/// interpreter runs them in; FMACs round once, in the lanes of EXEC only.
+#[test]
+fn dual_issue_reads_before_it_writes() {
+    let mut w = wave();
+    set_lanes(&mut w, 0, |l| 100 + l as u32);
+    set_lanes(&mut w, 1, |l| 200 + l as u32);
+    run(&[0xca100101, 0x00000100], &mut w); // v_dual_mov_b32 v0, v1 :: v_dual_mov_b32 v1, v0
+    for lane in 0..32 {
+        assert_eq!(
+            (w.vgpr[0][lane], w.vgpr[1][lane]),
+            (200 + lane as u32, 100 + lane as u32)
+        );
+    }
+
+    // Y adds X's destination as it was before X wrote it.
+    let acc = |l: usize| (l as f32) * 0.25 - 3.0;
+    let mut w = wave();
+    set_lanes(&mut w, 0, |l| acc(l).to_bits());
+    set_lanes(&mut w, 1, |l| (1.5 + l as f32).to_bits());
+    set_lanes(&mut w, 2, |l| (0.75 - l as f32).to_bits());
+    set_lanes(&mut w, 4, |l| (10.0 * l as f32).to_bits());
+    run(&[0xc8080501, 0x00020104], &mut w); // v_dual_fmac_f32 v0, v1, v2 :: v_dual_add_f32 v3, v4, v0
+    for l in 0..32 {
+        let fused = (1.5 + l as f32).mul_add(0.75 - l as f32, acc(l));
+        assert_eq!(w.vgpr[0][l], fused.to_bits(), "v0 lane {l}");
+        assert_eq!(
+            w.vgpr[3][l],
+            (10.0 * l as f32 + acc(l)).to_bits(),
+            "v3 lane {l}"
+        );
+    }
+
+    // Two independent FMACs under a partial EXEC, with operands whose product rounded
+    // before the add would lose the answer: (1 + 2^-12)^2 - (1 + 2^-11) is 2^-24 fused, 0
+    // unfused.
+    let mut w = wave();
+    w.sgpr[usize::from(EXEC_LO)] = 0x0f0f_f0f0;
+    let a = 1.0 + (2.0f32).powi(-12);
+    let c = |l: usize| -(1.0 + (2.0f32).powi(-11)) * (1.0 + l as f32);
+    set_lanes(&mut w, 0, |l| c(l).to_bits());
+    set_lanes(&mut w, 1, |l| (a * (1.0 + l as f32)).to_bits());
+    set_lanes(&mut w, 2, |_| a.to_bits());
+    set_lanes(&mut w, 3, |l| (l as f32).to_bits());
+    set_lanes(&mut w, 6, |l| (l as f32 - 16.0).to_bits());
+    set_lanes(&mut w, 7, |_| 3.0f32.to_bits());
+    run(&[0xc8000501, 0x00020f06], &mut w); // v_dual_fmac_f32 v0, v1, v2 :: v_dual_fmac_f32 v3, v6, v7
+    for l in 0..32 {
+        let on = 0x0f0f_f0f0u32 >> l & 1 != 0;
+        let x = (a * (1.0 + l as f32)).mul_add(a, c(l));
+        let y = (l as f32 - 16.0).mul_add(3.0, l as f32);
+        assert_eq!(
+            w.vgpr[0][l],
+            if on { x } else { c(l) }.to_bits(),
+            "v0 lane {l}"
+        );
+        assert_eq!(
+            w.vgpr[3][l],
+            if on { y } else { l as f32 }.to_bits(),
+            "v3 lane {l}"
+        );
+    }
+    // The operands tell the two apart: rounding the product first gives another answer.
+    let (p, q) = (a * 5.0, a);
+    assert_ne!(w.vgpr[0][4], (p * q + c(4)).to_bits());
+}

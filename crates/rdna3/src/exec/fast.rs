@@ -29,6 +29,30 @@ fn zip3(a: &Row, b: &Row, c: &Row, op: impl Fn(u32, u32, u32) -> u32) -> Row {
     out
 }
 
+/// Lane-wise `a * b + c`, rounded once, on f32 bits.
+#[inline(always)]
+fn fma_rows(a: &Row, b: &Row, c: &Row) -> Row {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has FMA and AVX2, the features the function is compiled for.
+        return unsafe { fma_rows_fma(a, b, c) };
+    }
+    fma_rows_portable(a, b, c)
+}
+
+/// Without hardware FMA in the baseline target, `mul_add` is a call per lane; this copy is
+/// compiled for FMA and AVX2, where it is a few vector instructions.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma,avx2")]
+fn fma_rows_fma(a: &Row, b: &Row, c: &Row) -> Row {
+    fma_rows_portable(a, b, c)
+}
+
+#[inline(always)]
+fn fma_rows_portable(a: &Row, b: &Row, c: &Row) -> Row {
+    zip3(a, b, c, |x, y, z| f(x).mul_add(f(y), f(z)).to_bits())
+}
+
 #[inline(always)]
 fn f(x: u32) -> f32 {
     f32::from_bits(x)
@@ -148,11 +172,8 @@ impl Wave {
                     V_ADD_F32_E64 => zip2(&a, &b, |x, y| (f(x) + f(y)).to_bits()),
                     V_SUB_F32_E64 => zip2(&a, &b, |x, y| (f(x) - f(y)).to_bits()),
                     V_MUL_F32_E64 => zip2(&a, &b, |x, y| (f(x) * f(y)).to_bits()),
-                    V_FMA_F32 => zip3(&a, &b, &c, |x, y, z| f(x).mul_add(f(y), f(z)).to_bits()),
-                    V_FMAC_F32_E64 => {
-                        let acc = self.vgpr[dst];
-                        zip3(&a, &b, &acc, |x, y, z| f(x).mul_add(f(y), f(z)).to_bits())
-                    }
+                    V_FMA_F32 => fma_rows(&a, &b, &c),
+                    V_FMAC_F32_E64 => fma_rows(&a, &b, &self.vgpr[dst]),
                     V_ADD_NC_U32_E64 => zip2(&a, &b, u32::wrapping_add),
                     V_SUB_NC_U32_E64 => zip2(&a, &b, u32::wrapping_sub),
                     V_ADD3_U32 => zip3(&a, &b, &c, |x, y, z| x.wrapping_add(y).wrapping_add(z)),

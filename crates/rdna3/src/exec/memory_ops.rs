@@ -498,10 +498,14 @@ impl Wave {
             // (`Memory`'s contract); `lo <= addr` and `addr + bytes <= max addr + bytes`, so
             // the `bytes` bytes at `base + (addr - lo)` are inside it.
             let source = unsafe { base.add((addr - lo) as usize) };
-            if bytes == 4 {
-                // SAFETY: as above, 4 readable bytes at `source`.
-                let word = unsafe { shared::load_4(source) };
-                self.vgpr[first][lane] = u32::from_le_bytes(word);
+            if bytes.is_multiple_of(4) && bytes <= 16 {
+                // Whole dwords (`global_load_b32` to `_b128`), each its own register.
+                for k in 0..usize::from(bytes / 4) {
+                    // SAFETY: as above, the 4 readable bytes at `source + 4k` lie inside the
+                    // lane's `bytes`.
+                    let word = unsafe { shared::load_4(source.add(4 * k)) };
+                    self.vgpr[first + k][lane] = u32::from_le_bytes(word);
+                }
                 continue;
             }
             let mut buffer = [0u8; 16];
@@ -534,10 +538,13 @@ impl Wave {
             // SAFETY: as in `load_span`: `bytes` writable mapped bytes at
             // `base + (addr - lo)`, inside the span `wave_span` translated.
             let target = unsafe { base.add((addr - lo) as usize) };
-            if bytes == 4 && !high_half {
-                let word = self.vgpr[first][lane].to_le_bytes();
-                // SAFETY: as above, 4 writable bytes at `target`.
-                unsafe { shared::store_4(target, word) };
+            if bytes.is_multiple_of(4) && bytes <= 16 && !high_half {
+                for k in 0..usize::from(bytes / 4) {
+                    let word = self.vgpr[first + k][lane].to_le_bytes();
+                    // SAFETY: as above, the 4 writable bytes at `target + 4k` lie inside the
+                    // lane's `bytes`.
+                    unsafe { shared::store_4(target.add(4 * k), word) };
+                }
                 continue;
             }
             let mut buffer = [0u8; 16];

@@ -29,6 +29,7 @@ use super::{unimplemented, Flow, Wave, WAVE_SIZE};
 use crate::decode::{ValuInst, Vopd};
 use crate::fault::FaultKind;
 use crate::isa::{ValuOpcode, Vop3Op};
+use crate::operand::Operand;
 use compare::compare_lanes;
 
 type Lanes = [u64; WAVE_SIZE];
@@ -139,6 +140,27 @@ fn map3(exec: u32, a: &Lanes, b: &Lanes, c: &Lanes, op: impl Fn(u64, u64, u64) -
     out
 }
 
+/// Whether `v` may read VGPR `r`: one of its sources, or its destination (an accumulating
+/// operation such as `v_fmac_f32` reads it).
+fn reads_vgpr(v: &ValuInst, r: u8) -> bool {
+    v.dst == Operand::Vgpr(r)
+        || v.src
+            .iter()
+            .zip(v.src_bits)
+            .any(|(&src, bits)| bits != 0 && touches_vgpr(src, bits, r))
+}
+
+/// Whether a source of `bits` starting at `src` covers VGPR `r`.
+fn touches_vgpr(src: Operand, bits: u8, r: u8) -> bool {
+    match src {
+        Operand::Vgpr(first) => {
+            let count = u16::from(bits).div_ceil(32).max(1);
+            (u16::from(first)..u16::from(first) + count).contains(&u16::from(r))
+        }
+        _ => false,
+    }
+}
+
 impl Wave {
     /// Entry point of VOP1, VOP2 and VOPC instructions with a VOP3 form (`v` is `None` when
     /// the decoder did not lower one); faults name the instruction's own mnemonic.
@@ -193,7 +215,15 @@ impl Wave {
             };
             return Err(unimplemented(missing));
         };
-        // Both halves read their sources before either writes.
+        // Both halves read their sources before either writes. When Y reads nothing X
+        // writes, running X to the end first is the same, and each half can take its fast
+        // path (a dual FMA is most of a matrix product's instructions).
+        if let Operand::Vgpr(x_dst) = x.dst {
+            if !reads_vgpr(y, x_dst) {
+                self.valu(x)?;
+                return self.valu(y);
+            }
+        }
         let (out_x, mask_x) = self.valu_compute(x)?;
         let (out_y, mask_y) = self.valu_compute(y)?;
         self.valu_commit(x, out_x, mask_x)?;
