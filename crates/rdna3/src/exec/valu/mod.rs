@@ -150,11 +150,11 @@ fn reads_vgpr(v: &ValuInst, r: u8) -> bool {
             .any(|(&src, bits)| bits != 0 && touches_vgpr(src, bits, r))
 }
 
-/// Whether a source of `bits` starting at `src` covers VGPR `r`.
+/// Whether a source of `bits` (not 0) starting at `src` covers VGPR `r`.
 fn touches_vgpr(src: Operand, bits: u8, r: u8) -> bool {
     match src {
         Operand::Vgpr(first) => {
-            let count = u16::from(bits).div_ceil(32).max(1);
+            let count = u16::from(bits).div_ceil(32);
             (u16::from(first)..u16::from(first) + count).contains(&u16::from(r))
         }
         _ => false,
