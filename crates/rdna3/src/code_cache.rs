@@ -15,6 +15,7 @@ use std::sync::{Arc, RwLock};
 
 use crate::decode::{decode, DecodeError, Inst, MAX_INST_WORDS};
 use crate::fault::FaultKind;
+use crate::jit::{Jit, JitMode, LocalBlocks};
 use crate::memory::{read_bytes, Memory};
 
 /// A decoded instruction with the raw dwords it was decoded from.
@@ -57,19 +58,46 @@ impl Hasher for PcHasher {
     }
 }
 
-type PcMap<V> = HashMap<u64, V, BuildHasherDefault<PcHasher>>;
+pub(crate) type PcMap<V> = HashMap<u64, V, BuildHasherDefault<PcHasher>>;
 
-/// The shared decode cache (one per device/queue; usable from several threads).
-#[derive(Debug, Default)]
+/// The shared decode cache (one per device/queue; usable from several threads), with the
+/// blocks compiled from it (`jit/`).
+#[derive(Debug)]
 pub struct CodeCache {
     entries: RwLock<PcMap<Arc<CachedInst>>>,
     generation: AtomicU64,
+    pub(crate) jit: Jit,
+}
+
+impl Default for CodeCache {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl CodeCache {
-    /// An empty cache.
+    /// An empty cache compiling blocks as `HCQ_EMU_JIT` says ([`JitMode::from_env`]).
     pub fn new() -> Self {
-        Self::default()
+        Self::with_jit(JitMode::from_env())
+    }
+
+    /// An empty cache compiling blocks in `mode`.
+    pub fn with_jit(mode: JitMode) -> Self {
+        Self {
+            entries: RwLock::default(),
+            generation: AtomicU64::new(0),
+            jit: Jit::new(mode),
+        }
+    }
+
+    /// When this cache compiles blocks.
+    pub fn jit_mode(&self) -> JitMode {
+        self.jit.mode
+    }
+
+    /// Blocks compiled to host code so far (0 where there is no block compiler).
+    pub fn compiled_blocks(&self) -> usize {
+        self.jit.compiled_blocks()
     }
 
     /// Marks every entry stale; each is revalidated against memory on its next use.
@@ -87,7 +115,7 @@ impl CodeCache {
         self.len() == 0
     }
 
-    fn generation(&self) -> u64 {
+    pub(crate) fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
     }
 
@@ -112,7 +140,7 @@ impl CodeCache {
     }
 
     /// Whether `entry` still matches memory (cheap when checked in this generation).
-    fn revalidate(
+    pub(crate) fn revalidate(
         &self,
         mem: &dyn Memory,
         entry: &CachedInst,
@@ -198,7 +226,9 @@ const MAX_WINDOW_SLOTS: usize = 1 << 20;
 /// code object is contiguous), so the hot path is one bounds check, one index and one
 /// generation compare; PCs far from the window fall back to a hash map.
 pub struct LocalCodeCache<'a> {
-    shared: &'a CodeCache,
+    pub(crate) shared: &'a CodeCache,
+    /// This thread's arrival counts and compiled blocks.
+    pub(crate) blocks: LocalBlocks,
     /// PC of `window[0]`.
     base: u64,
     window: Vec<Option<Arc<CachedInst>>>,
@@ -210,6 +240,7 @@ impl<'a> LocalCodeCache<'a> {
     pub fn new(shared: &'a CodeCache) -> Self {
         Self {
             shared,
+            blocks: LocalBlocks::default(),
             base: 0,
             window: Vec::new(),
             overflow: PcMap::default(),

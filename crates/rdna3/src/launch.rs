@@ -9,6 +9,7 @@ use crate::exec::{
     mode_from_rsrc1, wave32_vgprs_of_rsrc1, ExecContext, Flow, PrivateSegment, Wave, WAVE_SIZE,
 };
 use crate::fault::{Fault, FaultKind};
+use crate::jit::{self, BlockExit};
 use crate::memory::Memory;
 use crate::operand::EXEC_LO;
 use hcq_amd_sys::regs;
@@ -407,22 +408,49 @@ fn run_until_blocked(
     steps: &mut u64,
 ) -> Result<WaveStop, WaveError> {
     let max_steps = d.max_steps;
+    let mut next_cancel_check = *steps;
+    // A wave starts (and resumes after a barrier) at a block start; compiled blocks are
+    // looked up only there (`jit/`), and the interpreter keeps track of where the next one is.
+    let mut at_block_start = true;
+    let mut since_block_start = 0usize;
     loop {
         let pc = wave.pc;
         if *steps >= max_steps {
             return Err((FaultKind::StepBudgetExceeded { steps: max_steps }, pc, None));
         }
-        if (*steps).is_multiple_of(CANCEL_CHECK_INTERVAL)
-            && d.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed))
-        {
-            return Err((FaultKind::Aborted, pc, None));
+        if *steps >= next_cancel_check {
+            if d.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
+                return Err((FaultKind::Aborted, pc, None));
+            }
+            next_cancel_check = steps.saturating_add(CANCEL_CHECK_INTERVAL);
+        }
+        if at_block_start {
+            let mem = ctx.mem;
+            if let Some(run) = jit::run_block(code, mem, wave, ctx, max_steps - *steps) {
+                *steps += run.executed;
+                match run.exit {
+                    BlockExit::Continue(next) => wave.pc = next,
+                    BlockExit::Barrier(next) => {
+                        wave.pc = next;
+                        return Ok(WaveStop::Barrier);
+                    }
+                    BlockExit::End => return Ok(WaveStop::Ended),
+                    BlockExit::Fault(kind, pc, instruction) => return Err((kind, pc, instruction)),
+                }
+                continue;
+            }
+            since_block_start = 0;
         }
         let entry = code.fetch(ctx.mem, pc).map_err(|kind| (kind, pc, None))?;
         *steps += 1;
         let size = entry.size_bytes();
+        let ends_block = jit::ends_block(&entry.inst);
         let flow = wave
             .execute(ctx, &entry.inst, size)
             .map_err(|kind| (kind, pc, Some(entry.inst.to_string())))?;
+        since_block_start += 1;
+        at_block_start =
+            ends_block || flow != Flow::Next || since_block_start >= jit::MAX_BLOCK_INSTRUCTIONS;
         match flow {
             Flow::Next => wave.pc = pc.wrapping_add(size),
             Flow::Jump(target) => wave.pc = target,

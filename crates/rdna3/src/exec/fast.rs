@@ -120,7 +120,7 @@ impl Wave {
     /// Whether MODE keeps f32 denormal inputs and results, the only case the f32 fast paths
     /// compute (the general path flushes as MODE says).
     #[inline(always)]
-    fn keeps_f32_denormals(&self) -> bool {
+    pub(crate) fn keeps_f32_denormals(&self) -> bool {
         self.mode & 0x30 == 0x30
     }
 

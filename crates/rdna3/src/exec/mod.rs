@@ -18,6 +18,7 @@ use crate::operand::{tuple_alignment, Aperture, Operand, EXEC_LO, NULL, SCALAR_S
 
 pub use denorm::{mode_from_rsrc1, DEFAULT_MODE};
 pub use float::{f16_to_f32, f32_to_f16};
+pub(crate) use salu::{branch_target, timing_only};
 
 /// Lanes per wave.
 pub const WAVE_SIZE: usize = 32;

@@ -667,26 +667,7 @@ impl Wave {
         let taken = |cond: bool| if cond { Flow::Jump(target) } else { Flow::Next };
         let _ = size_bytes;
         Ok(match i.op {
-            S_NOP
-            | S_CLAUSE
-            | S_DELAY_ALU
-            | S_WAITCNT
-            | S_WAITCNT_DEPCTR
-            | S_WAIT_IDLE
-            | S_WAIT_EVENT
-            | S_SENDMSG
-            | S_SENDMSGHALT
-            | S_ICACHE_INV
-            | S_CODE_END
-            | S_SLEEP
-            | S_SETPRIO
-            | S_INCPERFLEVEL
-            | S_DECPERFLEVEL
-            | S_SET_INST_PREFETCH_DISTANCE
-            | S_TTRACEDATA
-            | S_TTRACEDATA_IMM
-            | S_WAKEUP
-            | S_SETKILL => Flow::Next,
+            op if timing_only(op) => Flow::Next,
             S_DENORM_MODE => {
                 self.mode = super::denorm::with_denorm_mode(self.mode, u32::from(i.simm16));
                 Flow::Next
@@ -713,6 +694,7 @@ impl Wave {
                     id: i.simm16 & 0xff,
                 })
             }
+            _ => return Err(unimplemented(i.op.mnemonic())),
         })
     }
 }
@@ -749,7 +731,37 @@ impl HwRegField {
 }
 
 /// Target of a SOPP/SOPK branch: the next dword plus the signed dword offset.
-fn branch_target(pc: u64, simm16: u16) -> u64 {
+/// Whether a SOPP instruction only affects timing (or things not modelled), so that
+/// executing it changes nothing here.
+pub(crate) fn timing_only(op: SoppOp) -> bool {
+    use SoppOp::*;
+    matches!(
+        op,
+        S_NOP
+            | S_CLAUSE
+            | S_DELAY_ALU
+            | S_WAITCNT
+            | S_WAITCNT_DEPCTR
+            | S_WAIT_IDLE
+            | S_WAIT_EVENT
+            | S_SENDMSG
+            | S_SENDMSGHALT
+            | S_ICACHE_INV
+            | S_CODE_END
+            | S_SLEEP
+            | S_SETPRIO
+            | S_INCPERFLEVEL
+            | S_DECPERFLEVEL
+            | S_SET_INST_PREFETCH_DISTANCE
+            | S_TTRACEDATA
+            | S_TTRACEDATA_IMM
+            | S_WAKEUP
+            | S_SETKILL
+    )
+}
+
+/// Target of a SOPP branch at `pc`: the next instruction plus SIMM16 dwords.
+pub(crate) fn branch_target(pc: u64, simm16: u16) -> u64 {
     let offset = i64::from(simm16 as i16) * 4;
     pc.wrapping_add(4).wrapping_add(offset as u64)
 }

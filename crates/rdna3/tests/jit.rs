@@ -1,0 +1,322 @@
+//! Compiled blocks (`jit/`) against the interpreter: every operation the block compiler
+//! inlines, in each operand form it inlines (VGPRs, SGPRs, inline constants, literals, input
+//! modifiers, VOPD pairs), run on random wave states rich in special values (NaN, ±0,
+//! infinities, denormals, carries) under random EXEC masks, must leave the registers exactly as
+//! interpreting the same instructions does. Encodings from llvm-mc-19 (hard-coded).
+
+#![cfg(all(target_arch = "x86_64", unix))]
+
+mod common;
+
+use common::{Buffer, HostMemory};
+use rdna3::decode::decode;
+use rdna3::exec::{ExecContext, Flow, Wave};
+use rdna3::jit::{run_compiled_block, BlockExit};
+use rdna3::memory::read_bytes;
+use rdna3::operand::{EXEC_LO, VCC_LO};
+use rdna3::{CodeCache, JitMode};
+
+const S_ENDPGM: u32 = 0xbfb0_0000;
+
+/// One instruction (its dwords) per case, with its assembly.
+const CASES: &[(&str, &[u32])] = &[
+    ("v_add_f32_e32 v3, v1, v2", &[0x06060501]),
+    ("v_sub_f32_e32 v3, s4, v2", &[0x08060404]),
+    (
+        "v_mul_f32_e32 v3, 0x3fc00000, v2",
+        &[0x100604ff, 0x3fc00000],
+    ),
+    ("v_fmac_f32_e32 v3, v1, v2", &[0x56060501]),
+    ("v_fma_f32 v3, -v1, |v2|, v4", &[0xd6130203, 0x24120501]),
+    ("v_fma_f32 v3, v1, s5, -|v4|", &[0xd6130403, 0x84100b01]),
+    (
+        "v_fmaak_f32 v3, v1, v2, 0x40490fdb",
+        &[0x5a060501, 0x40490fdb],
+    ),
+    ("v_max_f32_e32 v3, v1, v2", &[0x20060501]),
+    ("v_min_f32_e64 v3, -v1, v2", &[0xd50f0003, 0x20020501]),
+    ("v_max_f32_e64 v3, |v1|, 0", &[0xd5100103, 0x00010101]),
+    ("v_add_nc_u32_e32 v3, v1, v2", &[0x4a060501]),
+    ("v_sub_nc_u32_e64 v3, s4, v2", &[0xd5260003, 0x00020404]),
+    ("v_add3_u32 v3, v1, v2, 17", &[0xd6550003, 0x02460501]),
+    ("v_mul_lo_u32 v3, v1, v2", &[0xd72c0003, 0x00020501]),
+    ("v_and_b32_e32 v3, v1, v2", &[0x36060501]),
+    ("v_or_b32_e32 v3, 0x7f, v2", &[0x380604ff, 0x0000007f]),
+    ("v_xor_b32_e64 v3, v1, -1", &[0xd51d0003, 0x00018301]),
+    ("v_lshlrev_b32_e32 v3, 2, v1", &[0x30060282]),
+    ("v_lshrrev_b32_e64 v3, s4, v1", &[0xd5190003, 0x00020204]),
+    ("v_ashrrev_i32_e32 v3, 31, v1", &[0x3406029f]),
+    ("v_lshl_add_u32 v3, v1, 3, v2", &[0xd6460003, 0x04090701]),
+    ("v_lshl_or_b32 v3, v1, s4, v2", &[0xd6560003, 0x04080901]),
+    ("v_min_i32_e32 v3, v1, v2", &[0x22060501]),
+    ("v_max_u32_e32 v3, v1, v2", &[0x28060501]),
+    ("v_bfe_u32 v3, v1, 5, 9", &[0xd6100003, 0x02250b01]),
+    ("v_bfe_u32 v3, v1, s4, s5", &[0xd6100003, 0x00140901]),
+    ("v_cndmask_b32_e32 v3, v1, v2, vcc_lo", &[0x02060501]),
+    (
+        "v_cndmask_b32_e64 v3, v1, -v2, s6",
+        &[0xd5010003, 0x401a0501],
+    ),
+    ("v_mov_b32_e32 v3, v1", &[0x7e060301]),
+    ("v_mov_b32_e32 v3, s4", &[0x7e060204]),
+    ("v_cmp_gt_i32_e32 vcc_lo, v1, v2", &[0x7c880501]),
+    ("v_cmp_le_u32_e64 s6, v1, s4", &[0xd44b0006, 0x00000901]),
+    ("v_cmp_lt_f32_e32 vcc_lo, v1, v2", &[0x7c220501]),
+    ("v_cmp_nge_f32_e64 s6, -v1, v2", &[0xd4190006, 0x20020501]),
+    ("v_cmp_neq_f32_e64 s6, v1, |v2|", &[0xd41d0206, 0x00020501]),
+    ("v_cmp_lg_f32_e32 vcc_lo, v1, v2", &[0x7c2a0501]),
+    ("v_cmp_ge_f32_e32 vcc_lo, v1, v2", &[0x7c2c0501]),
+    ("v_cmp_gt_f32_e64 s6, v1, s4", &[0xd4140006, 0x00000901]),
+    ("v_cmp_le_f32_e32 vcc_lo, v1, v2", &[0x7c260501]),
+    ("v_cmp_nlt_f32_e32 vcc_lo, v1, v2", &[0x7c3c0501]),
+    ("v_cmp_ngt_f32_e32 vcc_lo, v1, v2", &[0x7c360501]),
+    ("v_cmp_nle_f32_e32 vcc_lo, v1, v2", &[0x7c380501]),
+    ("v_cmp_eq_f32_e32 vcc_lo, v1, v2", &[0x7c240501]),
+    ("v_cmp_ne_i32_e32 vcc_lo, v1, v2", &[0x7c8a0501]),
+    ("v_cmp_ge_u32_e32 vcc_lo, v1, v2", &[0x7c9c0501]),
+    ("v_cmp_lt_i32_e64 s6, v1, 5", &[0xd4410006, 0x00010b01]),
+    ("v_cmpx_gt_u32_e32 v1, v2", &[0x7d980501]),
+    ("v_cmpx_eq_f32_e64 v1, v2", &[0xd492007e, 0x00020501]),
+    ("v_add_co_u32 v3, vcc_lo, v1, v2", &[0xd7006a03, 0x00020501]),
+    (
+        "v_add_co_ci_u32_e32 v3, vcc_lo, v1, v2, vcc_lo",
+        &[0x40060501],
+    ),
+    ("v_sub_co_u32 v3, s6, v1, v2", &[0xd7010603, 0x00020501]),
+    (
+        "v_sub_co_ci_u32_e64 v3, s7, v1, v2, s6",
+        &[0xd5210703, 0x001a0501],
+    ),
+    (
+        "v_subrev_co_ci_u32_e32 v3, vcc_lo, v1, v2, vcc_lo",
+        &[0x44060501],
+    ),
+    ("v_subrev_co_u32 v3, s6, s4, v2", &[0xd7020603, 0x00020404]),
+    (
+        "v_dual_fmac_f32 v3, v1, v2 :: v_dual_mul_f32 v4, v2, v1",
+        &[0xc8060501, 0x03040302],
+    ),
+    (
+        "v_dual_mov_b32 v1, v2 :: v_dual_mov_b32 v2, v1",
+        &[0xca100102, 0x01020101],
+    ),
+    (
+        "v_dual_max_f32 v3, v1, v2 :: v_dual_add_f32 v4, v6, v3",
+        &[0xca880501, 0x03040706],
+    ),
+    (
+        "v_dual_cndmask_b32 v3, v1, v2 :: v_dual_sub_f32 v4, v6, v7",
+        &[0xca4a0501, 0x03040f06],
+    ),
+];
+
+/// Values that tell implementations apart: signed zeros, infinities, NaNs (quiet,
+/// signalling, negative), denormals, extremes of both integer readings, and ties.
+const SPECIAL: &[u32] = &[
+    0x0000_0000,
+    0x8000_0000,
+    0x7f80_0000,
+    0xff80_0000,
+    0x7fc0_0000,
+    0x7fa0_0001,
+    0xffc0_1234,
+    0x0000_0001,
+    0x807f_ffff,
+    0x3f80_0000,
+    0xbf80_0000,
+    0x7f7f_ffff,
+    0xffff_ffff,
+    0x0000_001f,
+    0x0000_0020,
+    0x4000_0000,
+];
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u32 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 32) as u32
+    }
+
+    /// Mostly special values and small numbers, sometimes anything.
+    fn value(&mut self) -> u32 {
+        match self.next() % 4 {
+            0 => SPECIAL[self.next() as usize % SPECIAL.len()],
+            1 => (self.next() % 64) as f32 as u32 ^ (self.next() & 0x8000_0000),
+            2 => ((self.next() % 2000) as f32 / 8.0 - 125.0).to_bits(),
+            _ => self.next(),
+        }
+    }
+}
+
+/// A wave at `pc` whose registers come from `seed` (the same seed gives the same wave).
+fn wave(pc: u64, seed: u64) -> Wave {
+    let mut rng = Rng(seed);
+    let mut wave = Wave::new(pc);
+    for row in wave.vgpr.iter_mut().take(12) {
+        for lane in row.iter_mut() {
+            *lane = rng.value();
+        }
+    }
+    for slot in 0..12 {
+        wave.sgpr[slot] = rng.value();
+    }
+    wave.sgpr[usize::from(VCC_LO)] = rng.next();
+    wave.sgpr[usize::from(EXEC_LO)] = match seed % 4 {
+        0 => u32::MAX,
+        1 => 0,
+        _ => rng.next(),
+    };
+    wave.scc = rng.next() & 1 != 0;
+    wave
+}
+
+/// Interprets from `wave.pc` until an instruction does not continue in sequence or `count`
+/// instructions ran; answers how many ran and where the wave goes.
+fn interpret(mem: &HostMemory, wave: &mut Wave, count: usize) -> (u64, BlockExit) {
+    let mut lds = [0u8; 64];
+    let mut ctx = ExecContext { mem, lds: &mut lds };
+    for executed in 1..=count as u64 {
+        let decoded = decode(&words_at(mem, wave.pc)).expect("decodes");
+        let size = decoded.words as u64 * 4;
+        match wave.execute(&mut ctx, &decoded.inst, size) {
+            Ok(Flow::Next) => wave.pc += size,
+            Ok(Flow::Jump(target)) => return (executed, BlockExit::Continue(target)),
+            Ok(Flow::End) => return (executed, BlockExit::End),
+            Ok(Flow::Barrier) => return (executed, BlockExit::Barrier(wave.pc + size)),
+            Err(kind) => return (executed, BlockExit::Fault(kind, wave.pc, None)),
+        }
+    }
+    (count as u64, BlockExit::Continue(wave.pc))
+}
+
+/// The dwords at `pc` (up to the longest instruction, as far as the code buffer goes).
+fn words_at(mem: &HostMemory, pc: u64) -> Vec<u32> {
+    for count in (1..=3usize).rev() {
+        let mut bytes = vec![0u8; count * 4];
+        if read_bytes(mem, pc, &mut bytes).is_ok() {
+            return bytes
+                .chunks(4)
+                .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+                .collect();
+        }
+    }
+    panic!("no code at {pc:#x}");
+}
+
+fn compiled(what: &str, mem: &HostMemory, cache: &CodeCache, wave: &mut Wave) -> (u64, BlockExit) {
+    let mut lds = [0u8; 64];
+    let mut ctx = ExecContext { mem, lds: &mut lds };
+    run_compiled_block(cache, wave, &mut ctx).unwrap_or_else(|| panic!("{what}: does not compile"))
+}
+
+/// Registers equal; `what` names the case for the failure message. Where the case computes
+/// floats, two NaNs are equal whatever their payloads: which input NaN a host FMA or add
+/// passes on depends on the operand order its compiler picked (LLVM for the interpreter,
+/// Cranelift here), and the emulator promises a NaN there, not a payload.
+fn assert_same(what: &str, interpreted: &Wave, compiled: &Wave) {
+    let float = what.contains("f32");
+    let nan = |x: u32| f32::from_bits(x).is_nan();
+    for (row, (a, b)) in interpreted.vgpr.iter().zip(&compiled.vgpr).enumerate() {
+        for lane in 0..32 {
+            if float && nan(a[lane]) && nan(b[lane]) {
+                continue;
+            }
+            assert_eq!(
+                a[lane], b[lane],
+                "{what}: v{row} lane {lane}: interpreted {:#010x}, compiled {:#010x}",
+                a[lane], b[lane]
+            );
+        }
+    }
+    for slot in 0..interpreted.sgpr.len() {
+        assert_eq!(
+            interpreted.sgpr[slot], compiled.sgpr[slot],
+            "{what}: scalar slot {slot}"
+        );
+    }
+    assert_eq!(interpreted.scc, compiled.scc, "{what}: SCC");
+}
+
+fn code_buffer(words: &[u32]) -> Buffer {
+    Buffer::from_u32s(words)
+}
+
+#[test]
+fn every_inlined_form_matches_the_interpreter() {
+    for (asm, inst) in CASES {
+        let mut words = inst.to_vec();
+        words.push(S_ENDPGM);
+        let code = code_buffer(&words);
+        let mem = HostMemory::new(&[&code]);
+        // A cache per code buffer: a later buffer may reuse an earlier one's address.
+        let cache = CodeCache::with_jit(JitMode::Eager);
+        for seed in 0..64u64 {
+            let what = format!("{asm} (seed {seed})");
+            let mut expected = wave(code.addr(), seed);
+            let mut actual = wave(code.addr(), seed);
+            let interpreted = interpret(&mem, &mut expected, 2);
+            let ran = compiled(&what, &mem, &cache, &mut actual);
+            assert_eq!(interpreted, ran, "{what}: exit");
+            assert_same(&what, &expected, &actual);
+        }
+        assert_eq!(cache.compiled_blocks(), 1, "{asm}");
+    }
+}
+
+#[test]
+fn timing_instructions_vanish_and_final_branches_exit() {
+    let body = [
+        0x06060501, // v_add_f32_e32 v3, v1, v2
+        0xbf8903f7, // s_waitcnt vmcnt(0)
+        0xbf870001, // s_delay_alu instid0(VALU_DEP_1)
+        0x80040504, // s_add_u32 s4, s4, s5 (through the interpreter: sets SCC)
+    ];
+    let branches = [
+        ("s_cbranch_scc1 3", 0xbfa20003),
+        ("s_cbranch_vccz 2", 0xbfa30002),
+        ("s_cbranch_execnz 1", 0xbfa60001),
+        ("s_endpgm", S_ENDPGM),
+    ];
+    for (asm, branch) in branches {
+        let mut words = body.to_vec();
+        words.push(branch);
+        let code = code_buffer(&words);
+        let mem = HostMemory::new(&[&code]);
+        let cache = CodeCache::with_jit(JitMode::Eager);
+        for seed in 0..32u64 {
+            let what = format!("block ending in {asm} (seed {seed})");
+            let mut expected = wave(code.addr(), seed);
+            let mut actual = wave(code.addr(), seed);
+            let interpreted = interpret(&mem, &mut expected, words.len());
+            let ran = compiled(&what, &mem, &cache, &mut actual);
+            assert_eq!(interpreted, ran, "{what}: exit");
+            assert_same(&what, &expected, &actual);
+        }
+    }
+}
+
+#[test]
+fn a_fault_inside_a_block_is_the_interpreters_fault() {
+    let cache = CodeCache::with_jit(JitMode::Eager);
+    // v_add_f32 v3, v1, v2; s_trap 5; s_endpgm: the trap ends the block as a fault.
+    let code = code_buffer(&[0x06060501, 0xbf900005, S_ENDPGM]);
+    let mem = HostMemory::new(&[&code]);
+    let mut expected = wave(code.addr(), 7);
+    let mut actual = wave(code.addr(), 7);
+    let (executed, exit) = interpret(&mem, &mut expected, 3);
+    let (ran, compiled_exit) = compiled("s_trap", &mem, &cache, &mut actual);
+    assert_eq!(executed, ran);
+    let (BlockExit::Fault(kind, pc, _), BlockExit::Fault(compiled_kind, compiled_pc, text)) =
+        (exit, compiled_exit)
+    else {
+        panic!("both fault");
+    };
+    assert_eq!((kind, pc), (compiled_kind, compiled_pc));
+    assert_eq!(text.as_deref(), Some("s_trap 5"));
+    assert_same("s_trap", &expected, &actual);
+}
