@@ -26,6 +26,7 @@ Environment:
   HCQ_EMU_GPUS         number of emulated GPUs [1]
   HCQ_EMU_VRAM         VRAM per emulated GPU, e.g. 64M or 16G [16G]
   HCQ_EMU_MAX_STEPS    instructions a wave may run before it faults [100000000]
+  HCQ_EMU_JIT          compile hot kernel code to host code: on, eager or off [on]
   HCQ_EMU_KERNEL       the Linux release whose KFD rules apply: 6.12 or 6.6 [6.12]
   HCQ_EMU_KFD_VERSION  the KFD version the emulated kernel reports, e.g. 1.3 [its release's]
   HCQ_EMU_ARCH         the emulated GPUs: gfx1100, or gfx1030 (shown, not run) [gfx1100]

@@ -49,6 +49,10 @@ pub struct EmuConfig {
     /// queues: 12 on a gfx1100, 2 × 6; [`GpuArch::sdma_queues`]); fewer stand for queues
     /// other processes hold. KFD refuses one more with `ENOMEM`.
     pub sdma_queues: u32,
+    /// When the shader cores compile hot blocks of a kernel to host code (`rdna3::jit`);
+    /// `None`: as `rdna3::CodeCache::new` decides (`HCQ_EMU_JIT` if it names a mode, else
+    /// tiered).
+    pub jit: Option<rdna3::JitMode>,
 }
 
 /// A KFD ioctl interface version, `major.minor` (`HCQ_EMU_KFD_VERSION`).
@@ -125,6 +129,7 @@ impl Default for EmuConfig {
             small_bar: false,
             wrapped_read_pointers: false,
             sdma_queues: SDMA_QUEUES,
+            jit: None,
         }
     }
 }
@@ -185,7 +190,8 @@ fn given(value: Option<&str>) -> Option<&str> {
 impl EmuConfig {
     /// Reads `HCQ_EMU_GPUS`, `HCQ_EMU_MAX_STEPS`, `HCQ_EMU_VRAM`, `HCQ_EMU_KERNEL`,
     /// `HCQ_EMU_CUS`, `HCQ_EMU_ARCH`, `HCQ_EMU_KFD_VERSION`, `HCQ_EMU_SMALL_BAR`,
-    /// `HCQ_EMU_WRAPPED_RPTR` and `HCQ_EMU_SDMA_QUEUES`; a missing or empty variable leaves
+    /// `HCQ_EMU_WRAPPED_RPTR`, `HCQ_EMU_SDMA_QUEUES` and `HCQ_EMU_JIT`; a missing or empty
+    /// variable leaves
     /// its default, a malformed one is an error naming it.
     pub fn from_env() -> Result<Self, ConfigError> {
         let var = |name: &str| std::env::var(name).ok();
@@ -201,7 +207,20 @@ impl EmuConfig {
             .with_kfd_version(var("HCQ_EMU_KFD_VERSION").as_deref())?
             .with_small_bar(var("HCQ_EMU_SMALL_BAR").as_deref())?
             .with_wrapped_read_pointers(var("HCQ_EMU_WRAPPED_RPTR").as_deref())?
-            .with_sdma_queues(var("HCQ_EMU_SDMA_QUEUES").as_deref())
+            .with_sdma_queues(var("HCQ_EMU_SDMA_QUEUES").as_deref())?
+            .with_jit(var("HCQ_EMU_JIT").as_deref())
+    }
+
+    /// `self` with `HCQ_EMU_JIT`'s value ([`rdna3::JitMode::parse`]; unset: `None`).
+    pub fn with_jit(self, value: Option<&str>) -> Result<Self, ConfigError> {
+        let jit = match given(value) {
+            None => None,
+            Some(v) => Some(
+                rdna3::JitMode::parse(v)
+                    .ok_or_else(|| ConfigError::new("HCQ_EMU_JIT", v, JIT_ACCEPTED))?,
+            ),
+        };
+        Ok(EmuConfig { jit, ..self })
     }
 
     /// `self` with `HCQ_EMU_WRAPPED_RPTR`'s value (`1`: read pointers reported as offsets
@@ -349,6 +368,7 @@ impl EmuConfig {
             small_bar: false,
             wrapped_read_pointers: false,
             sdma_queues: SDMA_QUEUES,
+            jit: None,
         })
     }
 }
@@ -366,6 +386,8 @@ const ARCH_ACCEPTED: &str = "gfx1100 (a Radeon RX 7900, which the emulator runs)
 const CUS_OF_GFX1100_ONLY: &str = "no count with HCQ_EMU_ARCH other than gfx1100: a gfx1030 \
      is a Radeon RX 6900 XT with its 80 compute units";
 const KFD_VERSION_ACCEPTED: &str = "a KFD ioctl version MAJOR.MINOR, such as 1.16";
+const JIT_ACCEPTED: &str = "on (compile a block once it is hot), eager (compile every block \
+     the first time it runs) or off (interpret only)";
 const SMALL_BAR_ACCEPTED: &str = "1 (the BAR does not span VRAM) or 0";
 const WRAPPED_RPTR_ACCEPTED: &str =
     "1 (read pointers are offsets within the ring) or 0 (running counts)";
@@ -543,9 +565,19 @@ mod tests {
                 small_bar: false,
                 wrapped_read_pointers: false,
                 sdma_queues: SDMA_QUEUES,
+                jit: None,
             }
         );
         let d = EmuConfig::default();
+        assert_eq!(d.with_jit(None).unwrap().jit, None);
+        assert_eq!(
+            d.with_jit(Some("off")).unwrap().jit,
+            Some(rdna3::JitMode::Off)
+        );
+        let eager = d.with_jit(Some(" eager ")).unwrap().jit;
+        assert_eq!(eager, Some(rdna3::JitMode::Eager));
+        let e = d.with_jit(Some("fast")).unwrap_err();
+        assert_eq!(e.variable, "HCQ_EMU_JIT");
         assert_eq!(d.with_sdma_queues(Some(" 0 ")).unwrap().sdma_queues, 0);
         assert_eq!(d.with_sdma_queues(Some("12")).unwrap().sdma_queues, 12);
         assert_eq!(d.with_sdma_queues(None).unwrap().sdma_queues, 12);

@@ -326,6 +326,9 @@ impl EmuKernel {
                 );
                 gpu.set_arch(config.arch);
                 gpu.wrapped_read_pointers = config.wrapped_read_pointers;
+                if let Some(mode) = config.jit {
+                    gpu.code_cache = rdna3::CodeCache::with_jit(mode);
+                }
                 Arc::new(gpu)
             })
             .collect();

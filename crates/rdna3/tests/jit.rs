@@ -1,5 +1,5 @@
-//! Compiled blocks (`jit/`) against the interpreter: every operation the block compiler
-//! inlines, in each operand form it inlines (VGPRs, SGPRs, inline constants, literals, input
+//! Compiled blocks (`jit/`) against the interpreter: every vector and scalar operation the
+//! block compiler inlines, in each operand form it inlines (VGPRs, SGPRs, inline constants, literals, input
 //! modifiers, VOPD pairs), run on random wave states rich in special values (NaN, ±0,
 //! infinities, denormals, carries) under random EXEC masks, must leave the registers exactly as
 //! interpreting the same instructions does. Encodings from llvm-mc-19 (hard-coded).
@@ -57,6 +57,32 @@ const CASES: &[(&str, &[u32])] = &[
         "v_cndmask_b32_e64 v3, v1, -v2, s6",
         &[0xd5010003, 0x401a0501],
     ),
+    ("v_lshlrev_b64 v[4:5], 2, v[2:3]", &[0xd73c0004, 0x00020482]),
+    (
+        "v_lshlrev_b64 v[2:3], s4, v[2:3]",
+        &[0xd73c0002, 0x00020404],
+    ),
+    (
+        "v_lshlrev_b64 v[6:7], 35, v[4:5]",
+        &[0xd73c0006, 0x000208a3],
+    ),
+    ("v_lshlrev_b64 v[6:7], 0, v[8:9]", &[0xd73c0006, 0x00021080]),
+    ("v_sqrt_f32_e32 v3, v1", &[0x7e066701]),
+    ("v_sqrt_f32_e64 v3, -|v1|", &[0xd5b30103, 0x20000101]),
+    ("v_sqrt_f32_e32 v3, s4", &[0x7e066604]),
+    (
+        "v_cmp_class_f32_e64 s6, v1, 0x260",
+        &[0xd47e0006, 0x0001ff01, 0x00000260],
+    ),
+    ("v_cmp_class_f32_e32 vcc_lo, v1, v2", &[0x7cfc0501]),
+    ("v_cmp_class_f32_e64 s6, -v1, s4", &[0xd47e0006, 0x20000901]),
+    ("v_cmpx_class_f32_e32 v1, v2", &[0x7dfc0501]),
+    ("v_exp_f32_e32 v3, v1", &[0x7e064b01]),
+    ("v_log_f32_e64 v3, -|v1|", &[0xd5a70103, 0x20000101]),
+    ("v_rcp_f32_e32 v3, s4", &[0x7e065404]),
+    ("v_rsq_f32_e32 v3, v1", &[0x7e065d01]),
+    ("v_rcp_iflag_f32_e32 v3, v1", &[0x7e065701]),
+    ("v_exp_f32_e32 v1, v1", &[0x7e024b01]),
     ("v_mov_b32_e32 v3, v1", &[0x7e060301]),
     ("v_mov_b32_e32 v3, s4", &[0x7e060204]),
     ("v_cmp_gt_i32_e32 vcc_lo, v1, v2", &[0x7c880501]),
@@ -108,6 +134,36 @@ const CASES: &[(&str, &[u32])] = &[
         "v_dual_cndmask_b32 v3, v1, v2 :: v_dual_sub_f32 v4, v6, v7",
         &[0xca4a0501, 0x03040f06],
     ),
+    ("s_mov_b32 s3, s4", &[0xbe830004]),
+    ("s_mov_b32 s3, 0x12345678", &[0xbe8300ff, 0x12345678]),
+    ("s_add_u32 s3, s4, s5", &[0x80030504]),
+    ("s_sub_u32 s3, s4, -7", &[0x8083c704]),
+    ("s_add_i32 s3, s4, s5", &[0x81030504]),
+    ("s_sub_i32 s3, s4, s5", &[0x81830504]),
+    ("s_addc_u32 s3, s4, s5", &[0x82030504]),
+    ("s_min_i32 s3, s4, s5", &[0x89030504]),
+    ("s_min_u32 s3, s4, s5", &[0x89830504]),
+    ("s_max_i32 s3, s4, 3", &[0x8a038304]),
+    ("s_max_u32 s3, s4, s5", &[0x8a830504]),
+    ("s_cselect_b32 s3, s4, s5", &[0x98030504]),
+    ("s_and_b32 s3, s4, s5", &[0x8b030504]),
+    ("s_or_b32 s3, s4, exec_lo", &[0x8c037e04]),
+    ("s_xor_b32 s3, s4, s5", &[0x8d030504]),
+    ("s_lshl_b32 s3, s4, s5", &[0x84030504]),
+    ("s_lshr_b32 s3, s4, 4", &[0x85038404]),
+    ("s_ashr_i32 s3, s4, s5", &[0x86030504]),
+    ("s_mul_i32 s3, s4, s5", &[0x96030504]),
+    ("s_lshl2_add_u32 s3, s4, s5", &[0x87830504]),
+    ("s_lshl4_add_u32 s3, s4, s5", &[0x88830504]),
+    ("s_cmp_eq_u32 s4, s5", &[0xbf060504]),
+    ("s_cmp_lg_i32 s4, 0", &[0xbf018004]),
+    ("s_cmp_gt_i32 s4, s5", &[0xbf020504]),
+    ("s_cmp_ge_u32 s4, s5", &[0xbf090504]),
+    ("s_cmp_lt_i32 s4, s5", &[0xbf040504]),
+    ("s_cmp_le_u32 s4, s5", &[0xbf0b0504]),
+    ("s_and_b32 exec_lo, exec_lo, s4", &[0x8b7e047e]),
+    ("s_add_u32 null, s4, s5", &[0x807c0504]),
+    ("s_sub_i32 s3, 0x80000000, s5", &[0x818305ff, 0x80000000]),
 ];
 
 /// Values that tell implementations apart: signed zeros, infinities, NaNs (quiet,
@@ -274,7 +330,11 @@ fn timing_instructions_vanish_and_final_branches_exit() {
         0x06060501, // v_add_f32_e32 v3, v1, v2
         0xbf8903f7, // s_waitcnt vmcnt(0)
         0xbf870001, // s_delay_alu instid0(VALU_DEP_1)
-        0x80040504, // s_add_u32 s4, s4, s5 (through the interpreter: sets SCC)
+        0x80040504, // s_add_u32 s4, s4, s5
+        0x08060404, // v_sub_f32_e32 v3, s4, v2 (reads the scalar result)
+        0xbe8a0004, // s_mov_b32 s10, s4
+        0xbf060504, // s_cmp_eq_u32 s4, s5 (SCC for the branch)
+        0xbe840085, // s_mov_b32 s4, 5 (not touching SCC)
     ];
     let branches = [
         ("s_cbranch_scc1 3", 0xbfa20003),

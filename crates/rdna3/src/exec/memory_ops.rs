@@ -489,6 +489,25 @@ impl Wave {
         signed: bool,
         d16: D16,
     ) {
+        if bytes.is_multiple_of(4) && bytes <= 16 && lane_contiguous(addrs, lo, exec, bytes) {
+            // A coalesced access: one copy of the whole run, then each lane's dwords to their
+            // registers.
+            let mut run = [0u8; WAVE_SIZE * 16];
+            let run = &mut run[..WAVE_SIZE * usize::from(bytes)];
+            // SAFETY: `wave_span` translated `[lo, lo + 31 * bytes + bytes)`, which is `run`'s
+            // length, to host memory that stays mapped for the dispatch and that everyone else
+            // accesses atomically (`Memory`'s contract); `run` is a private buffer.
+            unsafe { shared::load(base, run) };
+            let stride = usize::from(bytes);
+            for k in 0..stride / 4 {
+                let row = &mut self.vgpr[first + k];
+                for (lane, value) in row.iter_mut().enumerate() {
+                    let at = lane * stride + 4 * k;
+                    *value = u32::from_le_bytes([run[at], run[at + 1], run[at + 2], run[at + 3]]);
+                }
+            }
+            return;
+        }
         for (lane, &addr) in addrs.iter().enumerate() {
             if exec >> lane & 1 == 0 {
                 continue;
@@ -531,6 +550,24 @@ impl Wave {
         high_half: bool,
     ) {
         let dwords = usize::from(bytes).div_ceil(4);
+        if bytes.is_multiple_of(4)
+            && bytes <= 16
+            && !high_half
+            && lane_contiguous(addrs, lo, exec, bytes)
+        {
+            // A coalesced access: the lanes' dwords gathered in lane order, one copy out.
+            let mut run = [0u8; WAVE_SIZE * 16];
+            let stride = usize::from(bytes);
+            for k in 0..dwords {
+                for (lane, value) in self.vgpr[first + k].iter().enumerate() {
+                    let at = lane * stride + 4 * k;
+                    run[at..at + 4].copy_from_slice(&value.to_le_bytes());
+                }
+            }
+            // SAFETY: as in `load_span`'s coalesced case, for writable bytes.
+            unsafe { shared::store(base, &run[..WAVE_SIZE * stride]) };
+            return;
+        }
         for (lane, &addr) in addrs.iter().enumerate() {
             if exec >> lane & 1 == 0 {
                 continue;
@@ -1014,4 +1051,14 @@ fn ds_atomic(op: DsOp) -> Option<(AtomicOp, bool)> {
         _ => return None,
     };
     Some(entry)
+}
+
+/// Whether every lane is active and lane `n` accesses `lo + n * bytes`: the wave reads or
+/// writes one run of `32 * bytes` bytes in lane order (a coalesced access).
+fn lane_contiguous(addrs: &[u64; WAVE_SIZE], lo: u64, exec: u32, bytes: u8) -> bool {
+    exec == u32::MAX
+        && addrs
+            .iter()
+            .zip((0u64..).step_by(usize::from(bytes)))
+            .all(|(&addr, offset)| addr == lo.wrapping_add(offset))
 }

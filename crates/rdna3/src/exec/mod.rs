@@ -16,9 +16,11 @@ use crate::fault::FaultKind;
 use crate::memory::Memory;
 use crate::operand::{tuple_alignment, Aperture, Operand, EXEC_LO, NULL, SCALAR_SLOTS, VCC_LO};
 
+pub(crate) use denorm::flush_f32;
 pub use denorm::{mode_from_rsrc1, DEFAULT_MODE};
 pub use float::{f16_to_f32, f32_to_f16};
 pub(crate) use salu::{branch_target, timing_only};
+pub(crate) use valu::f32_unit;
 
 /// Lanes per wave.
 pub const WAVE_SIZE: usize = 32;

@@ -25,10 +25,10 @@
 //! Compiled code exists only on x86-64 Unix hosts, where memory written and then made
 //! executable needs no instruction-cache maintenance; elsewhere every wave is interpreted.
 //!
-//! `HCQ_EMU_JIT` chooses the mode of every [`CodeCache::new`]: `off`, `eager` (compile each
-//! block the first time it is reached; what the tests use to run everything compiled), or
-//! anything else / unset for the default, compiling a block on its
-//! [`TIER_THRESHOLD`]th arrival on a host thread.
+//! `HCQ_EMU_JIT` chooses the mode of every [`CodeCache::new`] ([`JitMode`]): `off`, `eager`
+//! (compile each block the first time it is reached; what the tests use to run everything
+//! compiled), or unset / `on` for the default, compiling a block on its [`TIER_THRESHOLD`]th
+//! arrival on a host thread.
 
 #[cfg(all(target_arch = "x86_64", unix))]
 mod native;
@@ -78,13 +78,24 @@ pub enum JitMode {
 }
 
 impl JitMode {
-    /// The mode `HCQ_EMU_JIT` asks for (`off`/`0`, `eager`; default [`JitMode::Tiered`]).
-    pub fn from_env() -> Self {
-        match std::env::var("HCQ_EMU_JIT").as_deref() {
-            Ok("off" | "0" | "no" | "false") => JitMode::Off,
-            Ok("eager") => JitMode::Eager,
-            _ => JitMode::Tiered,
+    /// Parses an `HCQ_EMU_JIT` value: `off` (or `0`), `on` (or `1`, `tiered`), `eager`.
+    pub fn parse(value: &str) -> Option<Self> {
+        match value.trim() {
+            "off" | "0" => Some(JitMode::Off),
+            "on" | "1" | "tiered" => Some(JitMode::Tiered),
+            "eager" => Some(JitMode::Eager),
+            _ => None,
         }
+    }
+
+    /// The mode `HCQ_EMU_JIT` asks for; unset, empty or not a mode ([`JitMode::parse`]):
+    /// [`JitMode::Tiered`] (an embedder that wants a bad value refused checks it with
+    /// `parse`, as `hcq-emu`'s configuration does).
+    pub fn from_env() -> Self {
+        std::env::var("HCQ_EMU_JIT")
+            .ok()
+            .and_then(|v| Self::parse(&v))
+            .unwrap_or(JitMode::Tiered)
     }
 
     fn threshold(self) -> Option<u32> {

@@ -12,7 +12,8 @@
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    types, AbiParam, Block, Function, InstBuilder, MemFlags, SigRef, Signature, UserFuncName, Value,
+    types, AbiParam, Block, Function, InstBuilder, MemFlags, SigRef, Signature, StackSlotData,
+    StackSlotKind, UserFuncName, Value,
 };
 use cranelift_codegen::isa::OwnedTargetIsa;
 use cranelift_codegen::settings::{self, Configurable};
@@ -20,7 +21,7 @@ use cranelift_codegen::{control::ControlPlane, Context};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 
 use crate::decode::{CompareCondition, CompareType, Inst, ValuInst};
-use crate::exec::{timing_only, WAVE_SIZE};
+use crate::exec::{f32_unit, flush_f32, timing_only, WAVE_SIZE};
 use crate::isa::{SoppOp, ValuOpcode, Vop3Op, Vop3sdOp};
 use crate::operand::{Operand, EXEC_LO, NULL, VCC_LO};
 
@@ -105,6 +106,9 @@ enum RowOp {
     /// IEEE minNum / maxNum as `exec/float.rs` defines them (a NaN loses; -0 < +0).
     MinF,
     MaxF,
+    /// `v_sqrt_f32`: the input's denormals flushed (to zero of their sign) whatever MODE says;
+    /// no result of a flushed input is denormal.
+    SqrtF,
     /// `(a >> (b & 31)) & ((1 << (c & 31)) - 1)`, `b` and `c` uniform.
     BfeU,
     /// Lane bit of the uniform set: `b`, else `a`.
@@ -117,6 +121,10 @@ enum Cond {
     Float(FloatCC),
     /// Ordered and not equal (`x < y || x > y`; Cranelift has no vector form of it).
     FloatLg,
+    /// `v_cmp_class_f32`: whether the float's class is one of the mask's (bit 0 signalling
+    /// NaN, 1 quiet NaN, 2 -inf, 3 -normal, 4 -denormal, 5 -0, 6 +0, 7 +denormal, 8 +normal,
+    /// 9 +inf), denormals seen as such whatever MODE says.
+    Class,
 }
 
 /// One inlined VALU operation.
@@ -139,6 +147,18 @@ enum Plan {
         abs: u8,
         neg: u8,
     },
+    /// An f32 transcendental-unit operation (`exec::f32_unit`): sources gathered into a row
+    /// on the stack, the row computed by [`unit_row`], the result written under EXEC.
+    Unit {
+        op: Vop3Op,
+        src: Src,
+        dst: u8,
+        abs: u8,
+        neg: u8,
+    },
+    /// `v_lshlrev_b64` by a uniform amount: the VGPR pair at `src` shifted into the pair at
+    /// `dst`.
+    Shl64 { amount: Uniform, src: u8, dst: u8 },
     /// `v_add_co_u32` and relatives: a row and a carry (or borrow) mask.
     Carry {
         subtract: bool,
@@ -152,7 +172,10 @@ enum Plan {
 impl Plan {
     fn writes_row(&self) -> Option<u8> {
         match *self {
-            Plan::Row { dst, .. } | Plan::Carry { dst, .. } => Some(dst),
+            Plan::Row { dst, .. }
+            | Plan::Carry { dst, .. }
+            | Plan::Shl64 { dst, .. }
+            | Plan::Unit { dst, .. } => Some(dst),
             Plan::Compare { .. } => None,
         }
     }
@@ -161,6 +184,8 @@ impl Plan {
         match *self {
             Plan::Row { src, .. } => src.to_vec(),
             Plan::Compare { src, .. } | Plan::Carry { src, .. } => src.to_vec(),
+            Plan::Shl64 { src, .. } => vec![Src::Row(src), Src::Row(src.saturating_add(1))],
+            Plan::Unit { src, .. } => vec![src],
         }
     }
 
@@ -185,7 +210,11 @@ impl Plan {
 
     /// Highest VGPR row touched, plus one.
     fn rows(&self) -> usize {
-        let mut end = self.writes_row().map_or(0, |r| usize::from(r) + 1);
+        let written = match self {
+            Plan::Shl64 { .. } => 2,
+            _ => 1,
+        };
+        let mut end = self.writes_row().map_or(0, |r| usize::from(r) + written);
         for src in self.sources() {
             if let Src::Row(r) = src {
                 end = end.max(usize::from(r) + 1);
@@ -264,6 +293,7 @@ fn plan_valu(v: &ValuInst, fma: bool) -> Option<Plan> {
                 })
             }
             CompareType::F32 if compare.condition == C::Lg => Cond::FloatLg,
+            CompareType::F32 if compare.condition == C::Class => Cond::Class,
             CompareType::F32 => Cond::Float(match compare.condition {
                 C::Lt => FloatCC::LessThan,
                 C::Eq => FloatCC::Equal,
@@ -290,8 +320,31 @@ fn plan_valu(v: &ValuInst, fma: bool) -> Option<Plan> {
     let Operand::Vgpr(dst) = v.dst else {
         return None;
     };
+    if v.op == ValuOpcode::Vop3(Vop3Op::V_LSHLREV_B64) {
+        let (Operand::Vgpr(src), [32, 64, 0], 64, false) =
+            (v.src[1], v.src_bits, v.dst_bits, modifiers)
+        else {
+            return None;
+        };
+        return Some(Plan::Shl64 {
+            amount: uniform_source(v, 0)?,
+            src,
+            dst,
+        });
+    }
     if v.dst_bits != 32 {
         return None;
+    }
+    if let ValuOpcode::Vop3(op) = v.op {
+        if op != Vop3Op::V_SQRT_F32_E64 && f32_unit(op).is_some() {
+            return Some(Plan::Unit {
+                op,
+                src: source(v, 0)?,
+                dst,
+                abs: v.abs,
+                neg: v.neg,
+            });
+        }
     }
     let src = [source(v, 0)?, source(v, 1)?, source(v, 2)?];
     match v.op {
@@ -325,6 +378,7 @@ fn plan_valu(v: &ValuInst, fma: bool) -> Option<Plan> {
                 }
                 V_CNDMASK_B32_E64 => RowOp::Cndmask(uniform(v.src[2])?),
                 V_MIN_F32_E64 => RowOp::MinF,
+                V_SQRT_F32_E64 => RowOp::SqrtF,
                 V_MAX_F32_E64 => RowOp::MaxF,
                 _ => return None,
             };
@@ -337,7 +391,8 @@ fn plan_valu(v: &ValuInst, fma: bool) -> Option<Plan> {
                 | RowOp::MulF
                 | RowOp::Fma
                 | RowOp::MinF
-                | RowOp::MaxF => true,
+                | RowOp::MaxF
+                | RowOp::SqrtF => true,
                 RowOp::Fmac | RowOp::Cndmask(_) => (v.abs | v.neg) & 0b100 == 0,
                 _ => false,
             };
@@ -386,6 +441,121 @@ fn plan_valu(v: &ValuInst, fma: bool) -> Option<Plan> {
             })
         }
     }
+}
+
+/// A scalar ALU operation on 32-bit registers or constants.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum ScalarOp {
+    Mov,
+    /// SCC = carry out.
+    AddU,
+    /// SCC = borrow.
+    SubU,
+    /// SCC = signed overflow.
+    AddI,
+    SubI,
+    /// `a + b + SCC`, SCC = carry out.
+    AddcU,
+    /// SCC = whether `a` was chosen (strictly).
+    MinI,
+    MinU,
+    MaxI,
+    MaxU,
+    /// `SCC ? a : b`, SCC kept.
+    Cselect,
+    /// Bitwise and shifts (by `b & 31`): SCC = result nonzero.
+    And,
+    Or,
+    Xor,
+    Lshl,
+    Lshr,
+    Ashr,
+    /// SCC kept.
+    MulI,
+    /// `(a << n) + b` in 64 bits, SCC = carry out of 32.
+    LshlAdd(u8),
+    /// SCC = the comparison, no destination.
+    Cmp(IntCC),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct ScalarPlan {
+    op: ScalarOp,
+    /// Destination slot (NULL discards; ignored by compares).
+    dst: u8,
+    a: Uniform,
+    b: Uniform,
+}
+
+/// The inlined form of a scalar instruction, if it has one: 32-bit operations whose sources
+/// are registers or constants (as `exec/salu.rs` computes them).
+fn plan_scalar(inst: &Inst) -> Option<ScalarPlan> {
+    use crate::isa::{Sop1Op, Sop2Op, SopcOp};
+    let (op, dst, a, b) = match inst {
+        Inst::Sop1(i) if i.op == Sop1Op::S_MOV_B32 => (
+            ScalarOp::Mov,
+            i.sdst.scalar_slot()?,
+            uniform(i.ssrc0)?,
+            Uniform::Const(0),
+        ),
+        Inst::Sop2(i) => {
+            use Sop2Op::*;
+            let op = match i.op {
+                S_ADD_U32 => ScalarOp::AddU,
+                S_SUB_U32 => ScalarOp::SubU,
+                S_ADD_I32 => ScalarOp::AddI,
+                S_SUB_I32 => ScalarOp::SubI,
+                S_ADDC_U32 => ScalarOp::AddcU,
+                S_MIN_I32 => ScalarOp::MinI,
+                S_MIN_U32 => ScalarOp::MinU,
+                S_MAX_I32 => ScalarOp::MaxI,
+                S_MAX_U32 => ScalarOp::MaxU,
+                S_CSELECT_B32 => ScalarOp::Cselect,
+                S_AND_B32 => ScalarOp::And,
+                S_OR_B32 => ScalarOp::Or,
+                S_XOR_B32 => ScalarOp::Xor,
+                S_LSHL_B32 => ScalarOp::Lshl,
+                S_LSHR_B32 => ScalarOp::Lshr,
+                S_ASHR_I32 => ScalarOp::Ashr,
+                S_MUL_I32 => ScalarOp::MulI,
+                S_LSHL1_ADD_U32 => ScalarOp::LshlAdd(1),
+                S_LSHL2_ADD_U32 => ScalarOp::LshlAdd(2),
+                S_LSHL3_ADD_U32 => ScalarOp::LshlAdd(3),
+                S_LSHL4_ADD_U32 => ScalarOp::LshlAdd(4),
+                _ => return None,
+            };
+            (
+                op,
+                i.sdst.scalar_slot()?,
+                uniform(i.ssrc0)?,
+                uniform(i.ssrc1)?,
+            )
+        }
+        Inst::Sopc(i) => {
+            use SopcOp::*;
+            let cc = match i.op {
+                S_CMP_EQ_I32 | S_CMP_EQ_U32 => IntCC::Equal,
+                S_CMP_LG_I32 | S_CMP_LG_U32 => IntCC::NotEqual,
+                S_CMP_GT_I32 => IntCC::SignedGreaterThan,
+                S_CMP_GE_I32 => IntCC::SignedGreaterThanOrEqual,
+                S_CMP_LT_I32 => IntCC::SignedLessThan,
+                S_CMP_LE_I32 => IntCC::SignedLessThanOrEqual,
+                S_CMP_GT_U32 => IntCC::UnsignedGreaterThan,
+                S_CMP_GE_U32 => IntCC::UnsignedGreaterThanOrEqual,
+                S_CMP_LT_U32 => IntCC::UnsignedLessThan,
+                S_CMP_LE_U32 => IntCC::UnsignedLessThanOrEqual,
+                _ => return None,
+            };
+            (
+                ScalarOp::Cmp(cc),
+                NULL,
+                uniform(i.ssrc0)?,
+                uniform(i.ssrc1)?,
+            )
+        }
+        _ => return None,
+    };
+    Some(ScalarPlan { op, dst, a, b })
 }
 
 /// The inlined form of a whole instruction: one plan, or a VOPD's two (both read before
@@ -476,12 +646,14 @@ impl Translator {
 
         let mut e = Emitter {
             b,
+            call_conv: self.isa.default_call_conv(),
             frame,
             helper,
             helper_sig,
             exit,
             sgpr: frame,
             vgpr: frame,
+            scc: frame,
             exec_masks: None,
         };
         e.load_register_files();
@@ -495,6 +667,10 @@ impl Translator {
                 if index + 1 == insts.len() && e.block_exit(i.op) {
                     continue;
                 }
+            }
+            if let Some(p) = plan_scalar(inst) {
+                e.emit_scalar(p);
+                continue;
             }
             match plan(inst, self.fma) {
                 Some(plans) => {
@@ -533,6 +709,7 @@ impl Translator {
 
 struct Emitter<'f> {
     b: FunctionBuilder<'f>,
+    call_conv: cranelift_codegen::isa::CallConv,
     frame: Value,
     helper: Value,
     helper_sig: SigRef,
@@ -541,6 +718,8 @@ struct Emitter<'f> {
     sgpr: Value,
     /// `*mut u32` to VGPR row 0.
     vgpr: Value,
+    /// `*mut bool`: SCC.
+    scc: Value,
     /// EXEC as eight lane-mask vectors, while no instruction since has written EXEC.
     exec_masks: Option<[Value; GROUPS]>,
 }
@@ -554,6 +733,7 @@ impl Emitter<'_> {
         let pointer = types::I64;
         self.sgpr = self.b.ins().load(pointer, flags(), self.frame, FRAME_SGPR);
         self.vgpr = self.b.ins().load(pointer, flags(), self.frame, FRAME_VGPR);
+        self.scc = self.b.ins().load(pointer, flags(), self.frame, FRAME_SCC);
     }
 
     /// Returns `answer` from the block.
@@ -575,11 +755,7 @@ impl Emitter<'_> {
                 return true;
             }
             S_CBRANCH_SCC0 | S_CBRANCH_SCC1 => {
-                let scc = self
-                    .b
-                    .ins()
-                    .load(types::I64, flags(), self.frame, FRAME_SCC);
-                let scc = self.b.ins().load(types::I8, flags(), scc, 0);
+                let scc = self.b.ins().load(types::I8, flags(), self.scc, 0);
                 let cc = if op == S_CBRANCH_SCC1 {
                     IntCC::NotEqual
                 } else {
@@ -610,6 +786,112 @@ impl Emitter<'_> {
             .brif(taken, self.exit, &[branched.into()], next, &[]);
         self.b.switch_to_block(next);
         true
+    }
+
+    fn emit_scalar(&mut self, p: ScalarPlan) {
+        use ScalarOp::*;
+        let a = self.scalar(p.a);
+        let b = self.scalar(p.b);
+        let (value, scc) = match p.op {
+            Mov => (Some(a), None),
+            AddU => {
+                let r = self.b.ins().iadd(a, b);
+                (
+                    Some(r),
+                    Some(self.b.ins().icmp(IntCC::UnsignedLessThan, r, a)),
+                )
+            }
+            SubU => {
+                let r = self.b.ins().isub(a, b);
+                (
+                    Some(r),
+                    Some(self.b.ins().icmp(IntCC::UnsignedLessThan, a, b)),
+                )
+            }
+            AddI | SubI => {
+                let r = if p.op == AddI {
+                    self.b.ins().iadd(a, b)
+                } else {
+                    self.b.ins().isub(a, b)
+                };
+                // Signed overflow: the result's sign differs from what the operands' signs
+                // allow (for a sum, from both; for a difference, from the minuend's when the
+                // operands' signs differ).
+                let ra = self.b.ins().bxor(r, a);
+                let other = if p.op == AddI {
+                    self.b.ins().bxor(r, b)
+                } else {
+                    self.b.ins().bxor(a, b)
+                };
+                let both = self.b.ins().band(ra, other);
+                (
+                    Some(r),
+                    Some(self.b.ins().icmp_imm(IntCC::SignedLessThan, both, 0)),
+                )
+            }
+            AddcU | LshlAdd(_) => {
+                let x = self.b.ins().uextend(types::I64, a);
+                let y = self.b.ins().uextend(types::I64, b);
+                let sum = match p.op {
+                    LshlAdd(n) => {
+                        let shifted = self.b.ins().ishl_imm(x, i64::from(n));
+                        self.b.ins().iadd(shifted, y)
+                    }
+                    _ => {
+                        let carry = self.b.ins().load(types::I8, flags(), self.scc, 0);
+                        let carry = self.b.ins().uextend(types::I64, carry);
+                        let partial = self.b.ins().iadd(x, y);
+                        self.b.ins().iadd(partial, carry)
+                    }
+                };
+                let r = self.b.ins().ireduce(types::I32, sum);
+                let high = self.b.ins().ushr_imm(sum, 32);
+                (
+                    Some(r),
+                    Some(self.b.ins().icmp_imm(IntCC::NotEqual, high, 0)),
+                )
+            }
+            MinI | MinU | MaxI | MaxU => {
+                let cc = match p.op {
+                    MinI => IntCC::SignedLessThan,
+                    MinU => IntCC::UnsignedLessThan,
+                    MaxI => IntCC::SignedGreaterThan,
+                    _ => IntCC::UnsignedGreaterThan,
+                };
+                let chosen = self.b.ins().icmp(cc, a, b);
+                (Some(self.b.ins().select(chosen, a, b)), Some(chosen))
+            }
+            Cselect => {
+                let scc = self.b.ins().load(types::I8, flags(), self.scc, 0);
+                (Some(self.b.ins().select(scc, a, b)), None)
+            }
+            And | Or | Xor | Lshl | Lshr | Ashr => {
+                let r = match p.op {
+                    And => self.b.ins().band(a, b),
+                    Or => self.b.ins().bor(a, b),
+                    Xor => self.b.ins().bxor(a, b),
+                    _ => {
+                        let amount = self.b.ins().band_imm(b, 31);
+                        match p.op {
+                            Lshl => self.b.ins().ishl(a, amount),
+                            Lshr => self.b.ins().ushr(a, amount),
+                            _ => self.b.ins().sshr(a, amount),
+                        }
+                    }
+                };
+                (Some(r), Some(self.b.ins().icmp_imm(IntCC::NotEqual, r, 0)))
+            }
+            MulI => (Some(self.b.ins().imul(a, b)), None),
+            Cmp(cc) => (None, Some(self.b.ins().icmp(cc, a, b))),
+        };
+        if let Some(value) = value {
+            if p.dst != NULL {
+                self.store_scalar(p.dst, value);
+            }
+        }
+        if let Some(scc) = scc {
+            self.b.ins().store(flags(), scc, self.scc, 0);
+        }
     }
 
     /// `helper(frame, index)`; leaves the block with its answer if nonzero.
@@ -834,6 +1116,21 @@ impl Emitter<'_> {
                 let r = self.b.ins().bitselect(y_nan, a, r);
                 self.b.ins().bitselect(x_nan, b, r)
             }
+            RowOp::SqrtF => {
+                let exponent = self.b.ins().iconst(types::I32, 0x7f80_0000);
+                let exponent = self.b.ins().splat(types::I32X4, exponent);
+                let exponent = self.b.ins().band(a, exponent);
+                let zero = self.b.ins().iconst(types::I32, 0);
+                let zero = self.b.ins().splat(types::I32X4, zero);
+                let tiny = self.b.ins().icmp(IntCC::Equal, exponent, zero);
+                let sign = self.b.ins().iconst(types::I32, i64::from(i32::MIN));
+                let sign = self.b.ins().splat(types::I32X4, sign);
+                let signed_zero = self.b.ins().band(a, sign);
+                let flushed = self.b.ins().bitselect(tiny, signed_zero, a);
+                let x = self.float(flushed);
+                let r = self.b.ins().sqrt(x);
+                self.int(r)
+            }
             RowOp::Add => self.b.ins().iadd(a, b),
             RowOp::Sub => self.b.ins().isub(a, b),
             RowOp::Add3 => {
@@ -898,7 +1195,86 @@ impl Emitter<'_> {
                 dst,
                 carry,
             }] => self.emit_carry(*subtract, *src, *carry_in, *dst, *carry),
+            [Plan::Shl64 { amount, src, dst }] => self.emit_shl64(*amount, *src, *dst),
+            [Plan::Unit {
+                op,
+                src,
+                dst,
+                abs,
+                neg,
+            }] => self.emit_unit(*op, *src, *dst, (*abs, *neg)),
             _ => self.emit_rows(plans),
+        }
+    }
+
+    fn emit_unit(&mut self, op: Vop3Op, src: Src, dst: u8, modifiers: (u8, u8)) {
+        let row = self.b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            ROW_BYTES as u32,
+            4,
+        ));
+        let splat = self.splats(&[src], modifiers)[0];
+        for g in 0..GROUPS {
+            let lanes = self.group_of(src, splat, g, 0, modifiers);
+            self.b.ins().stack_store(lanes, row, g as i32 * 16);
+        }
+        let mut sig = Signature::new(self.call_conv);
+        sig.params.push(AbiParam::new(types::I32));
+        sig.params.push(AbiParam::new(types::I64));
+        let sig = self.b.import_signature(sig);
+        let function = self.b.ins().iconst(
+            types::I64,
+            unit_row as unsafe extern "C" fn(u32, *mut u32) as usize as i64,
+        );
+        let code = self.b.ins().iconst(types::I32, i64::from(op.code()));
+        let at = self.b.ins().stack_addr(types::I64, row, 0);
+        self.b.ins().call_indirect(sig, function, &[code, at]);
+        let masks = self.exec_masks();
+        for (g, &mask) in masks.iter().enumerate() {
+            let value = self.b.ins().stack_load(types::I32X4, row, g as i32 * 16);
+            let old = self.load_group(dst, g);
+            let merged = self.b.ins().bitselect(mask, value, old);
+            let offset = Self::row_offset(dst, g);
+            self.b.ins().store(flags(), merged, self.vgpr, offset);
+        }
+    }
+
+    /// `v_lshlrev_b64`: with `s = amount & 63` and `n = s & 31`, below 32 the low half is
+    /// `lo << n` and the high half `hi << n | lo >> (32 - n)` (the carry shifted in two steps,
+    /// as vector shifts take their amount modulo 32); from 32 on, 0 and `lo << n`.
+    fn emit_shl64(&mut self, amount: Uniform, src: u8, dst: u8) {
+        let s = self.scalar(amount);
+        let s = self.b.ins().band_imm(s, 63);
+        let big = self
+            .b
+            .ins()
+            .icmp_imm(IntCC::UnsignedGreaterThanOrEqual, s, 32);
+        let n = self.b.ins().band_imm(s, 31);
+        let thirty_one = self.b.ins().iconst(types::I32, 31);
+        let back = self.b.ins().isub(thirty_one, n);
+        let zero = self.b.ins().iconst(types::I32, 0);
+        let zero = self.b.ins().splat(types::I32X4, zero);
+        let masks = self.exec_masks();
+        for (g, &mask) in masks.iter().enumerate() {
+            let lo = self.load_group(src, g);
+            let hi = self.load_group(src + 1, g);
+            let lo_shifted = self.b.ins().ishl(lo, n);
+            let hi_shifted = self.b.ins().ishl(hi, n);
+            let carry = self.b.ins().ushr_imm(lo, 1);
+            let carry = self.b.ins().ushr(carry, back);
+            let joined = self.b.ins().bor(hi_shifted, carry);
+            let new_lo = self.b.ins().select(big, zero, lo_shifted);
+            let new_hi = self.b.ins().select(big, lo_shifted, joined);
+            let old_lo = self.load_group(dst, g);
+            let old_hi = self.load_group(dst + 1, g);
+            let new_lo = self.b.ins().bitselect(mask, new_lo, old_lo);
+            let new_hi = self.b.ins().bitselect(mask, new_hi, old_hi);
+            self.b
+                .ins()
+                .store(flags(), new_lo, self.vgpr, Self::row_offset(dst, g));
+            self.b
+                .ins()
+                .store(flags(), new_hi, self.vgpr, Self::row_offset(dst + 1, g));
         }
     }
 
@@ -975,6 +1351,7 @@ impl Emitter<'_> {
                     let above = self.b.ins().fcmp(FloatCC::GreaterThan, x, y);
                     self.b.ins().bor(below, above)
                 }
+                Cond::Class => self.class_test(a, b),
             }
         });
         let mask = self.mask_bits(lanes);
@@ -983,6 +1360,65 @@ impl Emitter<'_> {
         if dst != NULL {
             self.store_scalar(dst, mask);
         }
+    }
+
+    /// Lanes (all ones) whose float `x` is of a class in the mask `classes`.
+    fn class_test(&mut self, x: Value, classes: Value) -> Value {
+        let splat = |e: &mut Self, c: u32| {
+            let c = e.b.ins().iconst(types::I32, i64::from(c as i32));
+            e.b.ins().splat(types::I32X4, c)
+        };
+        let zero = splat(self, 0);
+        let magnitude_mask = splat(self, 0x7fff_ffff);
+        let magnitude = self.b.ins().band(x, magnitude_mask);
+        let infinity = splat(self, 0x7f80_0000);
+        let negative = self.b.ins().icmp(IntCC::SignedLessThan, x, zero);
+        let positive = self.b.ins().bnot(negative);
+        let nan = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedGreaterThan, magnitude, infinity);
+        let quiet_bit = splat(self, 0x0040_0000);
+        let quiet = self.b.ins().band(x, quiet_bit);
+        let quiet = self.b.ins().icmp(IntCC::NotEqual, quiet, zero);
+        let signalling = self.b.ins().bnot(quiet);
+        let inf = self.b.ins().icmp(IntCC::Equal, magnitude, infinity);
+        let is_zero = self.b.ins().icmp(IntCC::Equal, magnitude, zero);
+        // Denormal: 0 < magnitude < 2^-126, i.e. magnitude - 1 below the largest denormal.
+        let one = splat(self, 1);
+        let below = self.b.ins().isub(magnitude, one);
+        let largest_denormal = splat(self, 0x007f_ffff);
+        let denormal = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedLessThan, below, largest_denormal);
+        // Normal: 2^-126 <= magnitude < inf.
+        let smallest_normal = splat(self, 0x0080_0000);
+        let offset = self.b.ins().isub(magnitude, smallest_normal);
+        let span = splat(self, 0x7f80_0000 - 0x0080_0000);
+        let normal = self.b.ins().icmp(IntCC::UnsignedLessThan, offset, span);
+        let cases: [(Value, Value, u32); 10] = [
+            (nan, signalling, 0),
+            (nan, quiet, 1),
+            (inf, negative, 2),
+            (normal, negative, 3),
+            (denormal, negative, 4),
+            (is_zero, negative, 5),
+            (is_zero, positive, 6),
+            (denormal, positive, 7),
+            (normal, positive, 8),
+            (inf, positive, 9),
+        ];
+        let mut result = zero;
+        for (class, qualifier, bit) in cases {
+            let bit_value = splat(self, 1 << bit);
+            let wanted = self.b.ins().band(classes, bit_value);
+            let wanted = self.b.ins().icmp(IntCC::NotEqual, wanted, zero);
+            let hit = self.b.ins().band(class, wanted);
+            let hit = self.b.ins().band(hit, qualifier);
+            result = self.b.ins().bor(result, hit);
+        }
+        result
     }
 
     fn emit_carry(
@@ -1042,6 +1478,22 @@ impl Emitter<'_> {
             let bits = self.b.ins().band(bits, exec);
             self.store_scalar(carry, bits);
         }
+    }
+}
+
+/// Computes the f32 transcendental-unit operation `code` (a `Vop3Op`) over a row in place,
+/// as the interpreter does: input flushed, the operation, result flushed.
+///
+/// # Safety
+/// `lanes` points to 32 writable `u32`s.
+unsafe extern "C" fn unit_row(code: u32, lanes: *mut u32) {
+    let Some(unit) = Vop3Op::from_u32(code).and_then(f32_unit) else {
+        return;
+    };
+    // SAFETY: the caller's contract; compiled code passes its own stack row.
+    let lanes = unsafe { &mut *lanes.cast::<[u32; WAVE_SIZE]>() };
+    for lane in lanes.iter_mut() {
+        *lane = flush_f32(unit(f32::from_bits(flush_f32(*lane))).to_bits());
     }
 }
 

@@ -128,6 +128,20 @@ fn trig_preop(x: f64, segment: u32) -> f64 {
     }
 }
 
+/// What the f32 transcendental unit computes (on an input already flushed: the unit flushes
+/// its inputs and results whatever MODE says, `exec/denorm.rs`); `None` for other opcodes.
+pub(crate) fn f32_unit(op: Vop3Op) -> Option<fn(f32) -> f32> {
+    use Vop3Op::*;
+    Some(match op {
+        V_RCP_F32_E64 | V_RCP_IFLAG_F32_E64 => |x| 1.0 / x,
+        V_RSQ_F32_E64 => |x| 1.0 / x.sqrt(),
+        V_SQRT_F32_E64 => f32::sqrt,
+        V_EXP_F32_E64 => f32::exp2,
+        V_LOG_F32_E64 => f32::log2,
+        _ => return None,
+    })
+}
+
 impl Wave {
     /// The float arithmetic of [`Wave::valu_compute`]; `None` for other opcodes.
     pub(super) fn float_op(&self, v: &ValuInst, op: Vop3Op, s: &Sources) -> Group<Lanes> {
@@ -146,6 +160,9 @@ impl Wave {
             }
             Ok(lanes)
         };
+        if let Some(unit) = f32_unit(op) {
+            return vector(map1(exec, a, |x| bf(unit(f(x)))));
+        }
         match op {
             // 32-bit float arithmetic.
             V_ADD_F32_E64 => vector(map2(exec, a, b, |x, y| bf(f(x) + f(y)))),
@@ -180,12 +197,6 @@ impl Wave {
             V_LDEXP_F32 => vector(map2(exec, a, b, |x, y| {
                 bf(ldexp_f32(f(x), y as u32 as i32))
             })),
-            V_RCP_F32_E64 => vector(map1(exec, a, |x| bf(1.0 / f(x)))),
-            V_RCP_IFLAG_F32_E64 => vector(map1(exec, a, |x| bf(1.0 / f(x)))),
-            V_RSQ_F32_E64 => vector(map1(exec, a, |x| bf(1.0 / f(x).sqrt()))),
-            V_SQRT_F32_E64 => vector(map1(exec, a, |x| bf(f(x).sqrt()))),
-            V_EXP_F32_E64 => vector(map1(exec, a, |x| bf(f(x).exp2()))),
-            V_LOG_F32_E64 => vector(map1(exec, a, |x| bf(f(x).log2()))),
             V_SIN_F32_E64 => vector(map1(exec, a, |x| bf((f(x) * std::f32::consts::TAU).sin()))),
             V_COS_F32_E64 => vector(map1(exec, a, |x| bf((f(x) * std::f32::consts::TAU).cos()))),
             V_FLOOR_F32_E64 => vector(map1(exec, a, |x| bf(f(x).floor()))),

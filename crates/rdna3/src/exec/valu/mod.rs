@@ -21,6 +21,7 @@ mod results;
 mod sources;
 mod wmma;
 
+pub(crate) use float_math::f32_unit;
 pub(super) use int::bfe_u32;
 
 use super::denorm::Denormals;
