@@ -72,11 +72,11 @@ rm -rf "$suite_objects"
 export HCQ_CACHE_DIR=$suite_objects/cache HCQ_TEST_OBJECTS=$suite_objects/built
 echo "== cargo test"
 cargo test --workspace 2>&1
-# The interpreter's and the emulated GPU's suites again with every block compiled the first
-# time it is reached (by default only hot blocks are), so each host-checked kernel also runs
-# as compiled code.
+# The interpreter's, the emulated GPU's and the runtime's suites again with every block
+# compiled the first time it is reached (by default only hot blocks are), so each
+# host-checked kernel also runs as compiled code.
 echo "== cargo test, every block compiled (HCQ_EMU_JIT=eager)"
-HCQ_EMU_JIT=eager cargo test -p rdna3 -p hcq-emu --quiet 2>&1
+HCQ_EMU_JIT=eager cargo test -p rdna3 -p hcq-emu -p hcq --quiet 2>&1
 # The driver alone: hcq without its `emulator` feature links neither the emulated GPU nor the
 # interpreter, and still builds and passes its own unit tests.
 echo "== hcq without the emulator"

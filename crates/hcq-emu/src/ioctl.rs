@@ -432,6 +432,7 @@ impl EmuKernel {
                     return Err(errno(libc::EBUSY));
                 }
                 gpu.page_table.unmap(bo.va);
+                gpu.code_cache.forget(bo.va, bo.size);
                 bo.mapped_on.retain(|&g| g != gpu.index);
             }
             a.n_success = i + 1;

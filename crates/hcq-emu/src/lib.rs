@@ -532,6 +532,7 @@ impl EmuKernel {
             for &g in &bo.mapped_on {
                 if let Some(gpu) = self.gpus.get(g) {
                     gpu.page_table.unmap(bo.va);
+                    gpu.code_cache.forget(bo.va, bo.size);
                 }
             }
         }

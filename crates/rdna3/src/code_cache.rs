@@ -105,6 +105,17 @@ impl CodeCache {
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
+    /// Drops what is cached of the code at `[start, start + len)`: the GPU no longer maps it
+    /// (code later placed there is decoded and compiled afresh). Keeps a process that loads
+    /// and frees code objects from growing the cache without bound.
+    pub fn forget(&self, start: u64, len: u64) {
+        let end = start.saturating_add(len);
+        if let Ok(mut map) = self.entries.write() {
+            map.retain(|&pc, _| !(start..end).contains(&pc));
+        }
+        self.jit.forget(start, end);
+    }
+
     /// Number of decoded instructions held.
     pub fn len(&self) -> usize {
         self.entries.read().map_or(0, |map| map.len())

@@ -380,3 +380,122 @@ fn a_fault_inside_a_block_is_the_interpreters_fault() {
     assert_eq!(text.as_deref(), Some("s_trap 5"));
     assert_same("s_trap", &expected, &actual);
 }
+
+/// Global loads and stores, each with addresses of three kinds per seed: lanes spread over a
+/// buffer (overlapping, so a store's lane order shows), lanes coalesced, and one active lane
+/// pointing past the buffer (the compiled code must leave that to the interpreter's fault).
+const MEMORY_CASES: &[(&str, &[u32])] = &[
+    (
+        "global_load_b32 v3, v[4:5], off offset:8",
+        &[0xdc520008, 0x037c0004],
+    ),
+    (
+        "global_load_b128 v[6:9], v[4:5], off offset:-16",
+        &[0xdc5e1ff0, 0x067c0004],
+    ),
+    (
+        "global_load_b64 v[4:5], v[4:5], off",
+        &[0xdc560000, 0x047c0004],
+    ),
+    (
+        "global_load_b96 v[6:8], v2, s[8:9] offset:4",
+        &[0xdc5a0004, 0x06080002],
+    ),
+    (
+        "global_store_b32 v[4:5], v3, off",
+        &[0xdc6a0000, 0x007c0304],
+    ),
+    (
+        "global_store_b128 v[4:5], v[6:9], off offset:32",
+        &[0xdc760020, 0x007c0604],
+    ),
+    (
+        "global_store_b64 v2, v[6:7], s[8:9]",
+        &[0xdc6e0000, 0x00080602],
+    ),
+    (
+        "global_store_b96 v2, v[6:8], s[8:9] offset:-12",
+        &[0xdc721ff4, 0x00080602],
+    ),
+];
+
+#[test]
+fn global_memory_matches_the_interpreter() {
+    const SIZE: usize = 4096;
+    for (asm, inst) in MEMORY_CASES {
+        let mut words = inst.to_vec();
+        words.push(S_ENDPGM);
+        let code = code_buffer(&words);
+        let data = Buffer::zeroed(SIZE);
+        let mem = HostMemory::new(&[&code, &data]);
+        let cache = CodeCache::with_jit(JitMode::Eager);
+        for seed in 0..48u64 {
+            let what = format!("{asm} (seed {seed})");
+            let mut rng = Rng(seed ^ 0x5eed);
+            let initial: Vec<u8> = (0..SIZE).map(|_| rng.next() as u8).collect();
+            let prepare = |wave: &mut Wave| {
+                let mut rng = Rng(seed);
+                for lane in 0..32 {
+                    // Room for 16 bytes either side of the offsets the cases use.
+                    let offset = match seed % 3 {
+                        0 => 64 + (rng.next() as u64 % 240) * 16,
+                        1 => 64 + lane as u64 * 16,
+                        _ if lane == 7 => SIZE as u64 + 4096,
+                        _ => 64 + (rng.next() as u64 % 240) * 16,
+                    };
+                    let address = data.addr() + offset;
+                    wave.vgpr[4][lane] = address as u32;
+                    wave.vgpr[5][lane] = (address >> 32) as u32;
+                    wave.vgpr[2][lane] = offset as u32;
+                }
+                wave.sgpr[8] = data.addr() as u32;
+                wave.sgpr[9] = (data.addr() >> 32) as u32;
+            };
+            data.write(0, &initial);
+            let mut expected = wave(code.addr(), seed);
+            prepare(&mut expected);
+            let interpreted = interpret(&mem, &mut expected, 2);
+            let expected_memory = data.read();
+            data.write(0, &initial);
+            let mut actual = wave(code.addr(), seed);
+            prepare(&mut actual);
+            let ran = compiled(&what, &mem, &cache, &mut actual);
+            let (BlockExit::Fault(kind, pc, _), BlockExit::Fault(compiled_kind, compiled_pc, _)) =
+                (&interpreted.1, &ran.1)
+            else {
+                assert_eq!(interpreted, ran, "{what}: exit");
+                assert_same(&what, &expected, &actual);
+                assert!(data.read() == expected_memory, "{what}: memory differs");
+                continue;
+            };
+            assert_eq!((kind, pc), (compiled_kind, compiled_pc), "{what}: fault");
+            assert_eq!(interpreted.0, ran.0, "{what}: instructions run");
+        }
+        assert_eq!(cache.compiled_blocks(), 1, "{asm}");
+    }
+}
+
+#[test]
+fn forgotten_code_is_dropped_and_compiled_afresh() {
+    let code = code_buffer(&[0x06060501, S_ENDPGM]); // v_add_f32_e32 v3, v1, v2
+    let mem = HostMemory::new(&[&code]);
+    let cache = CodeCache::with_jit(JitMode::Eager);
+    let mut first = wave(code.addr(), 1);
+    compiled("v_add_f32", &mem, &cache, &mut first);
+    assert_eq!((cache.compiled_blocks(), cache.len()), (1, 2));
+    // Code elsewhere stays.
+    cache.forget(code.addr() + 8, 64);
+    assert_eq!((cache.compiled_blocks(), cache.len()), (1, 2));
+    cache.forget(code.addr(), 8);
+    assert_eq!((cache.compiled_blocks(), cache.len()), (0, 0));
+    // New code at the same address (no invalidation needed once forgotten) runs as written.
+    code.write(0, &0x10060501u32.to_le_bytes()); // v_mul_f32_e32 v3, v1, v2
+    let mut expected = wave(code.addr(), 2);
+    let mut actual = wave(code.addr(), 2);
+    let interpreted = interpret(&mem, &mut expected, 2);
+    assert_eq!(
+        interpreted,
+        compiled("v_mul_f32", &mem, &cache, &mut actual)
+    );
+    assert_same("v_mul_f32 after forget", &expected, &actual);
+}

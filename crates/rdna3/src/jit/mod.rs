@@ -4,13 +4,13 @@
 //! target, the instruction after a branch or a barrier) and runs to the first instruction that
 //! may change the flow ([`ends_block`]) or to [`MAX_BLOCK_INSTRUCTIONS`]. The interpreter
 //! counts how often each block start is reached; once a block is hot ([`JitMode`]) it is
-//! compiled: plain VALU operations become vector code over the register file, timing-only
-//! instructions (`s_waitcnt`, `s_delay_alu`, ...) become nothing, a final branch or
-//! `s_endpgm` becomes the block's exit, and every other instruction becomes a call back into
-//! the interpreter for that one instruction. The two
-//! share the wave's registers in memory, so a block may mix them freely, and every fault,
-//! every memory access and every scalar or rare vector operation keeps exactly one
-//! implementation: the interpreter's.
+//! compiled: the common vector and scalar ALU operations and whole-dword global loads and
+//! stores become host code, timing-only instructions (`s_waitcnt`, `s_delay_alu`, ...) become
+//! nothing, a final branch or `s_endpgm` becomes the block's exit, and every other
+//! instruction becomes a call back into the interpreter for that one instruction. The two
+//! share the wave's registers in memory, so a block may mix them freely; every fault (a
+//! memory access the compiled code cannot translate is handed to the interpreter) and every
+//! rare operation keeps exactly one implementation: the interpreter's.
 //!
 //! A compiled block runs only when it cannot change what the wave computes:
 //! - the wave has the VGPRs its inlined code touches (otherwise the interpreter runs and
@@ -163,6 +163,7 @@ mod portable {
         pub(crate) fn compiled_blocks(&self) -> usize {
             0
         }
+        pub(crate) fn forget(&self, _start: u64, _end: u64) {}
     }
 
     #[derive(Default)]

@@ -46,6 +46,13 @@ impl Jit {
         }
     }
 
+    /// Drops the compiled blocks with code in `[start, end)`.
+    pub(crate) fn forget(&self, start: u64, end: u64) {
+        if let Ok(mut map) = self.blocks.write() {
+            map.retain(|_, block| block.end_pc <= start || block.insts[0].pc >= end);
+        }
+    }
+
     pub(crate) fn compiled_blocks(&self) -> usize {
         self.blocks.read().map_or(0, |map| map.len())
     }
@@ -219,7 +226,7 @@ impl Block {
 /// What compiled code and `run_instruction` share. The register-file pointers come first,
 /// at the offsets `translate.rs` reads them from.
 #[repr(C)]
-struct Frame {
+pub(super) struct Frame {
     sgpr: *mut u32,
     vgpr: *mut u32,
     scc: *mut bool,
@@ -236,6 +243,31 @@ const _: () = {
     assert!(std::mem::offset_of!(Frame, vgpr) == FRAME_VGPR as usize);
     assert!(std::mem::offset_of!(Frame, scc) == FRAME_SCC as usize);
 };
+
+/// The host address of the GPU range `[lo, hi + bytes)` if it is mapped (one translation,
+/// as the interpreter's `wave_span`), else null: the compiled code then has the interpreter
+/// run the instruction, which reports what it finds.
+pub(super) unsafe extern "C" fn translate_span(
+    frame: *mut Frame,
+    lo: u64,
+    hi: u64,
+    bytes: u64,
+) -> *mut u8 {
+    // SAFETY: compiled code passes the frame `Block::run` made; its context outlives the
+    // call and is not otherwise in use while compiled code runs.
+    let frame = unsafe { &*frame };
+    // SAFETY: as above.
+    let ctx = unsafe { &*frame.ctx.cast::<ExecContext<'_>>() };
+    let span = hi.checked_add(bytes).filter(|&end| end >= lo);
+    // A panicking `Memory` must not unwind through compiled code: answering null has the
+    // interpreter translate again, and panic where it may.
+    catch_unwind(AssertUnwindSafe(|| {
+        span.and_then(|end| ctx.mem.translate(lo, end - lo))
+    }))
+    .ok()
+    .flatten()
+    .unwrap_or(std::ptr::null_mut())
+}
 
 /// Runs instruction `index` of the frame's block in the interpreter. Answers 0 to go on, or
 /// `STOPPED` (with `frame.stop` set) to leave the block. A panic is caught here and resumed by

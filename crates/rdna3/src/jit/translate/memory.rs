@@ -1,0 +1,206 @@
+//! Global memory emitter: whole-dword loads and stores with one translation of the span the
+//! wave's active lanes touch, as loops over the lanes (a load is as many host loads as the
+//! interpreter makes; unrolled, a block of eight `global_load_b128` would be ~50 KB of code).
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{
+    types, AbiParam, Block, BlockArg, InstBuilder, MemFlags, Signature, StackSlotData,
+    StackSlotKind, Value,
+};
+
+use super::plan::{MemoryPlan, Uniform};
+use super::{flags, Emitter, ROW_BYTES};
+use crate::exec::WAVE_SIZE;
+
+impl Emitter<'_> {
+    pub(super) fn emit_memory(&mut self, index: u32, p: MemoryPlan) {
+        let i64t = types::I64;
+        let exec = self.exec();
+        let done = self.b.create_block();
+        let work = self.b.create_block();
+        self.b.ins().brif(exec, work, &[], done, &[]);
+        self.b.switch_to_block(work);
+        let exec64 = self.b.ins().uextend(i64t, exec);
+        let base = match p.saddr {
+            Some(pair) => {
+                let low = self.scalar(Uniform::Sgpr(pair));
+                let high = self.scalar(Uniform::Sgpr(pair + 1));
+                Some(self.pair(low, high))
+            }
+            None => None,
+        };
+        // Every lane's address, kept on the stack (all read before a load writes a register
+        // that may hold one), and the lowest and highest over the active lanes.
+        let addrs = self.b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            (WAVE_SIZE * 8) as u32,
+            3,
+        ));
+        let addrs_at = self.b.ins().stack_addr(i64t, addrs, 0);
+        let lowest = self.b.ins().iconst(i64t, -1);
+        let highest = self.b.ins().iconst(i64t, 0);
+        let (looped, lane, [lo, hi]) = self.lane_loop([lowest, highest]);
+        let address = {
+            let low = self.lane_at(p.addr, lane);
+            let address = match base {
+                Some(base) => {
+                    let low = self.b.ins().uextend(i64t, low);
+                    self.b.ins().iadd(base, low)
+                }
+                None => {
+                    let high = self.lane_at(p.addr + 1, lane);
+                    self.pair(low, high)
+                }
+            };
+            self.b.ins().iadd_imm(address, i64::from(p.offset))
+        };
+        let slot = self.b.ins().ishl_imm(lane, 3);
+        let slot = self.b.ins().iadd(addrs_at, slot);
+        self.b.ins().store(flags(), address, slot, 0);
+        let active = self.active(exec64, lane);
+        let lower = self.b.ins().umin(lo, address);
+        let higher = self.b.ins().umax(hi, address);
+        let lo = self.b.ins().select(active, lower, lo);
+        let hi = self.b.ins().select(active, higher, hi);
+        let [lo, hi] = self.end_lane_loop(looped, lane, [lo, hi]);
+
+        let mut sig = Signature::new(self.call_conv);
+        for _ in 0..4 {
+            sig.params.push(AbiParam::new(i64t));
+        }
+        sig.returns.push(AbiParam::new(i64t));
+        let sig = self.b.import_signature(sig);
+        let function = self.b.ins().iconst(
+            i64t,
+            crate::jit::native::translate_span as *const () as usize as i64,
+        );
+        let bytes = self.b.ins().iconst(i64t, i64::from(p.dwords) * 4);
+        let call = self
+            .b
+            .ins()
+            .call_indirect(sig, function, &[self.frame, lo, hi, bytes]);
+        let host = self.b.inst_results(call)[0];
+        let mapped = self.b.create_block();
+        let unmapped = self.b.create_block();
+        self.b.ins().brif(host, mapped, &[], unmapped, &[]);
+        // Not one mapped span: the interpreter decides (a fault, or lanes one by one).
+        let files = (self.sgpr, self.vgpr, self.scc);
+        self.b.switch_to_block(unmapped);
+        self.call_helper(index);
+        self.b.ins().jump(done, &[]);
+
+        self.b.switch_to_block(mapped);
+        (self.sgpr, self.vgpr, self.scc) = files;
+        let memory = MemFlags::new().with_notrap();
+        let (looped, lane, []) = self.lane_loop([]);
+        let slot = self.b.ins().ishl_imm(lane, 3);
+        let slot = self.b.ins().iadd(addrs_at, slot);
+        let address = self.b.ins().load(i64t, flags(), slot, 0);
+        let from_lo = self.b.ins().isub(address, lo);
+        let at = self.b.ins().iadd(host, from_lo);
+        let active = self.active(exec64, lane);
+        if p.store {
+            // Lane order (a later lane wins where two overlap); inactive lanes write nothing.
+            let write = self.b.create_block();
+            let next = self.b.create_block();
+            self.b.ins().brif(active, write, &[], next, &[]);
+            self.b.switch_to_block(write);
+            for k in 0..p.dwords {
+                let value = self.lane_at(p.data + k, lane);
+                self.b.ins().store(memory, value, at, i32::from(k) * 4);
+            }
+            self.b.ins().jump(next, &[]);
+            self.b.switch_to_block(next);
+        } else {
+            // An inactive lane reads the span's first bytes (mapped) and keeps its register.
+            let source = self.b.ins().select(active, at, host);
+            for k in 0..p.dwords {
+                let loaded = self
+                    .b
+                    .ins()
+                    .load(types::I32, memory, source, i32::from(k) * 4);
+                let register = self.lane_address(p.data + k, lane);
+                let old = self.b.ins().load(types::I32, flags(), register, 0);
+                let value = self.b.ins().select(active, loaded, old);
+                self.b.ins().store(flags(), value, register, 0);
+            }
+        }
+        self.end_lane_loop(looped, lane, []);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
+        // The helper may have run on one path: register-file pointers and EXEC are reloaded.
+        self.load_register_files();
+        self.exec_masks = None;
+    }
+
+    /// Starts a loop over the 32 lanes carrying `N` 64-bit values; answers the loop's block,
+    /// the lane (an i64) and the carried values.
+    fn lane_loop<const N: usize>(&mut self, initial: [Value; N]) -> (Block, Value, [Value; N]) {
+        let looped = self.b.create_block();
+        for _ in 0..=N {
+            self.b.append_block_param(looped, types::I64);
+        }
+        let zero = self.b.ins().iconst(types::I64, 0);
+        let mut args: Vec<BlockArg> = vec![zero.into()];
+        args.extend(initial.iter().map(|&v| BlockArg::from(v)));
+        self.b.ins().jump(looped, &args);
+        self.b.switch_to_block(looped);
+        let params = self.b.block_params(looped).to_vec();
+        (looped, params[0], std::array::from_fn(|i| params[i + 1]))
+    }
+
+    /// Closes a loop of [`Emitter::lane_loop`] with the carried values' next state; answers
+    /// their final values.
+    fn end_lane_loop<const N: usize>(
+        &mut self,
+        looped: Block,
+        lane: Value,
+        next: [Value; N],
+    ) -> [Value; N] {
+        let after = self.b.create_block();
+        for _ in 0..N {
+            self.b.append_block_param(after, types::I64);
+        }
+        let following = self.b.ins().iadd_imm(lane, 1);
+        let more = self
+            .b
+            .ins()
+            .icmp_imm(IntCC::UnsignedLessThan, following, WAVE_SIZE as i64);
+        let mut again: Vec<BlockArg> = vec![following.into()];
+        again.extend(next.iter().map(|&v| BlockArg::from(v)));
+        let out: Vec<BlockArg> = next.iter().map(|&v| BlockArg::from(v)).collect();
+        self.b.ins().brif(more, looped, &again, after, &out);
+        self.b.switch_to_block(after);
+        let params = self.b.block_params(after).to_vec();
+        std::array::from_fn(|i| params[i])
+    }
+
+    /// Whether `lane` (an i64) is set in the 64-bit-extended EXEC.
+    fn active(&mut self, exec64: Value, lane: Value) -> Value {
+        let shifted = self.b.ins().ushr(exec64, lane);
+        self.b.ins().band_imm(shifted, 1)
+    }
+
+    /// Host address of one lane (an i64) of a VGPR.
+    fn lane_address(&mut self, row: u8, lane: Value) -> Value {
+        let offset = self.b.ins().ishl_imm(lane, 2);
+        let at = self.b.ins().iadd(self.vgpr, offset);
+        self.b
+            .ins()
+            .iadd_imm(at, i64::from(i32::from(row) * ROW_BYTES))
+    }
+
+    /// One lane (an i64) of a VGPR.
+    fn lane_at(&mut self, row: u8, lane: Value) -> Value {
+        let at = self.lane_address(row, lane);
+        self.b.ins().load(types::I32, flags(), at, 0)
+    }
+
+    /// `low | high << 32`.
+    fn pair(&mut self, low: Value, high: Value) -> Value {
+        let low = self.b.ins().uextend(types::I64, low);
+        let high = self.b.ins().uextend(types::I64, high);
+        let high = self.b.ins().ishl_imm(high, 32);
+        self.b.ins().bor(low, high)
+    }
+}

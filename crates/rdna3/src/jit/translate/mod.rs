@@ -1,0 +1,419 @@
+//! One block of decoded instructions → one Cranelift function.
+//!
+//! The function is `extern "C" fn(frame: *mut Frame, helper: usize) -> u32`. Instructions with
+//! a plan (`plan.rs`) become host code: vector ALU operations as 128-bit vectors over the VGPR
+//! rows, four lanes each (`vector.rs`), scalar ALU operations on the scalar file and SCC
+//! (`scalar.rs`), whole-dword global loads and stores (`memory.rs`), a final branch or
+//! `s_endpgm` as the block's exit, timing-only instructions as nothing. Every other instruction
+//! becomes a call of `helper(frame, index)`, which runs the interpreter on it; a helper
+//! answering nonzero ends the block with that answer. Wave state stays in memory (the `Wave`'s
+//! register files) between instructions, so the interpreter and the compiled code always see
+//! the same registers.
+
+mod memory;
+mod plan;
+mod scalar;
+mod vector;
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{
+    types, AbiParam, Block, Function, InstBuilder, MemFlags, SigRef, Signature, UserFuncName, Value,
+};
+use cranelift_codegen::isa::OwnedTargetIsa;
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_codegen::{control::ControlPlane, Context};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+
+use crate::decode::Inst;
+use crate::exec::{timing_only, WAVE_SIZE};
+use crate::isa::SoppOp;
+use crate::operand::{EXEC_LO, VCC_LO};
+use plan::{plan, plan_memory, plan_scalar, Src, Uniform};
+
+/// Byte offsets of the register-file pointers in `Frame` (`#[repr(C)]`, pointers first).
+pub(super) const FRAME_SGPR: i32 = 0;
+pub(super) const FRAME_VGPR: i32 = 8;
+pub(super) const FRAME_SCC: i32 = 16;
+
+/// What a compiled block answers: it ran to its end, or a helper stopped it (the frame says
+/// why), or its last instruction branched to its target, or ended the wave.
+pub(super) const FELL_THROUGH: u32 = 0;
+pub(super) const STOPPED: u32 = 1;
+pub(super) const BRANCHED: u32 = 2;
+pub(super) const ENDED: u32 = 3;
+
+const ROW_BYTES: i32 = (WAVE_SIZE * 4) as i32;
+const GROUPS: usize = WAVE_SIZE / 4;
+
+/// The vector of lane masks for each 4-bit nibble of EXEC: entry `n` has lane `k` all ones if
+/// bit `k` of `n` is set. Read by compiled code at its address.
+#[repr(C, align(16))]
+pub(super) struct NibbleMasks(pub(super) [[u32; 4]; 16]);
+
+pub(super) static NIBBLE_MASKS: NibbleMasks = {
+    let mut table = [[0u32; 4]; 16];
+    let mut n = 0;
+    while n < 16 {
+        let mut k = 0;
+        while k < 4 {
+            if n >> k & 1 != 0 {
+                table[n][k] = u32::MAX;
+            }
+            k += 1;
+        }
+        n += 1;
+    }
+    NibbleMasks(table)
+};
+
+/// What a compiled block needs from the wave it runs on.
+pub(super) struct Compiled {
+    /// Machine code (position independent, no relocations).
+    pub(super) code: Vec<u8>,
+    /// VGPR rows the inlined code touches: the wave must have at least this many.
+    pub(super) vgpr_rows: usize,
+    /// Whether inlined f32 arithmetic assumes MODE keeps f32 denormals.
+    pub(super) needs_f32_denormals: bool,
+}
+
+/// The host code generator.
+pub(super) struct Translator {
+    isa: OwnedTargetIsa,
+    fma: bool,
+}
+
+impl Translator {
+    /// A translator for this host, if Cranelift supports it with the vector instructions the
+    /// compiled code uses (SSE4.1).
+    pub(super) fn for_host() -> Option<Self> {
+        if !std::arch::is_x86_feature_detected!("sse4.1") {
+            return None;
+        }
+        let mut flags = settings::builder();
+        flags.set("opt_level", "speed").ok()?;
+        let isa = cranelift_native::builder()
+            .ok()?
+            .finish(settings::Flags::new(flags))
+            .ok()?;
+        Some(Self {
+            isa,
+            fma: std::arch::is_x86_feature_detected!("fma"),
+        })
+    }
+
+    /// Compiles a block; `None` if Cranelift refuses it (the block is then interpreted).
+    pub(super) fn compile(&self, insts: &[&Inst]) -> Option<Compiled> {
+        let pointer = self.isa.pointer_type();
+        let mut sig = Signature::new(self.isa.default_call_conv());
+        sig.params.push(AbiParam::new(pointer));
+        sig.params.push(AbiParam::new(pointer));
+        sig.returns.push(AbiParam::new(types::I32));
+        let mut func = Function::with_name_signature(UserFuncName::user(0, 0), sig);
+        let mut builder_context = FunctionBuilderContext::new();
+        let mut b = FunctionBuilder::new(&mut func, &mut builder_context);
+
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        let frame = b.block_params(entry)[0];
+        let helper = b.block_params(entry)[1];
+        let exit = b.create_block();
+        b.append_block_param(exit, types::I32);
+
+        let mut helper_sig = Signature::new(self.isa.default_call_conv());
+        helper_sig.params.push(AbiParam::new(pointer));
+        helper_sig.params.push(AbiParam::new(types::I32));
+        helper_sig.returns.push(AbiParam::new(types::I32));
+        let helper_sig = b.import_signature(helper_sig);
+
+        let mut e = Emitter {
+            b,
+            call_conv: self.isa.default_call_conv(),
+            frame,
+            helper,
+            helper_sig,
+            exit,
+            sgpr: frame,
+            vgpr: frame,
+            scc: frame,
+            exec_masks: None,
+        };
+        e.load_register_files();
+        let mut vgpr_rows = 0;
+        let mut needs_f32_denormals = false;
+        for (index, inst) in insts.iter().enumerate() {
+            if let Inst::Sopp(i) = inst {
+                if timing_only(i.op) {
+                    continue;
+                }
+                if index + 1 == insts.len() && e.block_exit(i.op) {
+                    continue;
+                }
+            }
+            if let Some(p) = plan_scalar(inst) {
+                e.emit_scalar(p);
+                continue;
+            }
+            if let Some(p) = plan_memory(inst) {
+                vgpr_rows = vgpr_rows.max(p.rows());
+                e.emit_memory(index as u32, p);
+                continue;
+            }
+            match plan(inst, self.fma) {
+                Some(plans) => {
+                    for p in &plans {
+                        vgpr_rows = vgpr_rows.max(p.rows());
+                        needs_f32_denormals |= p.is_float();
+                    }
+                    e.emit(&plans);
+                }
+                None => e.call_helper(index as u32),
+            }
+        }
+        e.leave(FELL_THROUGH);
+        e.b.switch_to_block(e.exit);
+        let result = e.b.block_params(e.exit)[0];
+        e.b.ins().return_(&[result]);
+        e.b.seal_all_blocks();
+        e.b.finalize();
+
+        let mut context = Context::for_function(func);
+        let compiled = context
+            .compile(&*self.isa, &mut ControlPlane::default())
+            .ok()?;
+        // The code is copied to wherever memory is free: anything it would need patched there
+        // (a call to a symbol, an absolute address) makes it unusable.
+        if !compiled.buffer.relocs().is_empty() {
+            return None;
+        }
+        Some(Compiled {
+            code: compiled.code_buffer().to_vec(),
+            vgpr_rows,
+            needs_f32_denormals,
+        })
+    }
+}
+
+struct Emitter<'f> {
+    b: FunctionBuilder<'f>,
+    call_conv: cranelift_codegen::isa::CallConv,
+    frame: Value,
+    helper: Value,
+    helper_sig: SigRef,
+    exit: Block,
+    /// `*mut u32` to the scalar register file (reloaded after every helper call).
+    sgpr: Value,
+    /// `*mut u32` to VGPR row 0.
+    vgpr: Value,
+    /// `*mut bool`: SCC.
+    scc: Value,
+    /// EXEC as eight lane-mask vectors, while no instruction since has written EXEC.
+    exec_masks: Option<[Value; GROUPS]>,
+}
+
+fn flags() -> MemFlags {
+    MemFlags::trusted()
+}
+
+impl Emitter<'_> {
+    fn load_register_files(&mut self) {
+        let pointer = types::I64;
+        self.sgpr = self.b.ins().load(pointer, flags(), self.frame, FRAME_SGPR);
+        self.vgpr = self.b.ins().load(pointer, flags(), self.frame, FRAME_VGPR);
+        self.scc = self.b.ins().load(pointer, flags(), self.frame, FRAME_SCC);
+    }
+
+    /// Returns `answer` from the block.
+    fn leave(&mut self, answer: u32) {
+        let answer = self.b.ins().iconst(types::I32, i64::from(answer));
+        self.b.ins().jump(self.exit, &[answer.into()]);
+    }
+
+    /// The block's last instruction as its exit, if it is a branch or `s_endpgm` (anything
+    /// else answers `false` and is left to the interpreter).
+    fn block_exit(&mut self, op: SoppOp) -> bool {
+        use SoppOp::*;
+        let taken = match op {
+            S_BRANCH | S_ENDPGM => {
+                self.leave(if op == S_BRANCH { BRANCHED } else { ENDED });
+                // Whatever follows is unreachable; it goes in a block of its own.
+                let rest = self.b.create_block();
+                self.b.switch_to_block(rest);
+                return true;
+            }
+            S_CBRANCH_SCC0 | S_CBRANCH_SCC1 => {
+                let scc = self.b.ins().load(types::I8, flags(), self.scc, 0);
+                let cc = if op == S_CBRANCH_SCC1 {
+                    IntCC::NotEqual
+                } else {
+                    IntCC::Equal
+                };
+                self.b.ins().icmp_imm(cc, scc, 0)
+            }
+            S_CBRANCH_VCCZ | S_CBRANCH_VCCNZ | S_CBRANCH_EXECZ | S_CBRANCH_EXECNZ => {
+                let slot = if matches!(op, S_CBRANCH_VCCZ | S_CBRANCH_VCCNZ) {
+                    VCC_LO
+                } else {
+                    EXEC_LO
+                };
+                let value = self.scalar(Uniform::Sgpr(slot));
+                let cc = if matches!(op, S_CBRANCH_VCCZ | S_CBRANCH_EXECZ) {
+                    IntCC::Equal
+                } else {
+                    IntCC::NotEqual
+                };
+                self.b.ins().icmp_imm(cc, value, 0)
+            }
+            _ => return false,
+        };
+        let branched = self.b.ins().iconst(types::I32, i64::from(BRANCHED));
+        let next = self.b.create_block();
+        self.b
+            .ins()
+            .brif(taken, self.exit, &[branched.into()], next, &[]);
+        self.b.switch_to_block(next);
+        true
+    }
+
+    /// `helper(frame, index)`; leaves the block with its answer if nonzero.
+    fn call_helper(&mut self, index: u32) {
+        let index = self.b.ins().iconst(types::I32, i64::from(index));
+        let call = self
+            .b
+            .ins()
+            .call_indirect(self.helper_sig, self.helper, &[self.frame, index]);
+        let answer = self.b.inst_results(call)[0];
+        let next = self.b.create_block();
+        self.b
+            .ins()
+            .brif(answer, self.exit, &[answer.into()], next, &[]);
+        self.b.switch_to_block(next);
+        self.load_register_files();
+        self.exec_masks = None;
+    }
+
+    fn scalar(&mut self, u: Uniform) -> Value {
+        match u {
+            Uniform::Const(c) => self.b.ins().iconst(types::I32, i64::from(c as i32)),
+            Uniform::Sgpr(slot) => {
+                self.b
+                    .ins()
+                    .load(types::I32, flags(), self.sgpr, i32::from(slot) * 4)
+            }
+        }
+    }
+
+    fn store_scalar(&mut self, slot: u8, value: Value) {
+        self.b
+            .ins()
+            .store(flags(), value, self.sgpr, i32::from(slot) * 4);
+        if slot == EXEC_LO {
+            self.exec_masks = None;
+        }
+    }
+
+    fn row_offset(row: u8, group: usize) -> i32 {
+        i32::from(row) * ROW_BYTES + group as i32 * 16
+    }
+
+    fn load_group(&mut self, row: u8, group: usize) -> Value {
+        self.b.ins().load(
+            types::I32X4,
+            flags(),
+            self.vgpr,
+            Self::row_offset(row, group),
+        )
+    }
+
+    /// Lane-mask vectors of a 32-bit lane set, one per group of four lanes.
+    fn lane_masks(&mut self, set: Value) -> [Value; GROUPS] {
+        let table = self
+            .b
+            .ins()
+            .iconst(types::I64, &NIBBLE_MASKS as *const NibbleMasks as i64);
+        let wide = self.b.ins().uextend(types::I64, set);
+        std::array::from_fn(|g| {
+            let shifted = self.b.ins().ushr_imm(wide, (g * 4) as i64);
+            let nibble = self.b.ins().band_imm(shifted, 15);
+            let offset = self.b.ins().ishl_imm(nibble, 4);
+            let at = self.b.ins().iadd(table, offset);
+            self.b.ins().load(types::I32X4, flags(), at, 0)
+        })
+    }
+
+    fn exec_masks(&mut self) -> [Value; GROUPS] {
+        if let Some(masks) = self.exec_masks {
+            return masks;
+        }
+        let exec = self
+            .b
+            .ins()
+            .load(types::I32, flags(), self.sgpr, i32::from(EXEC_LO) * 4);
+        let masks = self.lane_masks(exec);
+        self.exec_masks = Some(masks);
+        masks
+    }
+
+    fn exec(&mut self) -> Value {
+        self.b
+            .ins()
+            .load(types::I32, flags(), self.sgpr, i32::from(EXEC_LO) * 4)
+    }
+
+    /// Per source: the scalar splatted once, with its input modifiers (uniform sources), or
+    /// `None` (rows).
+    fn splats(&mut self, src: &[Src], modifiers: (u8, u8)) -> Vec<Option<Value>> {
+        src.iter()
+            .enumerate()
+            .map(|(n, s)| match *s {
+                Src::Uniform(u) => {
+                    let x = self.scalar(u);
+                    let x = self.b.ins().splat(types::I32X4, x);
+                    Some(self.modify(x, n, modifiers))
+                }
+                Src::Row(_) => None,
+            })
+            .collect()
+    }
+
+    /// Source `n`'s input modifiers (abs, then neg) applied to its lanes.
+    fn modify(&mut self, mut x: Value, n: usize, (abs, neg): (u8, u8)) -> Value {
+        if abs >> n & 1 != 0 {
+            let magnitude = self.b.ins().iconst(types::I32, 0x7fff_ffff);
+            let magnitude = self.b.ins().splat(types::I32X4, magnitude);
+            x = self.b.ins().band(x, magnitude);
+        }
+        if neg >> n & 1 != 0 {
+            let sign = self.b.ins().iconst(types::I32, i64::from(i32::MIN));
+            let sign = self.b.ins().splat(types::I32X4, sign);
+            x = self.b.ins().bxor(x, sign);
+        }
+        x
+    }
+
+    fn group_of(
+        &mut self,
+        src: Src,
+        splat: Option<Value>,
+        group: usize,
+        n: usize,
+        modifiers: (u8, u8),
+    ) -> Value {
+        match (src, splat) {
+            (_, Some(v)) => v,
+            (Src::Row(r), None) => {
+                let x = self.load_group(r, group);
+                self.modify(x, n, modifiers)
+            }
+            (Src::Uniform(_), None) => unreachable!("uniform sources are splatted"),
+        }
+    }
+
+    fn float(&mut self, v: Value) -> Value {
+        self.b.ins().bitcast(types::F32X4, MemFlags::new(), v)
+    }
+
+    fn int(&mut self, v: Value) -> Value {
+        self.b.ins().bitcast(types::I32X4, MemFlags::new(), v)
+    }
+}
