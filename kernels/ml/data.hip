@@ -176,6 +176,26 @@ KERNEL void scan_decoupled(unsigned* out, unsigned long long* tile_states, unsig
   if (i < (unsigned)n) out[i] = v + exclusive_shared;
 }
 
+// What the look-back scan relies on: a 64-bit atomic store is seen whole. Workgroup 0 stores
+// words whose halves are each other's complement, alternating two of them; every other
+// workgroup loads the word as often and adds up the loads whose halves do not belong to one
+// stored word.
+KERNEL void u64_store_load_halves(unsigned long long* word, unsigned* torn, int rounds) {
+  if (tid() != 0) return;
+  if (__builtin_amdgcn_workgroup_id_x() == 0) {
+    for (int i = 0; i < rounds; i++)
+      __hip_atomic_store(word, (i & 1) ? 0xaaaaaaaa55555555ull : 0x55555555aaaaaaaaull, RELAXED,
+                         AGENT);
+  } else {
+    unsigned bad = 0;
+    for (int i = 0; i < rounds; i++) {
+      unsigned long long v = __hip_atomic_load(word, RELAXED, AGENT);
+      if ((unsigned)v != ~(unsigned)(v >> 32)) bad++;
+    }
+    __hip_atomic_fetch_add(torn, bad, RELAXED, AGENT);
+  }
+}
+
 // 256-bin histogram of bytes: per-workgroup bins in LDS (ds_add), then one global atomic per
 // non-empty bin. Grid-stride over the input.
 KERNEL void histogram256(unsigned* bins, const unsigned char* data, int n) {

@@ -227,6 +227,12 @@ fn decode_at(mem: &dyn Memory, pc: u64, generation: u64) -> Result<CachedInst, F
     }
 }
 
+impl Drop for LocalCodeCache<'_> {
+    fn drop(&mut self) {
+        self.shared.jit.add_arrivals(&mut self.blocks);
+    }
+}
+
 /// Most instruction slots a [`LocalCodeCache`] keeps in its dense window (4 MiB of code);
 /// PCs outside the window go through a hash map.
 const MAX_WINDOW_SLOTS: usize = 1 << 20;

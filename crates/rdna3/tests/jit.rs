@@ -499,3 +499,37 @@ fn forgotten_code_is_dropped_and_compiled_afresh() {
     );
     assert_same("v_mul_f32 after forget", &expected, &actual);
 }
+
+/// Tiered compiling counts a block's arrivals across dispatches (a kernel launched often
+/// enough gets compiled even if no single launch reaches the threshold), and a compiled block
+/// is used from a dispatch's first arrival on.
+#[test]
+fn arrivals_add_up_across_dispatches() {
+    use rdna3::jit::TIER_THRESHOLD;
+    use rdna3::{run_dispatch, Dispatch};
+    let code = code_buffer(&[0x06060501, S_ENDPGM]); // v_add_f32_e32 v3, v1, v2
+    let mem = HostMemory::new(&[&code]);
+    let cache = CodeCache::with_jit(JitMode::Tiered);
+    let groups = TIER_THRESHOLD / 4;
+    let dispatch = Dispatch {
+        code_entry: code.addr(),
+        // FLOAT_MODE 0xf0: f32 denormals kept, as the inlined f32 add needs.
+        rsrc1: 0xf0 << 12,
+        grid: [groups, 1, 1],
+        block: [32, 1, 1],
+        wave32: true,
+        max_steps: 1000,
+        ..Dispatch::default()
+    };
+    let mut launches = 0;
+    while cache.compiled_blocks() == 0 {
+        launches += 1;
+        assert!(launches <= 8, "not compiled after {launches} launches");
+        let stats = run_dispatch(&mem, &cache, &dispatch).expect("runs");
+        assert_eq!(stats.instructions, u64::from(groups) * 2);
+    }
+    assert!(
+        launches > 1,
+        "compiled in the first launch, below the threshold"
+    );
+}

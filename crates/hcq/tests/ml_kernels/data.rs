@@ -254,6 +254,34 @@ fn single_pass_prefix_sum_with_decoupled_look_back() {
     check.finish();
 }
 
+/// The look-back scan's premise: one workgroup stores 64-bit words while another loads them,
+/// and no load sees half of one word and half of another (the emulator once moved the dwords
+/// of a `global_load_b64` one at a time, and a scan tile then added a stale prefix).
+#[test]
+fn a_64_bit_store_is_seen_whole() {
+    let rounds = 200_000;
+    let (word, torn) = (filled(1, 0x55555555aaaaaaaau64), filled(1, 0u32));
+    // Eight workgroups, so that on a host with more than one core some readers run while the
+    // writer does (the emulator hands out workgroups in runs of four).
+    run(
+        DATA,
+        "u64_store_load_halves",
+        &[Arg::Buffer(&word), Arg::Buffer(&torn), Arg::I32(rounds)],
+        [8, 1, 1],
+        [32, 1, 1],
+    );
+    assert_eq!(
+        read::<u32>(&torn)[0],
+        0,
+        "loads that saw two halves of different words"
+    );
+    let last = read::<u64>(&word)[0];
+    assert!(
+        last == 0x55555555aaaaaaaa || last == 0xaaaaaaaa55555555,
+        "final word {last:#x}"
+    );
+}
+
 #[test]
 fn two_level_histogram() {
     let n = 30_001usize;

@@ -517,16 +517,15 @@ impl Wave {
             // (`Memory`'s contract); `lo <= addr` and `addr + bytes <= max addr + bytes`, so
             // the `bytes` bytes at `base + (addr - lo)` are inside it.
             let source = unsafe { base.add((addr - lo) as usize) };
-            if bytes.is_multiple_of(4) && bytes <= 16 {
-                // Whole dwords (`global_load_b32` to `_b128`), each its own register.
-                for k in 0..usize::from(bytes / 4) {
-                    // SAFETY: as above, the 4 readable bytes at `source + 4k` lie inside the
-                    // lane's `bytes`.
-                    let word = unsafe { shared::load_4(source.add(4 * k)) };
-                    self.vgpr[first + k][lane] = u32::from_le_bytes(word);
-                }
+            if bytes == 4 {
+                // SAFETY: as above, the lane's 4 readable bytes.
+                let word = unsafe { shared::load_4(source) };
+                self.vgpr[first][lane] = u32::from_le_bytes(word);
                 continue;
             }
+            // Wider loads go through `shared::load`, which reads each naturally aligned 8 bytes
+            // at once: a 64-bit value another wave stores (`global_store_b64`, a 64-bit atomic)
+            // is never seen half old, half new, as on the GPU.
             let mut buffer = [0u8; 16];
             let len = usize::from(bytes).min(buffer.len());
             // SAFETY: as above, `len <= bytes` readable bytes at `source`, copied into a
@@ -575,15 +574,14 @@ impl Wave {
             // SAFETY: as in `load_span`: `bytes` writable mapped bytes at
             // `base + (addr - lo)`, inside the span `wave_span` translated.
             let target = unsafe { base.add((addr - lo) as usize) };
-            if bytes.is_multiple_of(4) && bytes <= 16 && !high_half {
-                for k in 0..usize::from(bytes / 4) {
-                    let word = self.vgpr[first + k][lane].to_le_bytes();
-                    // SAFETY: as above, the 4 writable bytes at `target + 4k` lie inside the
-                    // lane's `bytes`.
-                    unsafe { shared::store_4(target.add(4 * k), word) };
-                }
+            if bytes == 4 && !high_half {
+                let word = self.vgpr[first][lane].to_le_bytes();
+                // SAFETY: as above, the lane's 4 writable bytes.
+                unsafe { shared::store_4(target, word) };
                 continue;
             }
+            // Wider stores write each naturally aligned 8 bytes at once (`shared::store`), as
+            // the loads above read them.
             let mut buffer = [0u8; 16];
             for k in 0..dwords.min(4) {
                 buffer[k * 4..k * 4 + 4].copy_from_slice(&self.vgpr[first + k][lane].to_le_bytes());

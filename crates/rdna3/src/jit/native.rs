@@ -23,6 +23,9 @@ pub(crate) struct Jit {
     /// Made on the first compile (`None`: this CPU lacks what compiled code needs).
     translator: OnceLock<Option<Translator>>,
     blocks: RwLock<PcMap<Arc<Block>>>,
+    /// Arrivals at block starts not compiled yet, summed over the dispatches that ended (each
+    /// host thread counts its own during a dispatch: [`LocalBlocks`]).
+    arrivals: Mutex<PcMap<u32>>,
     /// One compile at a time: two threads reaching a new block build it once.
     compiling: Mutex<()>,
 }
@@ -42,6 +45,7 @@ impl Jit {
             mode,
             translator: OnceLock::new(),
             blocks: RwLock::new(PcMap::default()),
+            arrivals: Mutex::new(PcMap::default()),
             compiling: Mutex::new(()),
         }
     }
@@ -51,6 +55,45 @@ impl Jit {
         if let Ok(mut map) = self.blocks.write() {
             map.retain(|_, block| block.end_pc <= start || block.insts[0].pc >= end);
         }
+        if let Ok(mut arrivals) = self.arrivals.lock() {
+            arrivals.retain(|pc, _| !(start..end).contains(pc));
+        }
+    }
+
+    /// What a thread starts from at a block start it has not seen in this dispatch: the
+    /// compiled block if there is one, else the arrivals counted so far.
+    fn first_look(&self, pc: u64) -> Slot {
+        if let Some(block) = self
+            .blocks
+            .read()
+            .ok()
+            .and_then(|map| map.get(&pc).cloned())
+        {
+            return Slot::Ready(block);
+        }
+        Slot::Cold(
+            self.arrivals
+                .lock()
+                .ok()
+                .and_then(|map| map.get(&pc).copied())
+                .unwrap_or(0),
+        )
+    }
+
+    /// Adds a finished dispatch's arrival counts (`LocalBlocks::counted`).
+    pub(crate) fn add_arrivals(&self, local: &mut LocalBlocks) {
+        let Ok(mut arrivals) = self.arrivals.lock() else {
+            return;
+        };
+        for (&pc, slot) in &local.slots {
+            // Threads start from the same sum and each adds its own; the largest is kept (an
+            // undercount only delays a compile).
+            if let Slot::Cold(count) = *slot {
+                let total = arrivals.entry(pc).or_insert(0);
+                *total = (*total).max(count);
+            }
+        }
+        local.slots.clear();
     }
 
     pub(crate) fn compiled_blocks(&self) -> usize {
@@ -86,7 +129,8 @@ enum Slot {
     Refused,
 }
 
-/// A host thread's view of the compiled blocks (no lock on the hot path).
+/// A host thread's view of the compiled blocks during a dispatch (no lock on the hot path);
+/// its arrival counts go back to the [`Jit`] when the dispatch ends.
 #[derive(Default)]
 pub(crate) struct LocalBlocks {
     slots: PcMap<Slot>,
@@ -349,7 +393,11 @@ pub(crate) fn run_block(
     let threshold = shared.jit.mode.threshold()?;
     let pc = wave.pc;
     let generation = shared.generation();
-    let slot = code.blocks.slots.entry(pc).or_insert(Slot::Cold(0));
+    let slot = code
+        .blocks
+        .slots
+        .entry(pc)
+        .or_insert_with(|| shared.jit.first_look(pc));
     match slot {
         Slot::Ready(block) => {
             if !block.is_current(shared, mem, generation) {

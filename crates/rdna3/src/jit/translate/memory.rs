@@ -2,10 +2,8 @@
 //! wave's active lanes touch, as loops over the lanes (a load is as many host loads as the
 //! interpreter makes; unrolled, a block of eight `global_load_b128` would be ~50 KB of code).
 
-use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, AbiParam, Block, BlockArg, InstBuilder, MemFlags, Signature, StackSlotData,
-    StackSlotKind, Value,
+    types, AbiParam, InstBuilder, MemFlags, Signature, StackSlotData, StackSlotKind, Value,
 };
 
 use super::plan::{MemoryPlan, Uniform};
@@ -39,7 +37,7 @@ impl Emitter<'_> {
         let addrs_at = self.b.ins().stack_addr(i64t, addrs, 0);
         let lowest = self.b.ins().iconst(i64t, -1);
         let highest = self.b.ins().iconst(i64t, 0);
-        let (looped, lane, [lo, hi]) = self.lane_loop([lowest, highest]);
+        let (looped, lane, [lo, hi]) = self.counted_loop([lowest, highest]);
         let address = {
             let low = self.lane_at(p.addr, lane);
             let address = match base {
@@ -62,7 +60,7 @@ impl Emitter<'_> {
         let higher = self.b.ins().umax(hi, address);
         let lo = self.b.ins().select(active, lower, lo);
         let hi = self.b.ins().select(active, higher, hi);
-        let [lo, hi] = self.end_lane_loop(looped, lane, [lo, hi]);
+        let [lo, hi] = self.end_counted_loop(looped, lane, WAVE_SIZE, [lo, hi]);
 
         let mut sig = Signature::new(self.call_conv);
         for _ in 0..4 {
@@ -92,7 +90,7 @@ impl Emitter<'_> {
         self.b.switch_to_block(mapped);
         (self.sgpr, self.vgpr, self.scc) = files;
         let memory = MemFlags::new().with_notrap();
-        let (looped, lane, []) = self.lane_loop([]);
+        let (looped, lane, []) = self.counted_loop([]);
         let slot = self.b.ins().ishl_imm(lane, 3);
         let slot = self.b.ins().iadd(addrs_at, slot);
         let address = self.b.ins().load(i64t, flags(), slot, 0);
@@ -105,74 +103,55 @@ impl Emitter<'_> {
             let next = self.b.create_block();
             self.b.ins().brif(active, write, &[], next, &[]);
             self.b.switch_to_block(write);
-            for k in 0..p.dwords {
-                let value = self.lane_at(p.data + k, lane);
-                self.b.ins().store(memory, value, at, i32::from(k) * 4);
+            // Dword pairs as one 8-byte store, as the interpreter writes aligned 8-byte pieces
+            // (a 64-bit value is never seen half written).
+            let mut k = 0;
+            while k < p.dwords {
+                let low = self.lane_at(p.data + k, lane);
+                if k + 1 < p.dwords {
+                    let high = self.lane_at(p.data + k + 1, lane);
+                    let both = self.pair(low, high);
+                    self.b.ins().store(memory, both, at, i32::from(k) * 4);
+                    k += 2;
+                } else {
+                    self.b.ins().store(memory, low, at, i32::from(k) * 4);
+                    k += 1;
+                }
             }
             self.b.ins().jump(next, &[]);
             self.b.switch_to_block(next);
         } else {
             // An inactive lane reads the span's first bytes (mapped) and keeps its register.
             let source = self.b.ins().select(active, at, host);
-            for k in 0..p.dwords {
-                let loaded = self
-                    .b
-                    .ins()
-                    .load(types::I32, memory, source, i32::from(k) * 4);
+            // Dword pairs as one 8-byte load (see the stores).
+            let mut loaded = Vec::with_capacity(usize::from(p.dwords));
+            let mut k = 0;
+            while k < p.dwords {
+                let offset = i32::from(k) * 4;
+                if k + 1 < p.dwords {
+                    let both = self.b.ins().load(types::I64, memory, source, offset);
+                    let low = self.b.ins().ireduce(types::I32, both);
+                    let high = self.b.ins().ushr_imm(both, 32);
+                    let high = self.b.ins().ireduce(types::I32, high);
+                    loaded.extend([low, high]);
+                    k += 2;
+                } else {
+                    loaded.push(self.b.ins().load(types::I32, memory, source, offset));
+                    k += 1;
+                }
+            }
+            for (k, value) in (0u8..).zip(loaded) {
                 let register = self.lane_address(p.data + k, lane);
                 let old = self.b.ins().load(types::I32, flags(), register, 0);
-                let value = self.b.ins().select(active, loaded, old);
+                let value = self.b.ins().select(active, value, old);
                 self.b.ins().store(flags(), value, register, 0);
             }
         }
-        self.end_lane_loop(looped, lane, []);
+        self.end_counted_loop(looped, lane, WAVE_SIZE, []);
         self.b.ins().jump(done, &[]);
         self.b.switch_to_block(done);
-        // The helper may have run on one path: register-file pointers and EXEC are reloaded.
+        // The helper may have run on one path: the register-file pointers are reloaded.
         self.load_register_files();
-        self.exec_masks = None;
-    }
-
-    /// Starts a loop over the 32 lanes carrying `N` 64-bit values; answers the loop's block,
-    /// the lane (an i64) and the carried values.
-    fn lane_loop<const N: usize>(&mut self, initial: [Value; N]) -> (Block, Value, [Value; N]) {
-        let looped = self.b.create_block();
-        for _ in 0..=N {
-            self.b.append_block_param(looped, types::I64);
-        }
-        let zero = self.b.ins().iconst(types::I64, 0);
-        let mut args: Vec<BlockArg> = vec![zero.into()];
-        args.extend(initial.iter().map(|&v| BlockArg::from(v)));
-        self.b.ins().jump(looped, &args);
-        self.b.switch_to_block(looped);
-        let params = self.b.block_params(looped).to_vec();
-        (looped, params[0], std::array::from_fn(|i| params[i + 1]))
-    }
-
-    /// Closes a loop of [`Emitter::lane_loop`] with the carried values' next state; answers
-    /// their final values.
-    fn end_lane_loop<const N: usize>(
-        &mut self,
-        looped: Block,
-        lane: Value,
-        next: [Value; N],
-    ) -> [Value; N] {
-        let after = self.b.create_block();
-        for _ in 0..N {
-            self.b.append_block_param(after, types::I64);
-        }
-        let following = self.b.ins().iadd_imm(lane, 1);
-        let more = self
-            .b
-            .ins()
-            .icmp_imm(IntCC::UnsignedLessThan, following, WAVE_SIZE as i64);
-        let mut again: Vec<BlockArg> = vec![following.into()];
-        again.extend(next.iter().map(|&v| BlockArg::from(v)));
-        let out: Vec<BlockArg> = next.iter().map(|&v| BlockArg::from(v)).collect();
-        self.b.ins().brif(more, looped, &again, after, &out);
-        self.b.switch_to_block(after);
-        let params = self.b.block_params(after).to_vec();
-        std::array::from_fn(|i| params[i])
     }
 
     /// Whether `lane` (an i64) is set in the 64-bit-extended EXEC.

@@ -17,7 +17,8 @@ mod vector;
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, AbiParam, Block, Function, InstBuilder, MemFlags, SigRef, Signature, UserFuncName, Value,
+    types, AbiParam, Block, BlockArg, Function, InstBuilder, MemFlags, SigRef, Signature,
+    UserFuncName, Value,
 };
 use cranelift_codegen::isa::OwnedTargetIsa;
 use cranelift_codegen::settings::{self, Configurable};
@@ -91,6 +92,9 @@ impl Translator {
         }
         let mut flags = settings::builder();
         flags.set("opt_level", "speed").ok()?;
+        // The IR is the emitters' own, checked by the tests; verifying it again on every compile
+        // would cost a fifth of the compile time.
+        flags.set("enable_verifier", "false").ok()?;
         let isa = cranelift_native::builder()
             .ok()?
             .finish(settings::Flags::new(flags))
@@ -136,7 +140,6 @@ impl Translator {
             sgpr: frame,
             vgpr: frame,
             scc: frame,
-            exec_masks: None,
         };
         e.load_register_files();
         let mut vgpr_rows = 0;
@@ -207,8 +210,15 @@ struct Emitter<'f> {
     vgpr: Value,
     /// `*mut bool`: SCC.
     scc: Value,
-    /// EXEC as eight lane-mask vectors, while no instruction since has written EXEC.
-    exec_masks: Option<[Value; GROUPS]>,
+}
+
+/// One group of four lanes inside a loop over the groups ([`Emitter::group_loop`]).
+#[derive(Clone, Copy)]
+pub(super) struct GroupAt {
+    /// 4 × the group's index (an i64): the shift of its bits in a 32-lane mask.
+    shift: Value,
+    /// The group's first lane in VGPR row 0 (`*mut u32`).
+    vgpr: Value,
 }
 
 fn flags() -> MemFlags {
@@ -289,7 +299,6 @@ impl Emitter<'_> {
             .brif(answer, self.exit, &[answer.into()], next, &[]);
         self.b.switch_to_block(next);
         self.load_register_files();
-        self.exec_masks = None;
     }
 
     fn scalar(&mut self, u: Uniform) -> Value {
@@ -307,51 +316,101 @@ impl Emitter<'_> {
         self.b
             .ins()
             .store(flags(), value, self.sgpr, i32::from(slot) * 4);
-        if slot == EXEC_LO {
-            self.exec_masks = None;
+    }
+
+    /// Starts a loop of iterations carrying `N` values; answers the loop's block, the
+    /// iteration (an i64 from 0) and the carried values. Code emitted until
+    /// [`Emitter::end_counted_loop`] is the loop's body.
+    fn counted_loop<const N: usize>(&mut self, initial: [Value; N]) -> (Block, Value, [Value; N]) {
+        let looped = self.b.create_block();
+        self.b.append_block_param(looped, types::I64);
+        for &v in &initial {
+            let ty = self.b.func.dfg.value_type(v);
+            self.b.append_block_param(looped, ty);
         }
+        let zero = self.b.ins().iconst(types::I64, 0);
+        let mut args: Vec<BlockArg> = vec![zero.into()];
+        args.extend(initial.iter().map(|&v| BlockArg::from(v)));
+        self.b.ins().jump(looped, &args);
+        self.b.switch_to_block(looped);
+        let params = self.b.block_params(looped).to_vec();
+        (looped, params[0], std::array::from_fn(|i| params[i + 1]))
     }
 
-    fn row_offset(row: u8, group: usize) -> i32 {
-        i32::from(row) * ROW_BYTES + group as i32 * 16
+    /// Closes a loop of [`Emitter::counted_loop`] after `count` iterations, with the carried
+    /// values' next state; answers their final values.
+    fn end_counted_loop<const N: usize>(
+        &mut self,
+        looped: Block,
+        iteration: Value,
+        count: usize,
+        next: [Value; N],
+    ) -> [Value; N] {
+        let after = self.b.create_block();
+        for &v in &next {
+            let ty = self.b.func.dfg.value_type(v);
+            self.b.append_block_param(after, ty);
+        }
+        let following = self.b.ins().iadd_imm(iteration, 1);
+        let more = self
+            .b
+            .ins()
+            .icmp_imm(IntCC::UnsignedLessThan, following, count as i64);
+        let mut again: Vec<BlockArg> = vec![following.into()];
+        again.extend(next.iter().map(|&v| BlockArg::from(v)));
+        let out: Vec<BlockArg> = next.iter().map(|&v| BlockArg::from(v)).collect();
+        self.b.ins().brif(more, looped, &again, after, &out);
+        self.b.switch_to_block(after);
+        let params = self.b.block_params(after).to_vec();
+        std::array::from_fn(|i| params[i])
     }
 
-    fn load_group(&mut self, row: u8, group: usize) -> Value {
-        self.b.ins().load(
-            types::I32X4,
-            flags(),
-            self.vgpr,
-            Self::row_offset(row, group),
-        )
+    /// A loop over the eight groups of four lanes; see [`Emitter::counted_loop`].
+    fn group_loop<const N: usize>(
+        &mut self,
+        initial: [Value; N],
+    ) -> (Block, Value, GroupAt, [Value; N]) {
+        let (looped, index, carried) = self.counted_loop(initial);
+        let offset = self.b.ins().ishl_imm(index, 4);
+        let vgpr = self.b.ins().iadd(self.vgpr, offset);
+        let shift = self.b.ins().ishl_imm(index, 2);
+        (looped, index, GroupAt { shift, vgpr }, carried)
     }
 
-    /// Lane-mask vectors of a 32-bit lane set, one per group of four lanes.
-    fn lane_masks(&mut self, set: Value) -> [Value; GROUPS] {
+    fn end_group_loop<const N: usize>(
+        &mut self,
+        looped: Block,
+        index: Value,
+        next: [Value; N],
+    ) -> [Value; N] {
+        self.end_counted_loop(looped, index, GROUPS, next)
+    }
+
+    fn load_group(&mut self, row: u8, g: GroupAt) -> Value {
+        self.b
+            .ins()
+            .load(types::I32X4, flags(), g.vgpr, i32::from(row) * ROW_BYTES)
+    }
+
+    fn store_group(&mut self, row: u8, g: GroupAt, value: Value) {
+        self.b
+            .ins()
+            .store(flags(), value, g.vgpr, i32::from(row) * ROW_BYTES);
+    }
+
+    /// The lane-mask vector (all ones where set) of a group's four lanes of a 32-bit lane
+    /// set.
+    fn lane_mask(&mut self, set: Value, g: GroupAt) -> Value {
         let table = self
             .b
             .ins()
             .iconst(types::I64, &NIBBLE_MASKS as *const NibbleMasks as i64);
         let wide = self.b.ins().uextend(types::I64, set);
-        std::array::from_fn(|g| {
-            let shifted = self.b.ins().ushr_imm(wide, (g * 4) as i64);
-            let nibble = self.b.ins().band_imm(shifted, 15);
-            let offset = self.b.ins().ishl_imm(nibble, 4);
-            let at = self.b.ins().iadd(table, offset);
-            self.b.ins().load(types::I32X4, flags(), at, 0)
-        })
-    }
-
-    fn exec_masks(&mut self) -> [Value; GROUPS] {
-        if let Some(masks) = self.exec_masks {
-            return masks;
-        }
-        let exec = self
-            .b
-            .ins()
-            .load(types::I32, flags(), self.sgpr, i32::from(EXEC_LO) * 4);
-        let masks = self.lane_masks(exec);
-        self.exec_masks = Some(masks);
-        masks
+        let shifted = self.b.ins().ushr(wide, g.shift);
+        let nibble = self.b.ins().band_imm(shifted, 15);
+        let offset = self.b.ins().ishl_imm(nibble, 4);
+        let at = self.b.ins().iadd(table, offset);
+        self.b.ins().load(types::I32X4, flags(), at, 0)
     }
 
     fn exec(&mut self) -> Value {
@@ -395,14 +454,14 @@ impl Emitter<'_> {
         &mut self,
         src: Src,
         splat: Option<Value>,
-        group: usize,
+        g: GroupAt,
         n: usize,
         modifiers: (u8, u8),
     ) -> Value {
         match (src, splat) {
             (_, Some(v)) => v,
             (Src::Row(r), None) => {
-                let x = self.load_group(r, group);
+                let x = self.load_group(r, g);
                 self.modify(x, n, modifiers)
             }
             (Src::Uniform(_), None) => unreachable!("uniform sources are splatted"),

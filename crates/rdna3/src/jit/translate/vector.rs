@@ -7,7 +7,7 @@ use cranelift_codegen::ir::{
 };
 
 use super::plan::{Cond, Plan, RowOp, Src, Uniform};
-use super::{flags, Emitter, GROUPS, ROW_BYTES};
+use super::{flags, Emitter, GroupAt, ROW_BYTES};
 use crate::exec::{f32_unit, flush_f32, WAVE_SIZE};
 use crate::isa::Vop3Op;
 use crate::operand::NULL;
@@ -40,10 +40,7 @@ impl Emitter<'_> {
                 let mask = self.b.ins().splat(types::I32X4, mask);
                 RowSetup::Field(offset, mask)
             }
-            RowOp::Cndmask(set) => {
-                let set = self.scalar(set);
-                RowSetup::Masks(self.lane_masks(set))
-            }
+            RowOp::Cndmask(set) => RowSetup::Mask(self.scalar(set)),
             _ => RowSetup::None,
         }
     }
@@ -54,7 +51,7 @@ impl Emitter<'_> {
         op: RowOp,
         setup: &RowSetup,
         [a, b, c, dst]: [Value; 4],
-        group: usize,
+        g: GroupAt,
     ) -> Value {
         match op {
             RowOp::Mov => a,
@@ -148,10 +145,11 @@ impl Emitter<'_> {
                 self.b.ins().band(s, mask)
             }
             RowOp::Cndmask(_) => {
-                let RowSetup::Masks(masks) = *setup else {
-                    unreachable!("cndmask is set up with its lane masks")
+                let RowSetup::Mask(set) = *setup else {
+                    unreachable!("cndmask is set up with its lane set")
                 };
-                self.b.ins().bitselect(masks[group], b, a)
+                let mask = self.lane_mask(set, g);
+                self.b.ins().bitselect(mask, b, a)
             }
         }
     }
@@ -190,11 +188,14 @@ impl Emitter<'_> {
             ROW_BYTES as u32,
             4,
         ));
+        let at = self.b.ins().stack_addr(types::I64, row, 0);
         let splat = self.splats(&[src], modifiers)[0];
-        for g in 0..GROUPS {
-            let lanes = self.group_of(src, splat, g, 0, modifiers);
-            self.b.ins().stack_store(lanes, row, g as i32 * 16);
-        }
+        let (looped, index, g, []) = self.group_loop([]);
+        let lanes = self.group_of(src, splat, g, 0, modifiers);
+        let offset = self.b.ins().ishl_imm(index, 4);
+        let slot = self.b.ins().iadd(at, offset);
+        self.b.ins().store(flags(), lanes, slot, 0);
+        self.end_group_loop(looped, index, []);
         let mut sig = Signature::new(self.call_conv);
         sig.params.push(AbiParam::new(types::I32));
         sig.params.push(AbiParam::new(types::I64));
@@ -204,16 +205,17 @@ impl Emitter<'_> {
             unit_row as unsafe extern "C" fn(u32, *mut u32) as usize as i64,
         );
         let code = self.b.ins().iconst(types::I32, i64::from(op.code()));
-        let at = self.b.ins().stack_addr(types::I64, row, 0);
         self.b.ins().call_indirect(sig, function, &[code, at]);
-        let masks = self.exec_masks();
-        for (g, &mask) in masks.iter().enumerate() {
-            let value = self.b.ins().stack_load(types::I32X4, row, g as i32 * 16);
-            let old = self.load_group(dst, g);
-            let merged = self.b.ins().bitselect(mask, value, old);
-            let offset = Self::row_offset(dst, g);
-            self.b.ins().store(flags(), merged, self.vgpr, offset);
-        }
+        let exec = self.exec();
+        let (looped, index, g, []) = self.group_loop([]);
+        let offset = self.b.ins().ishl_imm(index, 4);
+        let slot = self.b.ins().iadd(at, offset);
+        let value = self.b.ins().load(types::I32X4, flags(), slot, 0);
+        let old = self.load_group(dst, g);
+        let mask = self.lane_mask(exec, g);
+        let merged = self.b.ins().bitselect(mask, value, old);
+        self.store_group(dst, g, merged);
+        self.end_group_loop(looped, index, []);
     }
 
     /// `v_lshlrev_b64`: with `s = amount & 63` and `n = s & 31`, below 32 the low half is
@@ -231,28 +233,25 @@ impl Emitter<'_> {
         let back = self.b.ins().isub(thirty_one, n);
         let zero = self.b.ins().iconst(types::I32, 0);
         let zero = self.b.ins().splat(types::I32X4, zero);
-        let masks = self.exec_masks();
-        for (g, &mask) in masks.iter().enumerate() {
-            let lo = self.load_group(src, g);
-            let hi = self.load_group(src + 1, g);
-            let lo_shifted = self.b.ins().ishl(lo, n);
-            let hi_shifted = self.b.ins().ishl(hi, n);
-            let carry = self.b.ins().ushr_imm(lo, 1);
-            let carry = self.b.ins().ushr(carry, back);
-            let joined = self.b.ins().bor(hi_shifted, carry);
-            let new_lo = self.b.ins().select(big, zero, lo_shifted);
-            let new_hi = self.b.ins().select(big, lo_shifted, joined);
-            let old_lo = self.load_group(dst, g);
-            let old_hi = self.load_group(dst + 1, g);
-            let new_lo = self.b.ins().bitselect(mask, new_lo, old_lo);
-            let new_hi = self.b.ins().bitselect(mask, new_hi, old_hi);
-            self.b
-                .ins()
-                .store(flags(), new_lo, self.vgpr, Self::row_offset(dst, g));
-            self.b
-                .ins()
-                .store(flags(), new_hi, self.vgpr, Self::row_offset(dst + 1, g));
-        }
+        let exec = self.exec();
+        let (looped, index, g, []) = self.group_loop([]);
+        let mask = self.lane_mask(exec, g);
+        let lo = self.load_group(src, g);
+        let hi = self.load_group(src + 1, g);
+        let lo_shifted = self.b.ins().ishl(lo, n);
+        let hi_shifted = self.b.ins().ishl(hi, n);
+        let carry = self.b.ins().ushr_imm(lo, 1);
+        let carry = self.b.ins().ushr(carry, back);
+        let joined = self.b.ins().bor(hi_shifted, carry);
+        let new_lo = self.b.ins().select(big, zero, lo_shifted);
+        let new_hi = self.b.ins().select(big, lo_shifted, joined);
+        let old_lo = self.load_group(dst, g);
+        let old_hi = self.load_group(dst + 1, g);
+        let new_lo = self.b.ins().bitselect(mask, new_lo, old_lo);
+        let new_hi = self.b.ins().bitselect(mask, new_hi, old_hi);
+        self.store_group(dst, g, new_lo);
+        self.store_group(dst + 1, g, new_hi);
+        self.end_group_loop(looped, index, []);
     }
 
     /// Row operations (one, or a VOPD's two): per group of lanes, every source of every
@@ -281,57 +280,57 @@ impl Emitter<'_> {
             .iter()
             .map(|(_, _, s, modifiers)| self.splats(s, *modifiers))
             .collect();
-        let masks = self.exec_masks();
-        for (group, &mask) in masks.iter().enumerate() {
-            let mut results = Vec::with_capacity(rows.len());
-            for (k, (op, dst, src, modifiers)) in rows.iter().enumerate() {
-                let a = self.group_of(src[0], splats[k][0], group, 0, *modifiers);
-                let b = self.group_of(src[1], splats[k][1], group, 1, *modifiers);
-                let c = self.group_of(src[2], splats[k][2], group, 2, *modifiers);
-                let old = self.load_group(*dst, group);
-                let value = self.row_compute(*op, &setups[k], [a, b, c, old], group);
-                let merged = self.b.ins().bitselect(mask, value, old);
-                results.push((*dst, merged));
-            }
-            for (dst, merged) in results {
-                let offset = Self::row_offset(dst, group);
-                self.b.ins().store(flags(), merged, self.vgpr, offset);
-            }
+        let exec = self.exec();
+        let (looped, index, g, []) = self.group_loop([]);
+        let mask = self.lane_mask(exec, g);
+        let mut results = Vec::with_capacity(rows.len());
+        for (k, (op, dst, src, modifiers)) in rows.iter().enumerate() {
+            let a = self.group_of(src[0], splats[k][0], g, 0, *modifiers);
+            let b = self.group_of(src[1], splats[k][1], g, 1, *modifiers);
+            let c = self.group_of(src[2], splats[k][2], g, 2, *modifiers);
+            let old = self.load_group(*dst, g);
+            let value = self.row_compute(*op, &setups[k], [a, b, c, old], g);
+            let merged = self.b.ins().bitselect(mask, value, old);
+            results.push((*dst, merged));
         }
+        for (dst, merged) in results {
+            self.store_group(dst, g, merged);
+        }
+        self.end_group_loop(looped, index, []);
     }
 
-    /// The 32-bit mask of lanes whose vector lane is all ones (or has its sign bit set).
-    pub(super) fn mask_bits(&mut self, groups: [Value; GROUPS]) -> Value {
-        let mut mask = self.b.ins().iconst(types::I32, 0);
-        for (g, v) in groups.into_iter().enumerate() {
-            let bits = self.b.ins().vhigh_bits(types::I32, v);
-            let bits = self.b.ins().ishl_imm(bits, (g * 4) as i64);
-            mask = self.b.ins().bor(mask, bits);
-        }
-        mask
+    /// `bits` with a group's four lanes of a compare result (all ones where true) set at the
+    /// group's place.
+    pub(super) fn add_mask_bits(&mut self, bits: Value, lanes: Value, g: GroupAt) -> Value {
+        let these = self.b.ins().vhigh_bits(types::I32, lanes);
+        let these = self.b.ins().uextend(types::I64, these);
+        let these = self.b.ins().ishl(these, g.shift);
+        let these = self.b.ins().ireduce(types::I32, these);
+        self.b.ins().bor(bits, these)
     }
 
     pub(super) fn emit_compare(&mut self, cond: Cond, src: [Src; 2], dst: u8, modifiers: (u8, u8)) {
         let splats = self.splats(&src, modifiers);
-        let lanes: [Value; GROUPS] = std::array::from_fn(|g| {
-            let a = self.group_of(src[0], splats[0], g, 0, modifiers);
-            let b = self.group_of(src[1], splats[1], g, 1, modifiers);
-            match cond {
-                Cond::Int(cc) => self.b.ins().icmp(cc, a, b),
-                Cond::Float(cc) => {
-                    let (x, y) = (self.float(a), self.float(b));
-                    self.b.ins().fcmp(cc, x, y)
-                }
-                Cond::FloatLg => {
-                    let (x, y) = (self.float(a), self.float(b));
-                    let below = self.b.ins().fcmp(FloatCC::LessThan, x, y);
-                    let above = self.b.ins().fcmp(FloatCC::GreaterThan, x, y);
-                    self.b.ins().bor(below, above)
-                }
-                Cond::Class => self.class_test(a, b),
+        let none = self.b.ins().iconst(types::I32, 0);
+        let (looped, index, g, [bits]) = self.group_loop([none]);
+        let a = self.group_of(src[0], splats[0], g, 0, modifiers);
+        let b = self.group_of(src[1], splats[1], g, 1, modifiers);
+        let lanes = match cond {
+            Cond::Int(cc) => self.b.ins().icmp(cc, a, b),
+            Cond::Float(cc) => {
+                let (x, y) = (self.float(a), self.float(b));
+                self.b.ins().fcmp(cc, x, y)
             }
-        });
-        let mask = self.mask_bits(lanes);
+            Cond::FloatLg => {
+                let (x, y) = (self.float(a), self.float(b));
+                let below = self.b.ins().fcmp(FloatCC::LessThan, x, y);
+                let above = self.b.ins().fcmp(FloatCC::GreaterThan, x, y);
+                self.b.ins().bor(below, above)
+            }
+            Cond::Class => self.class_test(a, b),
+        };
+        let bits = self.add_mask_bits(bits, lanes, g);
+        let [mask] = self.end_group_loop(looped, index, [bits]);
         let exec = self.exec();
         let mask = self.b.ins().band(mask, exec);
         if dst != NULL {
@@ -407,16 +406,16 @@ impl Emitter<'_> {
         carry: u8,
     ) {
         let splats = self.splats(&src, (0, 0));
-        let carry_in = carry_in.map(|u| {
-            let set = self.scalar(u);
-            self.lane_masks(set)
-        });
-        let masks = self.exec_masks();
-        let carries: [Value; GROUPS] = std::array::from_fn(|g| {
-            let x = self.group_of(src[0], splats[0], g, 0, (0, 0));
-            let y = self.group_of(src[1], splats[1], g, 1, (0, 0));
-            // `cin` is all ones (-1) in lanes whose carry-in bit is set.
-            let cin = carry_in.map(|masks| masks[g]);
+        let carry_in = carry_in.map(|u| self.scalar(u));
+        let exec = self.exec();
+        let none = self.b.ins().iconst(types::I32, 0);
+        let (looped, index, g, [bits]) = self.group_loop([none]);
+        let mask = self.lane_mask(exec, g);
+        let x = self.group_of(src[0], splats[0], g, 0, (0, 0));
+        let y = self.group_of(src[1], splats[1], g, 1, (0, 0));
+        // `cin` is all ones (-1) in lanes whose carry-in bit is set.
+        let cin = carry_in.map(|set| self.lane_mask(set, g));
+        {
             let (value, out) = if subtract {
                 let below = self.b.ins().icmp(IntCC::UnsignedLessThan, x, y);
                 let t = self.b.ins().isub(x, y);
@@ -444,16 +443,14 @@ impl Emitter<'_> {
                 }
             };
             let old = self.load_group(dst, g);
-            let merged = self.b.ins().bitselect(masks[g], value, old);
-            let offset = Self::row_offset(dst, g);
-            self.b.ins().store(flags(), merged, self.vgpr, offset);
-            out
-        });
-        if carry != NULL {
-            let bits = self.mask_bits(carries);
-            let exec = self.exec();
-            let bits = self.b.ins().band(bits, exec);
-            self.store_scalar(carry, bits);
+            let merged = self.b.ins().bitselect(mask, value, old);
+            self.store_group(dst, g, merged);
+            let bits = self.add_mask_bits(bits, out, g);
+            let [bits] = self.end_group_loop(looped, index, [bits]);
+            if carry != NULL {
+                let bits = self.b.ins().band(bits, exec);
+                self.store_scalar(carry, bits);
+            }
         }
     }
 }
@@ -478,5 +475,6 @@ pub(super) enum RowSetup {
     None,
     Amount(Value),
     Field(Value, Value),
-    Masks([Value; GROUPS]),
+    /// The 32-bit lane set of a select.
+    Mask(Value),
 }
