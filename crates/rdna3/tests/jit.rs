@@ -533,3 +533,34 @@ fn arrivals_add_up_across_dispatches() {
         "compiled in the first launch, below the threshold"
     );
 }
+
+/// Random runs of the cases above as one block: what one instruction leaves, the next reads
+/// (the cases share registers), across the compiled code's own boundaries (row operations
+/// fused into one loop over the lane groups, compares, carries, scalar operations, calls).
+#[test]
+fn random_blocks_match_the_interpreter() {
+    let mut rng = Rng(0x0b10c);
+    for program in 0..300u64 {
+        let length = 2 + rng.next() as usize % 12;
+        let mut words = Vec::new();
+        let mut asm = Vec::new();
+        for _ in 0..length {
+            let (text, inst) = CASES[rng.next() as usize % CASES.len()];
+            words.extend_from_slice(inst);
+            asm.push(text);
+        }
+        words.push(S_ENDPGM);
+        let code = code_buffer(&words);
+        let mem = HostMemory::new(&[&code]);
+        let cache = CodeCache::with_jit(JitMode::Eager);
+        for seed in 0..4u64 {
+            let what = format!("program {program} (seed {seed}): {}", asm.join("; "));
+            let mut expected = wave(code.addr(), seed * 7 + program);
+            let mut actual = wave(code.addr(), seed * 7 + program);
+            let interpreted = interpret(&mem, &mut expected, length + 1);
+            let ran = compiled(&what, &mem, &cache, &mut actual);
+            assert_eq!(interpreted, ran, "{what}: exit");
+            assert_same(&what, &expected, &actual);
+        }
+    }
+}

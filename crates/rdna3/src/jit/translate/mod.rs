@@ -29,7 +29,7 @@ use crate::decode::Inst;
 use crate::exec::{timing_only, WAVE_SIZE};
 use crate::isa::SoppOp;
 use crate::operand::{EXEC_LO, VCC_LO};
-use plan::{plan, plan_memory, plan_scalar, Src, Uniform};
+use plan::{plan, plan_memory, plan_scalar, Plan, Src, Uniform};
 
 /// Byte offsets of the register-file pointers in `Frame` (`#[repr(C)]`, pointers first).
 pub(super) const FRAME_SGPR: i32 = 0;
@@ -144,11 +144,28 @@ impl Translator {
         e.load_register_files();
         let mut vgpr_rows = 0;
         let mut needs_f32_denormals = false;
+        // Row-operation instructions waiting to be emitted as one loop (`emit_rows`).
+        let mut run: Vec<Vec<Plan>> = Vec::new();
         for (index, inst) in insts.iter().enumerate() {
             if let Inst::Sopp(i) = inst {
                 if timing_only(i.op) {
                     continue;
                 }
+            }
+            let plans = plan(inst, self.fma);
+            if let Some(plans) = plans.as_ref().filter(|p| p.iter().all(Plan::is_row)) {
+                for p in plans {
+                    vgpr_rows = vgpr_rows.max(p.rows());
+                    needs_f32_denormals |= p.is_float();
+                }
+                run.push(plans.clone());
+                continue;
+            }
+            if !run.is_empty() {
+                e.emit_rows(&run);
+                run.clear();
+            }
+            if let Inst::Sopp(i) = inst {
                 if index + 1 == insts.len() && e.block_exit(i.op) {
                     continue;
                 }
@@ -162,7 +179,7 @@ impl Translator {
                 e.emit_memory(index as u32, p);
                 continue;
             }
-            match plan(inst, self.fma) {
+            match plans {
                 Some(plans) => {
                     for p in &plans {
                         vgpr_rows = vgpr_rows.max(p.rows());
@@ -172,6 +189,9 @@ impl Translator {
                 }
                 None => e.call_helper(index as u32),
             }
+        }
+        if !run.is_empty() {
+            e.emit_rows(&run);
         }
         e.leave(FELL_THROUGH);
         e.b.switch_to_block(e.exit);

@@ -139,6 +139,11 @@ impl Plan {
         }
     }
 
+    /// A lane-wise operation writing one row and nothing else (fusable with its neighbours).
+    pub(super) fn is_row(&self) -> bool {
+        matches!(self, Plan::Row { .. })
+    }
+
     pub(super) fn is_float(&self) -> bool {
         matches!(
             self,

@@ -178,7 +178,7 @@ impl Emitter<'_> {
                 abs,
                 neg,
             }] => self.emit_unit(*op, *src, *dst, (*abs, *neg)),
-            _ => self.emit_rows(plans),
+            _ => self.emit_rows(&[plans.to_vec()]),
         }
     }
 
@@ -254,13 +254,17 @@ impl Emitter<'_> {
         self.end_group_loop(looped, index, []);
     }
 
-    /// Row operations (one, or a VOPD's two): per group of lanes, every source of every
-    /// operation is loaded before any result is stored.
-    pub(super) fn emit_rows(&mut self, plans: &[Plan]) {
-        // (operation, destination, sources, (abs, neg)) of each plan.
+    /// Consecutive instructions of row operations (each one operation, or a VOPD's two) in one
+    /// loop over the lane groups: per group, the instructions in order, each loading all its
+    /// sources before storing its results. The same as running them one after another: each
+    /// touches only its own lanes of every row, and none writes a scalar register or EXEC.
+    pub(super) fn emit_rows(&mut self, instructions: &[Vec<Plan>]) {
+        // (operation, destination, sources, (abs, neg)) of each plan, and where each
+        // instruction's plans end.
         type RowPlan = (RowOp, u8, [Src; 3], (u8, u8));
-        let rows: Vec<RowPlan> = plans
+        let rows: Vec<RowPlan> = instructions
             .iter()
+            .flatten()
             .map(|p| match *p {
                 Plan::Row {
                     op,
@@ -269,7 +273,14 @@ impl Emitter<'_> {
                     abs,
                     neg,
                 } => (op, dst, src, (abs, neg)),
-                _ => unreachable!("only row plans are paired"),
+                _ => unreachable!("only row plans are fused"),
+            })
+            .collect();
+        let ends: Vec<usize> = instructions
+            .iter()
+            .scan(0, |end, plans| {
+                *end += plans.len();
+                Some(*end)
             })
             .collect();
         let setups: Vec<RowSetup> = rows
@@ -283,7 +294,7 @@ impl Emitter<'_> {
         let exec = self.exec();
         let (looped, index, g, []) = self.group_loop([]);
         let mask = self.lane_mask(exec, g);
-        let mut results = Vec::with_capacity(rows.len());
+        let mut results = Vec::with_capacity(2);
         for (k, (op, dst, src, modifiers)) in rows.iter().enumerate() {
             let a = self.group_of(src[0], splats[k][0], g, 0, *modifiers);
             let b = self.group_of(src[1], splats[k][1], g, 1, *modifiers);
@@ -292,9 +303,11 @@ impl Emitter<'_> {
             let value = self.row_compute(*op, &setups[k], [a, b, c, old], g);
             let merged = self.b.ins().bitselect(mask, value, old);
             results.push((*dst, merged));
-        }
-        for (dst, merged) in results {
-            self.store_group(dst, g, merged);
+            if ends.contains(&(k + 1)) {
+                for (dst, merged) in results.drain(..) {
+                    self.store_group(dst, g, merged);
+                }
+            }
         }
         self.end_group_loop(looped, index, []);
     }
