@@ -22,6 +22,10 @@ unsafe impl rdna3::Memory for Snapshot {
     fn translate(&self, addr: u64, len: u64) -> Option<*mut u8> {
         Snapshot::translate(self, addr, len)
     }
+
+    fn region(&self, addr: u64) -> Option<(u64, u64, *mut u8)> {
+        Snapshot::region(self, addr)
+    }
 }
 
 /// Index of an SH register in the register file (offset from 0x2c00).

@@ -524,6 +524,16 @@ impl Snapshot {
         Some((e.storage.base + (addr - e.start)) as usize as *mut u8)
     }
 
+    /// The mapping containing `addr`: its GPU start, length and host pointer.
+    pub fn region(&self, addr: u64) -> Option<(u64, u64, *mut u8)> {
+        let i = self
+            .entries
+            .partition_point(|e| e.start <= addr)
+            .checked_sub(1)?;
+        let e = &self.entries[i];
+        (addr < e.end).then(|| (e.start, e.end - e.start, e.storage.base as usize as *mut u8))
+    }
+
     /// The GPU range `[start, end)` of the mapping containing `addr`.
     pub fn mapping(&self, addr: u64) -> Option<(u64, u64)> {
         let i = self

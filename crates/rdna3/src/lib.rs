@@ -5,13 +5,15 @@
 //! ```text
 //! pub unsafe trait Memory: Sync {     // implementor: ranges stay mapped for the dispatch
 //!     fn translate(&self, addr: u64, len: u64) -> Option<*mut u8>;   // None → VM fault
+//!     fn region(&self, addr: u64) -> Option<(u64, u64, *mut u8)> { None }  // whole mapping
 //! }
 //! pub struct Dispatch { code_entry, rsrc1, rsrc2, rsrc3, user_data: [u32; 16], grid: [u32; 3],
 //!                       block: [u32; 3], scratch_base, tmpring_size, wave32, max_steps }
 //! pub fn run_dispatch<M: Memory>(mem: &M, code: &CodeCache, d: &Dispatch)
 //!     -> Result<DispatchStats, Fault>;
 //! pub struct Fault { kind: FaultKind, pc: u64, instruction: Option<String>, workgroup: [u32; 3] }
-//! pub struct CodeCache;   // decode-once cache keyed by PC; `invalidate()` on I$ invalidate
+//! pub struct CodeCache;   // decode-once cache keyed by PC; `invalidate()` on I$ invalidate,
+//!                         // `forget(start, len)` when code is unmapped; `with_jit(JitMode)`
 //! pub fn decode(words: &[u32]) -> Result<Decoded, DecodeError>;   // standalone decoder
 //! ```
 //!

@@ -27,6 +27,15 @@ pub unsafe trait Memory: Sync {
     /// Host pointer to `len` bytes at GPU virtual address `addr` if the whole range is mapped
     /// for the GPU (read and write), else `None` (→ VM fault).
     fn translate(&self, addr: u64, len: u64) -> Option<*mut u8>;
+
+    /// The whole mapping containing `addr`, as `(GPU start, length, host pointer of its
+    /// start)`, with `translate`'s guarantees for every byte of it; `None` if `addr` is
+    /// unmapped or the implementor does not say (the default). Lets a caller translate once
+    /// for many accesses to one buffer.
+    fn region(&self, addr: u64) -> Option<(u64, u64, *mut u8)> {
+        let _ = addr;
+        None
+    }
 }
 
 fn translate(mem: &dyn Memory, addr: u64, len: u64, write: bool) -> Result<*mut u8, FaultKind> {

@@ -233,7 +233,7 @@ fn wave(pc: u64, seed: u64) -> Wave {
 
 /// Interprets from `wave.pc` until an instruction does not continue in sequence or `count`
 /// instructions ran; answers how many ran and where the wave goes.
-fn interpret(mem: &HostMemory, wave: &mut Wave, count: usize) -> (u64, BlockExit) {
+fn interpret(mem: &dyn rdna3::Memory, wave: &mut Wave, count: usize) -> (u64, BlockExit) {
     let mut lds = [0u8; 64];
     let mut ctx = ExecContext { mem, lds: &mut lds };
     for executed in 1..=count as u64 {
@@ -251,7 +251,7 @@ fn interpret(mem: &HostMemory, wave: &mut Wave, count: usize) -> (u64, BlockExit
 }
 
 /// The dwords at `pc` (up to the longest instruction, as far as the code buffer goes).
-fn words_at(mem: &HostMemory, pc: u64) -> Vec<u32> {
+fn words_at(mem: &dyn rdna3::Memory, pc: u64) -> Vec<u32> {
     for count in (1..=3usize).rev() {
         let mut bytes = vec![0u8; count * 4];
         if read_bytes(mem, pc, &mut bytes).is_ok() {
@@ -264,7 +264,12 @@ fn words_at(mem: &HostMemory, pc: u64) -> Vec<u32> {
     panic!("no code at {pc:#x}");
 }
 
-fn compiled(what: &str, mem: &HostMemory, cache: &CodeCache, wave: &mut Wave) -> (u64, BlockExit) {
+fn compiled(
+    what: &str,
+    mem: &dyn rdna3::Memory,
+    cache: &CodeCache,
+    wave: &mut Wave,
+) -> (u64, BlockExit) {
     let mut lds = [0u8; 64];
     let mut ctx = ExecContext { mem, lds: &mut lds };
     run_compiled_block(cache, wave, &mut ctx).unwrap_or_else(|| panic!("{what}: does not compile"))
@@ -561,6 +566,110 @@ fn random_blocks_match_the_interpreter() {
             let ran = compiled(&what, &mem, &cache, &mut actual);
             assert_eq!(interpreted, ran, "{what}: exit");
             assert_same(&what, &expected, &actual);
+        }
+    }
+}
+
+/// Buffer `n` seen by the GPU at its host address plus `(n + 1) *` [`SHIFT`], as a device's
+/// memory is seen at addresses of its own, laid out differently (with [`HostMemory`]'s
+/// identity mapping, using the wrong buffer's translation would go unnoticed).
+struct ShiftedMemory<'a>(Vec<&'a Buffer>);
+
+const SHIFT: u64 = 1 << 44;
+
+impl ShiftedMemory<'_> {
+    fn gpu_address(&self, buffer: &Buffer) -> u64 {
+        let n = self
+            .0
+            .iter()
+            .position(|b| std::ptr::eq(*b, buffer))
+            .unwrap_or(0);
+        buffer.addr() + (n as u64 + 1) * SHIFT
+    }
+}
+
+// SAFETY: as `HostMemory`'s: the buffers outlive the view and are only reached by pointer
+// while a dispatch runs.
+unsafe impl rdna3::Memory for ShiftedMemory<'_> {
+    fn translate(&self, addr: u64, len: u64) -> Option<*mut u8> {
+        let (start, size, base) = self.region(addr)?;
+        let end = addr.checked_add(len)?;
+        (end <= start + size).then(|| base.wrapping_add((addr - start) as usize))
+    }
+
+    fn region(&self, addr: u64) -> Option<(u64, u64, *mut u8)> {
+        self.0.iter().enumerate().find_map(|(n, b)| {
+            let start = b.addr() + (n as u64 + 1) * SHIFT;
+            (addr >= start && addr < start + b.len() as u64)
+                .then(|| (start, b.len() as u64, b.addr() as *mut u8))
+        })
+    }
+}
+
+/// Accesses to several buffers in one block: each translation remembered for the next access
+/// is used only where the access lies inside it.
+#[test]
+fn accesses_to_several_buffers_in_one_block() {
+    const SIZE: usize = 1024;
+    let words = [
+        0xdc5a0004, 0x06080002, // global_load_b96 v[6:8], v2, s[8:9] offset:4
+        0xdc520008, 0x037c0004, // global_load_b32 v3, v[4:5], off offset:8
+        0xdc6e0000, 0x00080602, // global_store_b64 v2, v[6:7], s[8:9]
+        0xdc6a0000, 0x007c0304, // global_store_b32 v[4:5], v3, off
+        S_ENDPGM,
+    ];
+    let code = code_buffer(&words);
+    let (first, second) = (Buffer::zeroed(SIZE), Buffer::zeroed(SIZE));
+    let mem = ShiftedMemory(vec![&code, &first, &second]);
+    let cache = CodeCache::with_jit(JitMode::Eager);
+    for seed in 0..32u64 {
+        let what = format!("two buffers (seed {seed})");
+        let mut rng = Rng(seed);
+        let initial: Vec<Vec<u8>> = (0..2)
+            .map(|_| (0..SIZE).map(|_| rng.next() as u8).collect())
+            .collect();
+        let prepare = |wave: &mut Wave| {
+            let mut rng = Rng(seed ^ 0xfeed);
+            for lane in 0..32 {
+                // v[4:5] into the second buffer; v2 an offset into the first (s[8:9]); with
+                // seed 3 mod 4, lane 9's offset runs past the first buffer's end.
+                let address = mem.gpu_address(&second) + 16 + (rng.next() as u64 % 60) * 16;
+                wave.vgpr[4][lane] = address as u32;
+                wave.vgpr[5][lane] = (address >> 32) as u32;
+                wave.vgpr[2][lane] = if seed % 4 == 3 && lane == 9 {
+                    SIZE as u32 - 4
+                } else {
+                    16 + (rng.next() % 60) * 16
+                };
+            }
+            wave.sgpr[8] = mem.gpu_address(&first) as u32;
+            wave.sgpr[9] = (mem.gpu_address(&first) >> 32) as u32;
+        };
+        let restore = || {
+            first.write(0, &initial[0]);
+            second.write(0, &initial[1]);
+        };
+        restore();
+        let mut expected = wave(mem.gpu_address(&code), seed);
+        prepare(&mut expected);
+        let interpreted = interpret(&mem, &mut expected, words.len());
+        let expected_memory = (first.read(), second.read());
+        restore();
+        let mut actual = wave(mem.gpu_address(&code), seed);
+        prepare(&mut actual);
+        let ran = compiled(&what, &mem, &cache, &mut actual);
+        match (&interpreted.1, &ran.1) {
+            (BlockExit::Fault(kind, pc, _), BlockExit::Fault(compiled_kind, compiled_pc, _)) => {
+                assert_eq!((kind, pc), (compiled_kind, compiled_pc), "{what}: fault");
+            }
+            _ => {
+                assert_eq!(interpreted, ran, "{what}: exit");
+                assert_same(&what, &expected, &actual);
+                assert!(
+                    (first.read(), second.read()) == expected_memory,
+                    "{what}: memory differs"
+                );
+            }
         }
     }
 }

@@ -134,7 +134,15 @@ enum Slot {
 #[derive(Default)]
 pub(crate) struct LocalBlocks {
     slots: PcMap<Slot>,
+    /// The mappings (`Memory::region`) the last compiled global accesses fell in: translated
+    /// once for the accesses to those buffers that follow. Valid for the dispatch.
+    recent_regions: RecentRegions,
 }
+
+/// A mapping as `Memory::region` gives it: GPU start, length, host pointer of its start.
+type Region = (u64, u64, *mut u8);
+/// The last few mappings used, most recent first.
+type RecentRegions = [Option<Region>; 4];
 
 /// A compiled block.
 pub(crate) struct Block {
@@ -217,7 +225,12 @@ impl Block {
             && (!self.needs_f32_denormals || wave.keeps_f32_denormals())
     }
 
-    fn run(&self, wave: &mut Wave, ctx: &mut ExecContext<'_>) -> BlockRun {
+    fn run(
+        &self,
+        wave: &mut Wave,
+        ctx: &mut ExecContext<'_>,
+        recent_regions: &mut RecentRegions,
+    ) -> BlockRun {
         wave.note_vgpr_use(self.vgpr_rows);
         let wave: *mut Wave = wave;
         let mut frame = Frame {
@@ -231,6 +244,7 @@ impl Block {
             wave,
             ctx: (ctx as *mut ExecContext<'_>).cast(),
             block: self,
+            recent_regions,
             stop: None,
             panic: None,
         };
@@ -278,6 +292,8 @@ pub(super) struct Frame {
     /// `*mut ExecContext<'_>`, lifetime erased.
     ctx: *mut c_void,
     block: *const Block,
+    /// The mappings the last global accesses of this thread's dispatch fell in.
+    recent_regions: *mut RecentRegions,
     stop: Option<BlockRun>,
     panic: Option<Box<dyn Any + Send>>,
 }
@@ -299,14 +315,34 @@ pub(super) unsafe extern "C" fn translate_span(
 ) -> *mut u8 {
     // SAFETY: compiled code passes the frame `Block::run` made; its context outlives the
     // call and is not otherwise in use while compiled code runs.
-    let frame = unsafe { &*frame };
+    let frame = unsafe { &mut *frame };
     // SAFETY: as above.
     let ctx = unsafe { &*frame.ctx.cast::<ExecContext<'_>>() };
-    let span = hi.checked_add(bytes).filter(|&end| end >= lo);
+    let Some(end) = hi.checked_add(bytes).filter(|&end| end >= lo) else {
+        return std::ptr::null_mut();
+    };
+    // SAFETY: `Block::run`'s caller lends the thread's recent regions for the run.
+    let recent = unsafe { &mut *frame.recent_regions };
+    let inside = |&(start, len, _): &Region| {
+        lo >= start && end.checked_sub(start).is_some_and(|span| span <= len)
+    };
+    if let Some(hit) = recent.iter().position(|r| r.as_ref().is_some_and(inside)) {
+        // Most recent first: a loop reading two buffers in turn hits every time.
+        recent[..=hit].rotate_right(1);
+        if let Some((start, _, base)) = recent[0] {
+            // `Memory::region`'s guarantees for the whole mapping cover `[lo, end)`.
+            return base.wrapping_add((lo - start) as usize);
+        }
+    }
     // A panicking `Memory` must not unwind through compiled code: answering null has the
     // interpreter translate again, and panic where it may.
     catch_unwind(AssertUnwindSafe(|| {
-        span.and_then(|end| ctx.mem.translate(lo, end - lo))
+        if let Some(region) = ctx.mem.region(lo).filter(inside) {
+            recent.rotate_right(1);
+            recent[0] = Some(region);
+            return Some(region.2.wrapping_add((lo - region.0) as usize));
+        }
+        ctx.mem.translate(lo, end - lo)
     }))
     .ok()
     .flatten()
@@ -377,7 +413,9 @@ pub(crate) fn run_once(
     ctx: &mut ExecContext<'_>,
 ) -> Option<BlockRun> {
     let block = cache.jit.block_at(cache, mem, wave.pc)?;
-    block.fits(wave, u64::MAX).then(|| block.run(wave, ctx))
+    block
+        .fits(wave, u64::MAX)
+        .then(|| block.run(wave, ctx, &mut [None; 4]))
 }
 
 /// Runs the compiled block starting at the wave's PC if there is one that fits; `None` means
@@ -393,11 +431,11 @@ pub(crate) fn run_block(
     let threshold = shared.jit.mode.threshold()?;
     let pc = wave.pc;
     let generation = shared.generation();
-    let slot = code
-        .blocks
-        .slots
-        .entry(pc)
-        .or_insert_with(|| shared.jit.first_look(pc));
+    let LocalBlocks {
+        slots,
+        recent_regions,
+    } = &mut code.blocks;
+    let slot = slots.entry(pc).or_insert_with(|| shared.jit.first_look(pc));
     match slot {
         Slot::Ready(block) => {
             if !block.is_current(shared, mem, generation) {
@@ -407,7 +445,7 @@ pub(crate) fn run_block(
             if !block.fits(wave, budget) {
                 return None;
             }
-            Some(block.run(wave, ctx))
+            Some(block.run(wave, ctx, recent_regions))
         }
         Slot::Refused => None,
         Slot::Cold(arrivals) => {
@@ -424,7 +462,7 @@ pub(crate) fn run_block(
             let Slot::Ready(block) = slot else {
                 return None;
             };
-            fits.then(|| block.run(wave, ctx))
+            fits.then(|| block.run(wave, ctx, recent_regions))
         }
     }
 }

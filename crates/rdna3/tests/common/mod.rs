@@ -113,6 +113,13 @@ unsafe impl Memory for HostMemory<'_> {
             .find(|b| addr >= b.addr() && end <= b.addr() + b.len() as u64)
             .map(|_| addr as *mut u8)
     }
+
+    fn region(&self, addr: u64) -> Option<(u64, u64, *mut u8)> {
+        self.buffers
+            .iter()
+            .find(|b| addr >= b.addr() && addr < b.addr() + b.len() as u64)
+            .map(|b| (b.addr(), b.len() as u64, b.addr() as *mut u8))
+    }
 }
 
 /// The 64-byte AMDHSA kernel descriptor fields used at dispatch.
