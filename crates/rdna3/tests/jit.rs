@@ -222,9 +222,15 @@ fn wave(pc: u64, seed: u64) -> Wave {
         wave.sgpr[slot] = rng.value();
     }
     wave.sgpr[usize::from(VCC_LO)] = rng.next();
-    wave.sgpr[usize::from(EXEC_LO)] = match seed % 4 {
+    // Whole groups of four lanes off are common (small workgroups, a branch taken by a few
+    // lanes): compiled code skips those groups.
+    wave.sgpr[usize::from(EXEC_LO)] = match seed % 8 {
         0 => u32::MAX,
         1 => 0,
+        2 => 1 << (rng.next() % 32),
+        3 => u32::MAX >> (rng.next() % 32),
+        4 => rng.next() & rng.next() & rng.next(),
+        5 => 0xf << (4 * (rng.next() % 8)),
         _ => rng.next(),
     };
     wave.scc = rng.next() & 1 != 0;

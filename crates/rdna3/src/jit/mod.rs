@@ -62,12 +62,15 @@ pub fn run_compiled_block(
 /// Longest block, in instructions.
 pub const MAX_BLOCK_INSTRUCTIONS: usize = 256;
 
-/// Arrivals at a block start before the block is compiled in [`JitMode::Tiered`]: compiling
-/// costs about as much as interpreting the block a few thousand times (Cranelift spends ~50
-/// µs per instruction; compiled code saves ~15-20 ns per instruction run), so code that runs
-/// less than that stays interpreted. Counted per host thread during a dispatch and summed
-/// across dispatches.
-pub const TIER_THRESHOLD: u32 = 1000;
+/// Arrivals at a block start before the block is compiled in [`JitMode::Tiered`]. Compiling
+/// a block costs about as much as interpreting it several hundred times (Cranelift spends
+/// ~50 µs per instruction; compiled code saves ~50-90 ns per instruction run), so a block
+/// reached between this many times and that, and never again, costs more than it saves. The
+/// threshold is set low for the programs that matter most, which repeat their work (a
+/// training loop, a replayed graph: tinygrad's MLP step under `hcq exec` ran in 31-33 ms with
+/// 1000, 17-20 ms with 100, on a 2-core host). Counted per host thread during a dispatch and
+/// summed across dispatches.
+pub const TIER_THRESHOLD: u32 = 100;
 
 /// When blocks are compiled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,6 +1,7 @@
 //! Global memory emitter: whole-dword loads and stores with one translation of the span the
-//! wave's active lanes touch, as loops over the lanes (a load is as many host loads as the
-//! interpreter makes; unrolled, a block of eight `global_load_b128` would be ~50 KB of code).
+//! wave's active lanes touch, as loops over the active lanes (a load is as many host loads as
+//! the interpreter makes; unrolled, a block of eight `global_load_b128` would be ~50 KB of
+//! code).
 
 use cranelift_codegen::ir::{
     types, AbiParam, InstBuilder, MemFlags, Signature, StackSlotData, StackSlotKind, Value,
@@ -27,8 +28,8 @@ impl Emitter<'_> {
             }
             None => None,
         };
-        // Every lane's address, kept on the stack (all read before a load writes a register
-        // that may hold one), and the lowest and highest over the active lanes.
+        // Every active lane's address, kept on the stack (all read before a load writes a
+        // register that may hold one), and the lowest and highest.
         let addrs = self.b.create_sized_stack_slot(StackSlotData::new(
             StackSlotKind::ExplicitSlot,
             (WAVE_SIZE * 8) as u32,
@@ -37,7 +38,7 @@ impl Emitter<'_> {
         let addrs_at = self.b.ins().stack_addr(i64t, addrs, 0);
         let lowest = self.b.ins().iconst(i64t, -1);
         let highest = self.b.ins().iconst(i64t, 0);
-        let (looped, lane, [lo, hi]) = self.counted_loop([lowest, highest]);
+        let (looped, remaining, lane, [lo, hi]) = self.bit_loop(exec64, [lowest, highest]);
         let address = {
             let low = self.lane_at(p.addr, lane);
             let address = match base {
@@ -55,12 +56,9 @@ impl Emitter<'_> {
         let slot = self.b.ins().ishl_imm(lane, 3);
         let slot = self.b.ins().iadd(addrs_at, slot);
         self.b.ins().store(flags(), address, slot, 0);
-        let active = self.active(exec64, lane);
-        let lower = self.b.ins().umin(lo, address);
-        let higher = self.b.ins().umax(hi, address);
-        let lo = self.b.ins().select(active, lower, lo);
-        let hi = self.b.ins().select(active, higher, hi);
-        let [lo, hi] = self.end_counted_loop(looped, lane, WAVE_SIZE, [lo, hi]);
+        let lo = self.b.ins().umin(lo, address);
+        let hi = self.b.ins().umax(hi, address);
+        let [lo, hi] = self.end_bit_loop(looped, remaining, [lo, hi]);
 
         let mut sig = Signature::new(self.call_conv);
         for _ in 0..4 {
@@ -90,74 +88,46 @@ impl Emitter<'_> {
         self.b.switch_to_block(mapped);
         (self.sgpr, self.vgpr, self.scc) = files;
         let memory = MemFlags::new().with_notrap();
-        let (looped, lane, []) = self.counted_loop([]);
+        // Lane order (a later lane's store wins where two overlap).
+        let (looped, remaining, lane, []) = self.bit_loop(exec64, []);
         let slot = self.b.ins().ishl_imm(lane, 3);
         let slot = self.b.ins().iadd(addrs_at, slot);
         let address = self.b.ins().load(i64t, flags(), slot, 0);
         let from_lo = self.b.ins().isub(address, lo);
         let at = self.b.ins().iadd(host, from_lo);
-        let active = self.active(exec64, lane);
-        if p.store {
-            // Lane order (a later lane wins where two overlap); inactive lanes write nothing.
-            let write = self.b.create_block();
-            let next = self.b.create_block();
-            self.b.ins().brif(active, write, &[], next, &[]);
-            self.b.switch_to_block(write);
-            // Dword pairs as one 8-byte store, as the interpreter writes aligned 8-byte pieces
-            // (a 64-bit value is never seen half written).
-            let mut k = 0;
-            while k < p.dwords {
+        // Dword pairs as one 8-byte access, as the interpreter moves aligned 8-byte pieces (a
+        // 64-bit value is never seen half written).
+        let mut k = 0;
+        while k < p.dwords {
+            let offset = i32::from(k) * 4;
+            let pair = k + 1 < p.dwords;
+            if p.store {
                 let low = self.lane_at(p.data + k, lane);
-                if k + 1 < p.dwords {
+                let value = if pair {
                     let high = self.lane_at(p.data + k + 1, lane);
-                    let both = self.pair(low, high);
-                    self.b.ins().store(memory, both, at, i32::from(k) * 4);
-                    k += 2;
+                    self.pair(low, high)
                 } else {
-                    self.b.ins().store(memory, low, at, i32::from(k) * 4);
-                    k += 1;
-                }
+                    low
+                };
+                self.b.ins().store(memory, value, at, offset);
+            } else if pair {
+                let both = self.b.ins().load(types::I64, memory, at, offset);
+                let low = self.b.ins().ireduce(types::I32, both);
+                let high = self.b.ins().ushr_imm(both, 32);
+                let high = self.b.ins().ireduce(types::I32, high);
+                self.set_lane(p.data + k, lane, low);
+                self.set_lane(p.data + k + 1, lane, high);
+            } else {
+                let value = self.b.ins().load(types::I32, memory, at, offset);
+                self.set_lane(p.data + k, lane, value);
             }
-            self.b.ins().jump(next, &[]);
-            self.b.switch_to_block(next);
-        } else {
-            // An inactive lane reads the span's first bytes (mapped) and keeps its register.
-            let source = self.b.ins().select(active, at, host);
-            // Dword pairs as one 8-byte load (see the stores).
-            let mut loaded = Vec::with_capacity(usize::from(p.dwords));
-            let mut k = 0;
-            while k < p.dwords {
-                let offset = i32::from(k) * 4;
-                if k + 1 < p.dwords {
-                    let both = self.b.ins().load(types::I64, memory, source, offset);
-                    let low = self.b.ins().ireduce(types::I32, both);
-                    let high = self.b.ins().ushr_imm(both, 32);
-                    let high = self.b.ins().ireduce(types::I32, high);
-                    loaded.extend([low, high]);
-                    k += 2;
-                } else {
-                    loaded.push(self.b.ins().load(types::I32, memory, source, offset));
-                    k += 1;
-                }
-            }
-            for (k, value) in (0u8..).zip(loaded) {
-                let register = self.lane_address(p.data + k, lane);
-                let old = self.b.ins().load(types::I32, flags(), register, 0);
-                let value = self.b.ins().select(active, value, old);
-                self.b.ins().store(flags(), value, register, 0);
-            }
+            k += if pair { 2 } else { 1 };
         }
-        self.end_counted_loop(looped, lane, WAVE_SIZE, []);
+        self.end_bit_loop(looped, remaining, []);
         self.b.ins().jump(done, &[]);
         self.b.switch_to_block(done);
         // The helper may have run on one path: the register-file pointers are reloaded.
         self.load_register_files();
-    }
-
-    /// Whether `lane` (an i64) is set in the 64-bit-extended EXEC.
-    fn active(&mut self, exec64: Value, lane: Value) -> Value {
-        let shifted = self.b.ins().ushr(exec64, lane);
-        self.b.ins().band_imm(shifted, 1)
     }
 
     /// Host address of one lane (an i64) of a VGPR.
@@ -173,6 +143,12 @@ impl Emitter<'_> {
     fn lane_at(&mut self, row: u8, lane: Value) -> Value {
         let at = self.lane_address(row, lane);
         self.b.ins().load(types::I32, flags(), at, 0)
+    }
+
+    /// Writes one lane (an i64) of a VGPR.
+    fn set_lane(&mut self, row: u8, lane: Value, value: Value) {
+        let at = self.lane_address(row, lane);
+        self.b.ins().store(flags(), value, at, 0);
     }
 
     /// `low | high << 32`.

@@ -338,23 +338,56 @@ impl Emitter<'_> {
             .store(flags(), value, self.sgpr, i32::from(slot) * 4);
     }
 
-    /// Starts a loop of iterations carrying `N` values; answers the loop's block, the
-    /// iteration (an i64 from 0) and the carried values. Code emitted until
-    /// [`Emitter::end_counted_loop`] is the loop's body.
-    fn counted_loop<const N: usize>(&mut self, initial: [Value; N]) -> (Block, Value, [Value; N]) {
+    /// Starts a loop whose header takes an i64 (`first` on entry) and `N` carried values;
+    /// answers the loop's block and its parameters.
+    fn loop_head<const N: usize>(
+        &mut self,
+        first: Value,
+        initial: [Value; N],
+    ) -> (Block, Value, [Value; N]) {
         let looped = self.b.create_block();
         self.b.append_block_param(looped, types::I64);
         for &v in &initial {
             let ty = self.b.func.dfg.value_type(v);
             self.b.append_block_param(looped, ty);
         }
-        let zero = self.b.ins().iconst(types::I64, 0);
-        let mut args: Vec<BlockArg> = vec![zero.into()];
+        let mut args: Vec<BlockArg> = vec![first.into()];
         args.extend(initial.iter().map(|&v| BlockArg::from(v)));
         self.b.ins().jump(looped, &args);
         self.b.switch_to_block(looped);
         let params = self.b.block_params(looped).to_vec();
         (looped, params[0], std::array::from_fn(|i| params[i + 1]))
+    }
+
+    /// Ends a loop of [`Emitter::loop_head`]: back to it with `following` and the carried
+    /// values' next state while `more` is nonzero; answers their final values.
+    fn loop_back<const N: usize>(
+        &mut self,
+        looped: Block,
+        following: Value,
+        more: Value,
+        next: [Value; N],
+    ) -> [Value; N] {
+        let after = self.b.create_block();
+        for &v in &next {
+            let ty = self.b.func.dfg.value_type(v);
+            self.b.append_block_param(after, ty);
+        }
+        let mut again: Vec<BlockArg> = vec![following.into()];
+        again.extend(next.iter().map(|&v| BlockArg::from(v)));
+        let out: Vec<BlockArg> = next.iter().map(|&v| BlockArg::from(v)).collect();
+        self.b.ins().brif(more, looped, &again, after, &out);
+        self.b.switch_to_block(after);
+        let params = self.b.block_params(after).to_vec();
+        std::array::from_fn(|i| params[i])
+    }
+
+    /// Starts a loop of iterations carrying `N` values; answers the loop's block, the
+    /// iteration (an i64 from 0) and the carried values. Code emitted until
+    /// [`Emitter::end_counted_loop`] is the loop's body.
+    fn counted_loop<const N: usize>(&mut self, initial: [Value; N]) -> (Block, Value, [Value; N]) {
+        let zero = self.b.ins().iconst(types::I64, 0);
+        self.loop_head(zero, initial)
     }
 
     /// Closes a loop of [`Emitter::counted_loop`] after `count` iterations, with the carried
@@ -366,23 +399,12 @@ impl Emitter<'_> {
         count: usize,
         next: [Value; N],
     ) -> [Value; N] {
-        let after = self.b.create_block();
-        for &v in &next {
-            let ty = self.b.func.dfg.value_type(v);
-            self.b.append_block_param(after, ty);
-        }
         let following = self.b.ins().iadd_imm(iteration, 1);
         let more = self
             .b
             .ins()
             .icmp_imm(IntCC::UnsignedLessThan, following, count as i64);
-        let mut again: Vec<BlockArg> = vec![following.into()];
-        again.extend(next.iter().map(|&v| BlockArg::from(v)));
-        let out: Vec<BlockArg> = next.iter().map(|&v| BlockArg::from(v)).collect();
-        self.b.ins().brif(more, looped, &again, after, &out);
-        self.b.switch_to_block(after);
-        let params = self.b.block_params(after).to_vec();
-        std::array::from_fn(|i| params[i])
+        self.loop_back(looped, following, more, next)
     }
 
     /// A loop over the eight groups of four lanes; see [`Emitter::counted_loop`].
@@ -418,19 +440,85 @@ impl Emitter<'_> {
             .store(flags(), value, g.vgpr, i32::from(row) * ROW_BYTES);
     }
 
-    /// The lane-mask vector (all ones where set) of a group's four lanes of a 32-bit lane
-    /// set.
-    fn lane_mask(&mut self, set: Value, g: GroupAt) -> Value {
+    /// A group's four bits of a 32-bit lane set (an i64).
+    fn nibble(&mut self, set: Value, g: GroupAt) -> Value {
+        let wide = self.b.ins().uextend(types::I64, set);
+        let shifted = self.b.ins().ushr(wide, g.shift);
+        self.b.ins().band_imm(shifted, 15)
+    }
+
+    /// The lane-mask vector (all ones where set) of four bits of a lane set.
+    fn nibble_mask(&mut self, nibble: Value) -> Value {
         let table = self
             .b
             .ins()
             .iconst(types::I64, &NIBBLE_MASKS as *const NibbleMasks as i64);
-        let wide = self.b.ins().uextend(types::I64, set);
-        let shifted = self.b.ins().ushr(wide, g.shift);
-        let nibble = self.b.ins().band_imm(shifted, 15);
         let offset = self.b.ins().ishl_imm(nibble, 4);
         let at = self.b.ins().iadd(table, offset);
         self.b.ins().load(types::I32X4, flags(), at, 0)
+    }
+
+    /// The lane-mask vector (all ones where set) of a group's four lanes of a 32-bit lane
+    /// set.
+    fn lane_mask(&mut self, set: Value, g: GroupAt) -> Value {
+        let nibble = self.nibble(set, g);
+        self.nibble_mask(nibble)
+    }
+
+    /// Inside a group loop: `body` (given the group's lane mask of `set`) only for a group
+    /// with a lane in `set`; for any other, the carried values go on unchanged. A wave of a
+    /// small workgroup, or a branch taken by a few lanes, does only its own groups' work.
+    fn if_group_active<const N: usize>(
+        &mut self,
+        set: Value,
+        g: GroupAt,
+        carried: [Value; N],
+        body: impl FnOnce(&mut Self, Value) -> [Value; N],
+    ) -> [Value; N] {
+        let nibble = self.nibble(set, g);
+        let work = self.b.create_block();
+        let join = self.b.create_block();
+        for &v in &carried {
+            let ty = self.b.func.dfg.value_type(v);
+            self.b.append_block_param(join, ty);
+        }
+        let unchanged: Vec<BlockArg> = carried.iter().map(|&v| BlockArg::from(v)).collect();
+        self.b.ins().brif(nibble, work, &[], join, &unchanged);
+        self.b.switch_to_block(work);
+        let mask = self.nibble_mask(nibble);
+        let next = body(self, mask);
+        let next: Vec<BlockArg> = next.iter().map(|&v| BlockArg::from(v)).collect();
+        self.b.ins().jump(join, &next);
+        self.b.switch_to_block(join);
+        let params = self.b.block_params(join).to_vec();
+        std::array::from_fn(|i| params[i])
+    }
+
+    /// Starts a loop over the set bits of `set` (a nonzero i64), lowest first, carrying `N`
+    /// values; answers the loop's block, the bits not yet visited (this one included), this
+    /// bit's index (an i64) and the carried values. Code emitted until
+    /// [`Emitter::end_bit_loop`] is the loop's body.
+    fn bit_loop<const N: usize>(
+        &mut self,
+        set: Value,
+        initial: [Value; N],
+    ) -> (Block, Value, Value, [Value; N]) {
+        let (looped, remaining, carried) = self.loop_head(set, initial);
+        let index = self.b.ins().ctz(remaining);
+        (looped, remaining, index, carried)
+    }
+
+    /// Closes a loop of [`Emitter::bit_loop`] with the carried values' next state; answers
+    /// their final values.
+    fn end_bit_loop<const N: usize>(
+        &mut self,
+        looped: Block,
+        remaining: Value,
+        next: [Value; N],
+    ) -> [Value; N] {
+        let less_one = self.b.ins().iadd_imm(remaining, -1);
+        let following = self.b.ins().band(remaining, less_one);
+        self.loop_back(looped, following, following, next)
     }
 
     fn exec(&mut self) -> Value {

@@ -119,6 +119,22 @@ pub(super) enum Plan {
     },
 }
 
+impl RowOp {
+    /// Which of the three sources the lane computation reads (the others may be set up as
+    /// uniforms, or unused).
+    pub(super) fn reads(self) -> [bool; 3] {
+        use RowOp::*;
+        match self {
+            Mov | SqrtF | BfeU => [true, false, false],
+            ShlRev | ShrRev | AshrRev => [false, true, false],
+            ShlAdd | ShlOr => [true, false, true],
+            Fma | Add3 => [true, true, true],
+            AddF | SubF | MulF | Fmac | Add | Sub | MulLo | And | Or | Xor | MinI | MaxI | MinU
+            | MaxU | MinF | MaxF | Cndmask(_) => [true, true, false],
+        }
+    }
+}
+
 impl Plan {
     pub(super) fn writes_row(&self) -> Option<u8> {
         match *self {

@@ -45,7 +45,14 @@ impl Emitter<'_> {
         }
     }
 
-    /// One group of `op`'s lanes from its sources' groups and the destination's old group.
+    /// Four zero lanes (standing for a source an operation does not read).
+    fn zero_group(&mut self) -> Value {
+        let zero = self.b.ins().iconst(types::I32, 0);
+        self.b.ins().splat(types::I32X4, zero)
+    }
+
+    /// One group of `op`'s lanes from its sources' groups and the destination's old group
+    /// (read by `Fmac` only).
     pub(super) fn row_compute(
         &mut self,
         op: RowOp,
@@ -190,31 +197,37 @@ impl Emitter<'_> {
         ));
         let at = self.b.ins().stack_addr(types::I64, row, 0);
         let splat = self.splats(&[src], modifiers)[0];
+        let exec = self.exec();
         let (looped, index, g, []) = self.group_loop([]);
-        let lanes = self.group_of(src, splat, g, 0, modifiers);
-        let offset = self.b.ins().ishl_imm(index, 4);
-        let slot = self.b.ins().iadd(at, offset);
-        self.b.ins().store(flags(), lanes, slot, 0);
+        self.if_group_active(exec, g, [], |e, _| {
+            let lanes = e.group_of(src, splat, g, 0, modifiers);
+            let offset = e.b.ins().ishl_imm(index, 4);
+            let slot = e.b.ins().iadd(at, offset);
+            e.b.ins().store(flags(), lanes, slot, 0);
+            []
+        });
         self.end_group_loop(looped, index, []);
         let mut sig = Signature::new(self.call_conv);
         sig.params.push(AbiParam::new(types::I32));
         sig.params.push(AbiParam::new(types::I64));
+        sig.params.push(AbiParam::new(types::I32));
         let sig = self.b.import_signature(sig);
         let function = self.b.ins().iconst(
             types::I64,
-            unit_row as unsafe extern "C" fn(u32, *mut u32) as usize as i64,
+            unit_row as unsafe extern "C" fn(u32, *mut u32, u32) as usize as i64,
         );
         let code = self.b.ins().iconst(types::I32, i64::from(op.code()));
-        self.b.ins().call_indirect(sig, function, &[code, at]);
-        let exec = self.exec();
+        self.b.ins().call_indirect(sig, function, &[code, at, exec]);
         let (looped, index, g, []) = self.group_loop([]);
-        let offset = self.b.ins().ishl_imm(index, 4);
-        let slot = self.b.ins().iadd(at, offset);
-        let value = self.b.ins().load(types::I32X4, flags(), slot, 0);
-        let old = self.load_group(dst, g);
-        let mask = self.lane_mask(exec, g);
-        let merged = self.b.ins().bitselect(mask, value, old);
-        self.store_group(dst, g, merged);
+        self.if_group_active(exec, g, [], |e, mask| {
+            let offset = e.b.ins().ishl_imm(index, 4);
+            let slot = e.b.ins().iadd(at, offset);
+            let value = e.b.ins().load(types::I32X4, flags(), slot, 0);
+            let old = e.load_group(dst, g);
+            let merged = e.b.ins().bitselect(mask, value, old);
+            e.store_group(dst, g, merged);
+            []
+        });
         self.end_group_loop(looped, index, []);
     }
 
@@ -235,22 +248,24 @@ impl Emitter<'_> {
         let zero = self.b.ins().splat(types::I32X4, zero);
         let exec = self.exec();
         let (looped, index, g, []) = self.group_loop([]);
-        let mask = self.lane_mask(exec, g);
-        let lo = self.load_group(src, g);
-        let hi = self.load_group(src + 1, g);
-        let lo_shifted = self.b.ins().ishl(lo, n);
-        let hi_shifted = self.b.ins().ishl(hi, n);
-        let carry = self.b.ins().ushr_imm(lo, 1);
-        let carry = self.b.ins().ushr(carry, back);
-        let joined = self.b.ins().bor(hi_shifted, carry);
-        let new_lo = self.b.ins().select(big, zero, lo_shifted);
-        let new_hi = self.b.ins().select(big, lo_shifted, joined);
-        let old_lo = self.load_group(dst, g);
-        let old_hi = self.load_group(dst + 1, g);
-        let new_lo = self.b.ins().bitselect(mask, new_lo, old_lo);
-        let new_hi = self.b.ins().bitselect(mask, new_hi, old_hi);
-        self.store_group(dst, g, new_lo);
-        self.store_group(dst + 1, g, new_hi);
+        self.if_group_active(exec, g, [], |e, mask| {
+            let lo = e.load_group(src, g);
+            let hi = e.load_group(src + 1, g);
+            let lo_shifted = e.b.ins().ishl(lo, n);
+            let hi_shifted = e.b.ins().ishl(hi, n);
+            let carry = e.b.ins().ushr_imm(lo, 1);
+            let carry = e.b.ins().ushr(carry, back);
+            let joined = e.b.ins().bor(hi_shifted, carry);
+            let new_lo = e.b.ins().select(big, zero, lo_shifted);
+            let new_hi = e.b.ins().select(big, lo_shifted, joined);
+            let old_lo = e.load_group(dst, g);
+            let old_hi = e.load_group(dst + 1, g);
+            let new_lo = e.b.ins().bitselect(mask, new_lo, old_lo);
+            let new_hi = e.b.ins().bitselect(mask, new_hi, old_hi);
+            e.store_group(dst, g, new_lo);
+            e.store_group(dst + 1, g, new_hi);
+            []
+        });
         self.end_group_loop(looped, index, []);
     }
 
@@ -259,9 +274,7 @@ impl Emitter<'_> {
     /// sources before storing its results. The same as running them one after another: each
     /// touches only its own lanes of every row, and none writes a scalar register or EXEC.
     pub(super) fn emit_rows(&mut self, instructions: &[Vec<Plan>]) {
-        // (operation, destination, sources, (abs, neg)) of each plan, and where each
-        // instruction's plans end.
-        type RowPlan = (RowOp, u8, [Src; 3], (u8, u8));
+        // Each plan as a `RowPlan`, and where each instruction's plans end.
         let rows: Vec<RowPlan> = instructions
             .iter()
             .flatten()
@@ -292,24 +305,85 @@ impl Emitter<'_> {
             .map(|(_, _, s, modifiers)| self.splats(s, *modifiers))
             .collect();
         let exec = self.exec();
+        // Under a full EXEC (the common case) every lane takes its result as it is; otherwise
+        // each result is merged into the destination's old lanes, and groups without an active
+        // lane are skipped.
+        let full = self.b.ins().icmp_imm(IntCC::Equal, exec, -1);
+        let (whole, partial, after) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.ins().brif(full, whole, &[], partial, &[]);
+        let fused = FusedRows {
+            rows: &rows,
+            ends: &ends,
+            setups: &setups,
+            splats: &splats,
+        };
+        self.b.switch_to_block(whole);
         let (looped, index, g, []) = self.group_loop([]);
-        let mask = self.lane_mask(exec, g);
+        self.fused_group(&fused, g, None);
+        self.end_group_loop(looped, index, []);
+        self.b.ins().jump(after, &[]);
+        self.b.switch_to_block(partial);
+        let (looped, index, g, []) = self.group_loop([]);
+        self.if_group_active(exec, g, [], |e, mask| {
+            e.fused_group(&fused, g, Some(mask));
+            []
+        });
+        self.end_group_loop(looped, index, []);
+        self.b.ins().jump(after, &[]);
+        self.b.switch_to_block(after);
+    }
+
+    /// One group of a fused run's instructions, in order; each row is loaded at most once (a
+    /// row written is used from the value stored, not reloaded). `mask`: the group's active
+    /// lanes, if not all.
+    fn fused_group(&mut self, fused: &FusedRows<'_>, g: GroupAt, mask: Option<Value>) {
+        let mut rows: Vec<(u8, Value)> = Vec::new();
+        let row = |e: &mut Self, rows: &mut Vec<(u8, Value)>, r: u8| {
+            if let Some(&(_, v)) = rows.iter().find(|(at, _)| *at == r) {
+                return v;
+            }
+            let v = e.load_group(r, g);
+            rows.push((r, v));
+            v
+        };
         let mut results = Vec::with_capacity(2);
-        for (k, (op, dst, src, modifiers)) in rows.iter().enumerate() {
-            let a = self.group_of(src[0], splats[k][0], g, 0, *modifiers);
-            let b = self.group_of(src[1], splats[k][1], g, 1, *modifiers);
-            let c = self.group_of(src[2], splats[k][2], g, 2, *modifiers);
-            let old = self.load_group(*dst, g);
-            let value = self.row_compute(*op, &setups[k], [a, b, c, old], g);
-            let merged = self.b.ins().bitselect(mask, value, old);
-            results.push((*dst, merged));
-            if ends.contains(&(k + 1)) {
-                for (dst, merged) in results.drain(..) {
-                    self.store_group(dst, g, merged);
+        for (k, (op, dst, src, modifiers)) in fused.rows.iter().enumerate() {
+            // Only what the operation reads is loaded: Cranelift keeps every load it is given.
+            let reads = op.reads();
+            let [a, b, c] = std::array::from_fn(|n| match (src[n], fused.splats[k][n]) {
+                (_, Some(v)) => v,
+                (Src::Row(r), None) if reads[n] => {
+                    let x = row(self, &mut rows, r);
+                    self.modify(x, n, *modifiers)
+                }
+                (Src::Row(_), None) => self.zero_group(),
+                (Src::Uniform(_), None) => unreachable!("uniform sources are splatted"),
+            });
+            let old = if mask.is_some() || *op == RowOp::Fmac {
+                row(self, &mut rows, *dst)
+            } else {
+                self.zero_group()
+            };
+            let value = self.row_compute(*op, &fused.setups[k], [a, b, c, old], g);
+            let value = match mask {
+                Some(mask) => self.b.ins().bitselect(mask, value, old),
+                None => value,
+            };
+            results.push((*dst, value));
+            if fused.ends.contains(&(k + 1)) {
+                for (dst, value) in results.drain(..) {
+                    self.store_group(dst, g, value);
+                    match rows.iter_mut().find(|(at, _)| *at == dst) {
+                        Some(known) => known.1 = value,
+                        None => rows.push((dst, value)),
+                    }
                 }
             }
         }
-        self.end_group_loop(looped, index, []);
     }
 
     /// `bits` with a group's four lanes of a compare result (all ones where true) set at the
@@ -324,27 +398,29 @@ impl Emitter<'_> {
 
     pub(super) fn emit_compare(&mut self, cond: Cond, src: [Src; 2], dst: u8, modifiers: (u8, u8)) {
         let splats = self.splats(&src, modifiers);
+        let exec = self.exec();
         let none = self.b.ins().iconst(types::I32, 0);
         let (looped, index, g, [bits]) = self.group_loop([none]);
-        let a = self.group_of(src[0], splats[0], g, 0, modifiers);
-        let b = self.group_of(src[1], splats[1], g, 1, modifiers);
-        let lanes = match cond {
-            Cond::Int(cc) => self.b.ins().icmp(cc, a, b),
-            Cond::Float(cc) => {
-                let (x, y) = (self.float(a), self.float(b));
-                self.b.ins().fcmp(cc, x, y)
-            }
-            Cond::FloatLg => {
-                let (x, y) = (self.float(a), self.float(b));
-                let below = self.b.ins().fcmp(FloatCC::LessThan, x, y);
-                let above = self.b.ins().fcmp(FloatCC::GreaterThan, x, y);
-                self.b.ins().bor(below, above)
-            }
-            Cond::Class => self.class_test(a, b),
-        };
-        let bits = self.add_mask_bits(bits, lanes, g);
+        let [bits] = self.if_group_active(exec, g, [bits], |e, _| {
+            let a = e.group_of(src[0], splats[0], g, 0, modifiers);
+            let b = e.group_of(src[1], splats[1], g, 1, modifiers);
+            let lanes = match cond {
+                Cond::Int(cc) => e.b.ins().icmp(cc, a, b),
+                Cond::Float(cc) => {
+                    let (x, y) = (e.float(a), e.float(b));
+                    e.b.ins().fcmp(cc, x, y)
+                }
+                Cond::FloatLg => {
+                    let (x, y) = (e.float(a), e.float(b));
+                    let below = e.b.ins().fcmp(FloatCC::LessThan, x, y);
+                    let above = e.b.ins().fcmp(FloatCC::GreaterThan, x, y);
+                    e.b.ins().bor(below, above)
+                }
+                Cond::Class => e.class_test(a, b),
+            };
+            [e.add_mask_bits(bits, lanes, g)]
+        });
         let [mask] = self.end_group_loop(looped, index, [bits]);
-        let exec = self.exec();
         let mask = self.b.ins().band(mask, exec);
         if dst != NULL {
             self.store_scalar(dst, mask);
@@ -423,65 +499,85 @@ impl Emitter<'_> {
         let exec = self.exec();
         let none = self.b.ins().iconst(types::I32, 0);
         let (looped, index, g, [bits]) = self.group_loop([none]);
-        let mask = self.lane_mask(exec, g);
-        let x = self.group_of(src[0], splats[0], g, 0, (0, 0));
-        let y = self.group_of(src[1], splats[1], g, 1, (0, 0));
-        // `cin` is all ones (-1) in lanes whose carry-in bit is set.
-        let cin = carry_in.map(|set| self.lane_mask(set, g));
-        {
+        let [bits] = self.if_group_active(exec, g, [bits], |e, mask| {
+            let x = e.group_of(src[0], splats[0], g, 0, (0, 0));
+            let y = e.group_of(src[1], splats[1], g, 1, (0, 0));
+            // `cin` is all ones (-1) in lanes whose carry-in bit is set.
+            let cin = carry_in.map(|set| e.lane_mask(set, g));
             let (value, out) = if subtract {
-                let below = self.b.ins().icmp(IntCC::UnsignedLessThan, x, y);
-                let t = self.b.ins().isub(x, y);
+                let below = e.b.ins().icmp(IntCC::UnsignedLessThan, x, y);
+                let t = e.b.ins().isub(x, y);
                 match cin {
                     None => (t, below),
                     Some(cin) => {
-                        let zero = self.b.ins().iconst(types::I32, 0);
-                        let zero = self.b.ins().splat(types::I32X4, zero);
-                        let zero = self.b.ins().icmp(IntCC::Equal, t, zero);
-                        let wraps = self.b.ins().band(zero, cin);
-                        let value = self.b.ins().iadd(t, cin);
-                        (value, self.b.ins().bor(below, wraps))
+                        let zero = e.b.ins().iconst(types::I32, 0);
+                        let zero = e.b.ins().splat(types::I32X4, zero);
+                        let zero = e.b.ins().icmp(IntCC::Equal, t, zero);
+                        let wraps = e.b.ins().band(zero, cin);
+                        let value = e.b.ins().iadd(t, cin);
+                        (value, e.b.ins().bor(below, wraps))
                     }
                 }
             } else {
-                let t = self.b.ins().iadd(x, y);
-                let wrapped = self.b.ins().icmp(IntCC::UnsignedLessThan, t, x);
+                let t = e.b.ins().iadd(x, y);
+                let wrapped = e.b.ins().icmp(IntCC::UnsignedLessThan, t, x);
                 match cin {
                     None => (t, wrapped),
                     Some(cin) => {
-                        let value = self.b.ins().isub(t, cin);
-                        let again = self.b.ins().icmp(IntCC::UnsignedLessThan, value, t);
-                        (value, self.b.ins().bor(wrapped, again))
+                        let value = e.b.ins().isub(t, cin);
+                        let again = e.b.ins().icmp(IntCC::UnsignedLessThan, value, t);
+                        (value, e.b.ins().bor(wrapped, again))
                     }
                 }
             };
-            let old = self.load_group(dst, g);
-            let merged = self.b.ins().bitselect(mask, value, old);
-            self.store_group(dst, g, merged);
-            let bits = self.add_mask_bits(bits, out, g);
-            let [bits] = self.end_group_loop(looped, index, [bits]);
-            if carry != NULL {
-                let bits = self.b.ins().band(bits, exec);
-                self.store_scalar(carry, bits);
-            }
+            let old = e.load_group(dst, g);
+            let merged = e.b.ins().bitselect(mask, value, old);
+            e.store_group(dst, g, merged);
+            [e.add_mask_bits(bits, out, g)]
+        });
+        let [bits] = self.end_group_loop(looped, index, [bits]);
+        if carry != NULL {
+            let bits = self.b.ins().band(bits, exec);
+            self.store_scalar(carry, bits);
         }
     }
 }
 
-/// Computes the f32 transcendental-unit operation `code` (a `Vop3Op`) over a row in place,
-/// as the interpreter does: input flushed, the operation, result flushed.
+/// Computes the f32 transcendental-unit operation `code` (a `Vop3Op`) in place over the lanes
+/// of a row set in `active`, as the interpreter does: input flushed, the operation, result
+/// flushed. The other lanes are neither read nor written (compiled code leaves them
+/// unset).
 ///
 /// # Safety
-/// `lanes` points to 32 writable `u32`s.
-unsafe extern "C" fn unit_row(code: u32, lanes: *mut u32) {
+/// `lanes` points to 32 writable `u32`s, those of the lanes in `active` initialised.
+unsafe extern "C" fn unit_row(code: u32, lanes: *mut u32, active: u32) {
     let Some(unit) = Vop3Op::from_u32(code).and_then(f32_unit) else {
         return;
     };
-    // SAFETY: the caller's contract; compiled code passes its own stack row.
-    let lanes = unsafe { &mut *lanes.cast::<[u32; WAVE_SIZE]>() };
-    for lane in lanes.iter_mut() {
-        *lane = flush_f32(unit(f32::from_bits(flush_f32(*lane))).to_bits());
+    let mut set = active;
+    while set != 0 {
+        let lane = set.trailing_zeros() as usize;
+        debug_assert!(lane < WAVE_SIZE);
+        // SAFETY: the caller's contract: an active lane below 32 is initialised and writable.
+        unsafe {
+            let at = lanes.add(lane);
+            *at = flush_f32(unit(f32::from_bits(flush_f32(*at))).to_bits());
+        }
+        set &= set - 1;
     }
+}
+
+/// A row plan's operation, destination, sources and (abs, neg) modifiers.
+type RowPlan = (RowOp, u8, [Src; 3], (u8, u8));
+
+/// A run of row operations fused into one loop ([`Emitter::emit_rows`]): each plan's
+/// operation, destination, sources and modifiers, where each instruction's plans end, and the
+/// per-instruction setup and splatted sources.
+struct FusedRows<'a> {
+    rows: &'a [RowPlan],
+    ends: &'a [usize],
+    setups: &'a [RowSetup],
+    splats: &'a [Vec<Option<Value>>],
 }
 
 pub(super) enum RowSetup {
