@@ -412,6 +412,70 @@ fn tinygrad_0_9_meets_linux_6_12s_queue_checks() {
     );
 }
 
+/// Once a program opens an emulated device, its threads run `HCQ_EXEC_NICE` (10 unless set)
+/// nice levels below the emulator's, which keep the program's starting priority: a thread
+/// spinning on a GPU signal gives its core to the GPU's work. `HCQ_EXEC_NICE=0` leaves every
+/// thread where it was; a malformed value stops the program with a message naming it.
+#[test]
+fn the_programs_threads_give_way_to_the_emulated_gpu() {
+    let Some(python) = tinygrad_python("HCQ_TEST_TINYGRAD_PYTHON") else {
+        return;
+    };
+    // SAFETY: getpriority reads no memory of ours; 0 names the calling thread.
+    let base = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/exec/thread_priorities.py");
+    let args = [
+        "--",
+        "env",
+        "DEV=AMD:LLVM",
+        python.to_str().unwrap(),
+        script.to_str().unwrap(),
+    ];
+    for (setting, lowered) in [(None, 10), (Some("4"), 4), (Some("0"), 0)] {
+        let env: Vec<(&str, &str)> = setting.map(|s| ("HCQ_EXEC_NICE", s)).into_iter().collect();
+        let o = hcq_exec_with(&args, &env);
+        let out = stdout(&o);
+        assert!(o.status.success(), "{out}\n{}", stderr(&o));
+        let threads: Vec<(&str, &str, i32)> = out
+            .lines()
+            .filter_map(|l| {
+                let mut words = l.split(' ');
+                let kind = words.next()?;
+                let name = words.next()?;
+                let nice = words.next()?.parse().ok()?;
+                Some((kind, name, nice))
+            })
+            .collect();
+        let program = (base + lowered).min(19);
+        for (kind, name, nice) in &threads {
+            let want = if *kind == "emulator" { base } else { program };
+            assert_eq!(
+                *nice, want,
+                "{kind} thread {name} with HCQ_EXEC_NICE={setting:?}:\n{out}"
+            );
+        }
+        for engine in ["hcq-emu-cp0-q", "hcq-emu-sdma0-"] {
+            assert!(
+                threads
+                    .iter()
+                    .any(|(kind, name, _)| *kind == "emulator" && name.starts_with(engine)),
+                "no {engine}* thread:\n{out}"
+            );
+        }
+        assert!(
+            threads.iter().any(|(kind, _, _)| *kind == "program"),
+            "no thread of the program:\n{out}"
+        );
+    }
+    let o = hcq_exec_with(&args, &[("HCQ_EXEC_NICE", "eleven")]);
+    assert_eq!(o.status.code(), Some(127), "{o:?}");
+    assert!(
+        stderr(&o).contains("HCQ_EXEC_NICE=eleven is not valid: expected 0 to 19"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 /// hcq's own driver for real GPUs (`amd:0`, raw `/dev/kfd` calls through libc, doorbells as
 /// plain stores) has no GPU to run on here; under `hcq exec` it meets the emulated kernel
 /// driver at the system-call boundary, as it would meet Linux. The demo's kernels and a short

@@ -539,16 +539,18 @@ impl EmuKernel {
         };
         let thread = if sdma {
             let engine = Sdma::new(Arc::clone(gpu), Arc::clone(&shared), ring);
-            std::thread::Builder::new()
-                .name(format!("hcq-emu-sdma{}-q{queue_id}", gpu.index))
-                .stack_size(SDMA_STACK_BYTES)
-                .spawn(move || engine.run())
+            crate::start_engine_thread(
+                format!("hcq-emu-sdma{}-q{queue_id}", gpu.index),
+                SDMA_STACK_BYTES,
+                Box::new(move || engine.run()),
+            )
         } else {
             let cp = Cp::new(Arc::clone(gpu), Arc::clone(&shared), ring);
-            std::thread::Builder::new()
-                .name(format!("hcq-emu-cp{}-q{queue_id}", gpu.index))
-                .stack_size(CP_STACK_BYTES)
-                .spawn(move || cp.run())
+            crate::start_engine_thread(
+                format!("hcq-emu-cp{}-q{queue_id}", gpu.index),
+                CP_STACK_BYTES,
+                Box::new(move || cp.run()),
+            )
         }
         .map_err(|_| errno(libc::ENOMEM))?;
         self.doorbells.bind(gpu.index, slot, Arc::clone(&shared));

@@ -230,6 +230,37 @@ pub fn kernel() -> Result<&'static EmuKernel, ConfigError> {
 
 pub use hcq_amd_sys::seam::ShaderCounts;
 
+/// Starts a thread: its name, stack size and body; answers its handle.
+pub type ThreadStarter =
+    fn(String, usize, Box<dyn FnOnce() + Send>) -> io::Result<std::thread::JoinHandle<()>>;
+
+static THREAD_STARTER: OnceLock<ThreadStarter> = OnceLock::new();
+
+/// Has the emulator's engine threads (a command processor or an SDMA engine per queue, and
+/// through them the threads that run waves) started by `starter` instead of by the thread
+/// creating the queue, for the process's lifetime. A new thread takes its scheduling priority
+/// from the thread that makes it, and the queue is created on a thread of the program:
+/// `hcq exec` lowers the program's priority and starts the engines from a thread of its own
+/// that kept the original one. Answers `false` if a starter was already set (it stays).
+pub fn set_thread_starter(starter: ThreadStarter) -> bool {
+    THREAD_STARTER.set(starter).is_ok()
+}
+
+/// Starts one of the emulator's engine threads ([`set_thread_starter`]).
+pub(crate) fn start_engine_thread(
+    name: String,
+    stack: usize,
+    body: Box<dyn FnOnce() + Send>,
+) -> io::Result<std::thread::JoinHandle<()>> {
+    match THREAD_STARTER.get() {
+        Some(starter) => starter(name, stack, body),
+        None => std::thread::Builder::new()
+            .name(name)
+            .stack_size(stack)
+            .spawn(body),
+    }
+}
+
 /// What the emulated kernel holds for the process, for leak checks ([`EmuKernel::live_objects`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LiveObjects {

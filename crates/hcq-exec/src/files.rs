@@ -38,6 +38,7 @@ pub fn emulator() -> Result<&'static hcq_emu::EmuKernel, &'static str> {
         .get_or_init(|| {
             let k = hcq_emu::kernel().map_err(|e| format!("hcq exec: {e}"))?;
             k.echo_fault_reports(Some("hcq exec: GPU fault: "));
+            crate::priority::give_way_to_the_gpu();
             Ok(k)
         })
         .as_ref()

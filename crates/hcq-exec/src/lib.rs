@@ -30,6 +30,7 @@
 mod files;
 mod gate;
 mod handler;
+mod priority;
 mod sys;
 
 use std::ffi::c_void;
@@ -68,6 +69,10 @@ extern "C" fn init() {
     }
     if files::ROOT.set(root).is_err() {
         return;
+    }
+    if let Err(e) = priority::setup() {
+        report(&format!("hcq exec: {e}"));
+        std::process::exit(127);
     }
     let installed = gate::setup()
         .and_then(|()| gate::install(libc::SIGSYS, handler::on_sigsys))
