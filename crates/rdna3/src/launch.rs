@@ -324,6 +324,9 @@ fn launch_wave(
     wave.sgpr[usize::from(EXEC_LO)] = exec;
 }
 
+/// Waves of the largest workgroup `run_dispatch` takes (1024 work-items).
+const MAX_WAVES_PER_GROUP: usize = 1024 / WAVE_SIZE;
+
 struct GroupStats {
     waves: u64,
     instructions: u64,
@@ -353,8 +356,11 @@ fn run_workgroup(
     for (w, wave) in waves.iter_mut().enumerate() {
         launch_wave(wave, d, rsrc2, workgroup, w as u32, wave_count, first_slot);
     }
-    let mut done = vec![false; waves.len()];
-    let mut steps = vec![0u64; waves.len()];
+    // At most 32 waves (`run_dispatch` refuses workgroups over 1024 items): on the stack, as
+    // a workgroup of one short wave would otherwise spend a tenth of its time allocating.
+    let mut done = [false; MAX_WAVES_PER_GROUP];
+    let mut steps = [0u64; MAX_WAVES_PER_GROUP];
+    let (done, steps) = (&mut done[..waves.len()], &mut steps[..waves.len()]);
     let mut instructions = 0u64;
     loop {
         let mut progressed = false;

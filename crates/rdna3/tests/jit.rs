@@ -118,6 +118,16 @@ const CASES: &[(&str, &[u32])] = &[
         &[0x44060501],
     ),
     ("v_subrev_co_u32 v3, s6, s4, v2", &[0xd7020603, 0x00020404]),
+    // Lane sets read back as values and as selects (a compiled run that wrote them must not
+    // hand a later instruction the value they had before it).
+    ("v_add_nc_u32_e64 v3, s6, v1", &[0xd5250003, 0x00020206]),
+    (
+        "v_cndmask_b32_e64 v3, v1, v2, s6",
+        &[0xd5010003, 0x001a0501],
+    ),
+    ("v_xor_b32_e64 v3, vcc_lo, v2", &[0xd51d0003, 0x0002046a]),
+    ("v_lshlrev_b32_e64 v3, s6, v1", &[0xd5180003, 0x00020206]),
+    ("v_cmp_gt_u32_e64 s6, vcc_lo, v1", &[0xd44c0006, 0x0002026a]),
     (
         "v_dual_fmac_f32 v3, v1, v2 :: v_dual_mul_f32 v4, v2, v1",
         &[0xc8060501, 0x03040302],

@@ -144,8 +144,10 @@ impl Translator {
         e.load_register_files();
         let mut vgpr_rows = 0;
         let mut needs_f32_denormals = false;
-        // Row-operation instructions waiting to be emitted as one loop (`emit_rows`).
+        // Instructions waiting to be emitted as one loop over the lane groups (`emit_fused`),
+        // and the scalar registers they write lane sets to.
         let mut run: Vec<Vec<Plan>> = Vec::new();
+        let mut run_writes: Vec<u8> = Vec::new();
         for (index, inst) in insts.iter().enumerate() {
             if let Inst::Sopp(i) = inst {
                 if timing_only(i.op) {
@@ -153,17 +155,30 @@ impl Translator {
                 }
             }
             let plans = plan(inst, self.fma);
-            if let Some(plans) = plans.as_ref().filter(|p| p.iter().all(Plan::is_row)) {
+            if let Some(plans) = plans.as_ref().filter(|p| p.iter().all(Plan::is_fusable)) {
+                // The run reads scalar values before its loop: one that an earlier instruction
+                // of the run writes is read after the run.
+                let reads_a_write = plans
+                    .iter()
+                    .flat_map(Plan::scalar_reads)
+                    .any(|(slot, as_set)| !as_set && run_writes.contains(&slot));
+                if reads_a_write {
+                    e.emit_fused(&run);
+                    run.clear();
+                    run_writes.clear();
+                }
                 for p in plans {
                     vgpr_rows = vgpr_rows.max(p.rows());
                     needs_f32_denormals |= p.is_float();
+                    run_writes.extend(p.writes_lane_set());
                 }
                 run.push(plans.clone());
                 continue;
             }
             if !run.is_empty() {
-                e.emit_rows(&run);
+                e.emit_fused(&run);
                 run.clear();
+                run_writes.clear();
             }
             if let Inst::Sopp(i) = inst {
                 if index + 1 == insts.len() && e.block_exit(i.op) {
@@ -191,7 +206,7 @@ impl Translator {
             }
         }
         if !run.is_empty() {
-            e.emit_rows(&run);
+            e.emit_fused(&run);
         }
         e.leave(FELL_THROUGH);
         e.b.switch_to_block(e.exit);

@@ -155,9 +155,55 @@ impl Plan {
         }
     }
 
-    /// A lane-wise operation writing one row and nothing else (fusable with its neighbours).
-    pub(super) fn is_row(&self) -> bool {
-        matches!(self, Plan::Row { .. })
+    /// Whether the plan can share a loop over the lane groups with its neighbours
+    /// (`Emitter::emit_fused`): a lane-wise operation writing rows, and lane sets other than
+    /// EXEC (which the loop reads once).
+    pub(super) fn is_fusable(&self) -> bool {
+        match *self {
+            Plan::Row { .. } | Plan::Shl64 { .. } => true,
+            Plan::Compare { dst, .. } => dst != EXEC_LO,
+            Plan::Carry { carry, .. } => carry != EXEC_LO,
+            Plan::Unit { .. } => false,
+        }
+    }
+
+    /// The scalar register the plan writes a lane set to, if any.
+    pub(super) fn writes_lane_set(&self) -> Option<u8> {
+        match *self {
+            Plan::Compare { dst: slot, .. } | Plan::Carry { carry: slot, .. } => {
+                (slot != NULL).then_some(slot)
+            }
+            _ => None,
+        }
+    }
+
+    /// The scalar registers the plan reads: as 32-bit values (sources, shift amounts), or as
+    /// lane sets (a select's, a carry-in), `true`.
+    pub(super) fn scalar_reads(&self) -> Vec<(u8, bool)> {
+        let mut reads: Vec<(u8, bool)> = self
+            .sources()
+            .iter()
+            .filter_map(|s| match s {
+                Src::Uniform(Uniform::Sgpr(slot)) => Some((*slot, false)),
+                _ => None,
+            })
+            .collect();
+        match *self {
+            Plan::Row {
+                op: RowOp::Cndmask(Uniform::Sgpr(slot)),
+                ..
+            }
+            | Plan::Carry {
+                carry_in: Some(Uniform::Sgpr(slot)),
+                ..
+            } => reads.push((slot, true)),
+            Plan::Shl64 {
+                amount: Uniform::Sgpr(slot),
+                ..
+            } => reads.push((slot, false)),
+            _ => {}
+        }
+        reads
     }
 
     pub(super) fn is_float(&self) -> bool {

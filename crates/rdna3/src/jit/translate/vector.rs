@@ -3,7 +3,7 @@
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    types, AbiParam, InstBuilder, Signature, StackSlotData, StackSlotKind, Value,
+    types, AbiParam, InstBuilder, Signature, StackSlot, StackSlotData, StackSlotKind, Value,
 };
 
 use super::plan::{Cond, Plan, RowOp, Src, Uniform};
@@ -152,10 +152,11 @@ impl Emitter<'_> {
                 self.b.ins().band(s, mask)
             }
             RowOp::Cndmask(_) => {
-                let RowSetup::Mask(set) = *setup else {
-                    unreachable!("cndmask is set up with its lane set")
+                let mask = match *setup {
+                    RowSetup::Mask(set) => self.lane_mask(set, g),
+                    RowSetup::Lanes(lanes) => lanes,
+                    _ => unreachable!("cndmask is set up with its lane set"),
                 };
-                let mask = self.lane_mask(set, g);
                 self.b.ins().bitselect(mask, b, a)
             }
         }
@@ -163,21 +164,6 @@ impl Emitter<'_> {
 
     pub(super) fn emit(&mut self, plans: &[Plan]) {
         match plans {
-            [Plan::Compare {
-                cond,
-                src,
-                dst,
-                abs,
-                neg,
-            }] => self.emit_compare(*cond, *src, *dst, (*abs, *neg)),
-            [Plan::Carry {
-                subtract,
-                src,
-                carry_in,
-                dst,
-                carry,
-            }] => self.emit_carry(*subtract, *src, *carry_in, *dst, *carry),
-            [Plan::Shl64 { amount, src, dst }] => self.emit_shl64(*amount, *src, *dst),
             [Plan::Unit {
                 op,
                 src,
@@ -185,7 +171,7 @@ impl Emitter<'_> {
                 abs,
                 neg,
             }] => self.emit_unit(*op, *src, *dst, (*abs, *neg)),
-            _ => self.emit_rows(&[plans.to_vec()]),
+            _ => self.emit_fused(&[plans.to_vec()]),
         }
     }
 
@@ -231,79 +217,25 @@ impl Emitter<'_> {
         self.end_group_loop(looped, index, []);
     }
 
-    /// `v_lshlrev_b64`: with `s = amount & 63` and `n = s & 31`, below 32 the low half is
-    /// `lo << n` and the high half `hi << n | lo >> (32 - n)` (the carry shifted in two steps,
-    /// as vector shifts take their amount modulo 32); from 32 on, 0 and `lo << n`.
-    pub(super) fn emit_shl64(&mut self, amount: Uniform, src: u8, dst: u8) {
-        let s = self.scalar(amount);
-        let s = self.b.ins().band_imm(s, 63);
-        let big = self
-            .b
-            .ins()
-            .icmp_imm(IntCC::UnsignedGreaterThanOrEqual, s, 32);
-        let n = self.b.ins().band_imm(s, 31);
-        let thirty_one = self.b.ins().iconst(types::I32, 31);
-        let back = self.b.ins().isub(thirty_one, n);
-        let zero = self.b.ins().iconst(types::I32, 0);
-        let zero = self.b.ins().splat(types::I32X4, zero);
-        let exec = self.exec();
-        let (looped, index, g, []) = self.group_loop([]);
-        self.if_group_active(exec, g, [], |e, mask| {
-            let lo = e.load_group(src, g);
-            let hi = e.load_group(src + 1, g);
-            let lo_shifted = e.b.ins().ishl(lo, n);
-            let hi_shifted = e.b.ins().ishl(hi, n);
-            let carry = e.b.ins().ushr_imm(lo, 1);
-            let carry = e.b.ins().ushr(carry, back);
-            let joined = e.b.ins().bor(hi_shifted, carry);
-            let new_lo = e.b.ins().select(big, zero, lo_shifted);
-            let new_hi = e.b.ins().select(big, lo_shifted, joined);
-            let old_lo = e.load_group(dst, g);
-            let old_hi = e.load_group(dst + 1, g);
-            let new_lo = e.b.ins().bitselect(mask, new_lo, old_lo);
-            let new_hi = e.b.ins().bitselect(mask, new_hi, old_hi);
-            e.store_group(dst, g, new_lo);
-            e.store_group(dst + 1, g, new_hi);
-            []
-        });
-        self.end_group_loop(looped, index, []);
-    }
-
-    /// Consecutive instructions of row operations (each one operation, or a VOPD's two) in one
-    /// loop over the lane groups: per group, the instructions in order, each loading all its
-    /// sources before storing its results. The same as running them one after another: each
-    /// touches only its own lanes of every row, and none writes a scalar register or EXEC.
-    pub(super) fn emit_rows(&mut self, instructions: &[Vec<Plan>]) {
-        // Each plan as a `RowPlan`, and where each instruction's plans end.
-        let rows: Vec<RowPlan> = instructions
-            .iter()
-            .flatten()
-            .map(|p| match *p {
-                Plan::Row {
-                    op,
-                    dst,
-                    src,
-                    abs,
-                    neg,
-                } => (op, dst, src, (abs, neg)),
-                _ => unreachable!("only row plans are fused"),
-            })
-            .collect();
-        let ends: Vec<usize> = instructions
-            .iter()
-            .scan(0, |end, plans| {
-                *end += plans.len();
-                Some(*end)
-            })
-            .collect();
-        let setups: Vec<RowSetup> = rows
-            .iter()
-            .map(|(op, _, src, _)| self.row_setup(*op, src))
-            .collect();
-        let splats: Vec<Vec<Option<Value>>> = rows
-            .iter()
-            .map(|(_, _, s, modifiers)| self.splats(s, *modifiers))
-            .collect();
+    /// Consecutive fusable instructions (row operations, compares, carry operations, 64-bit
+    /// shifts; a VOPD's two operations) in one loop over the lane groups: per group, the
+    /// instructions in order, each reading all its sources before writing its results. The
+    /// same as running them one after another: each touches only its own lanes of every row,
+    /// and a lane set an instruction of the run writes (a compare's, a carry-out) is what the
+    /// group's later selects and carry-ins read; it reaches its scalar register after the loop.
+    /// `compile` ends a run before an instruction that reads such a register as a value.
+    pub(super) fn emit_fused(&mut self, instructions: &[Vec<Plan>]) {
+        let mut written: Vec<u8> = Vec::new();
+        let mut ops: Vec<Fused> = Vec::new();
+        let mut ends: Vec<usize> = Vec::new();
+        for plans in instructions {
+            for p in plans {
+                let op = self.fused_setup(p, &written);
+                ops.push(op);
+            }
+            ends.push(ops.len());
+            written.extend(plans.iter().filter_map(Plan::writes_lane_set));
+        }
         let exec = self.exec();
         // Under a full EXEC (the common case) every lane takes its result as it is; otherwise
         // each result is merged into the destination's old lanes, and groups without an active
@@ -315,33 +247,135 @@ impl Emitter<'_> {
             self.b.create_block(),
         );
         self.b.ins().brif(full, whole, &[], partial, &[]);
-        let fused = FusedRows {
-            rows: &rows,
-            ends: &ends,
-            setups: &setups,
-            splats: &splats,
-        };
         self.b.switch_to_block(whole);
         let (looped, index, g, []) = self.group_loop([]);
-        self.fused_group(&fused, g, None);
+        self.fused_group(&ops, &ends, g, None);
         self.end_group_loop(looped, index, []);
         self.b.ins().jump(after, &[]);
         self.b.switch_to_block(partial);
         let (looped, index, g, []) = self.group_loop([]);
         self.if_group_active(exec, g, [], |e, mask| {
-            e.fused_group(&fused, g, Some(mask));
+            e.fused_group(&ops, &ends, g, Some(mask));
             []
         });
         self.end_group_loop(looped, index, []);
         self.b.ins().jump(after, &[]);
         self.b.switch_to_block(after);
+        // In program order: of two writes to one register, the later stays.
+        for op in &ops {
+            if let Fused::Compare {
+                bits, dst: slot, ..
+            }
+            | Fused::Carry {
+                bits, carry: slot, ..
+            } = *op
+            {
+                if slot != NULL {
+                    let set = self.b.ins().stack_load(types::I32, bits, 0);
+                    self.store_scalar(slot, set);
+                }
+            }
+        }
     }
 
-    /// One group of a fused run's instructions, in order; each row is loaded at most once (a
-    /// row written is used from the value stored, not reloaded). `mask`: the group's active
-    /// lanes, if not all.
-    fn fused_group(&mut self, fused: &FusedRows<'_>, g: GroupAt, mask: Option<Value>) {
+    /// What an operation of a fused run needs before the loop; `written`: the lane sets the
+    /// run's earlier instructions write.
+    fn fused_setup(&mut self, p: &Plan, written: &[u8]) -> Fused {
+        let set_source = |e: &mut Self, u: Uniform| match u {
+            Uniform::Sgpr(slot) if written.contains(&slot) => SetSource::InRun(slot),
+            u => SetSource::Loaded(e.scalar(u)),
+        };
+        let bits = |e: &mut Self| {
+            let slot =
+                e.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 4, 2));
+            let zero = e.b.ins().iconst(types::I32, 0);
+            e.b.ins().stack_store(zero, slot, 0);
+            slot
+        };
+        match *p {
+            Plan::Row {
+                op,
+                dst,
+                src,
+                abs,
+                neg,
+            } => {
+                let setup = match op {
+                    RowOp::Cndmask(set) => match set_source(self, set) {
+                        SetSource::InRun(slot) => RowSetup::MaskInRun(slot),
+                        SetSource::Loaded(v) => RowSetup::Mask(v),
+                    },
+                    _ => self.row_setup(op, &src),
+                };
+                let splats = self.splats(&src, (abs, neg));
+                Fused::Row {
+                    op,
+                    dst,
+                    src,
+                    modifiers: (abs, neg),
+                    setup,
+                    splats,
+                }
+            }
+            Plan::Compare {
+                cond,
+                src,
+                dst,
+                abs,
+                neg,
+            } => Fused::Compare {
+                cond,
+                src,
+                dst,
+                modifiers: (abs, neg),
+                splats: self.splats(&src, (abs, neg)),
+                bits: bits(self),
+            },
+            Plan::Carry {
+                subtract,
+                src,
+                carry_in,
+                dst,
+                carry,
+            } => Fused::Carry {
+                subtract,
+                src,
+                carry_in: carry_in.map(|u| set_source(self, u)),
+                dst,
+                carry,
+                splats: self.splats(&src, (0, 0)),
+                bits: bits(self),
+            },
+            Plan::Shl64 { amount, src, dst } => {
+                let s = self.scalar(amount);
+                let s = self.b.ins().band_imm(s, 63);
+                let big = self
+                    .b
+                    .ins()
+                    .icmp_imm(IntCC::UnsignedGreaterThanOrEqual, s, 32);
+                let n = self.b.ins().band_imm(s, 31);
+                let thirty_one = self.b.ins().iconst(types::I32, 31);
+                let back = self.b.ins().isub(thirty_one, n);
+                Fused::Shl64 {
+                    src,
+                    dst,
+                    big,
+                    n,
+                    back,
+                }
+            }
+            Plan::Unit { .. } => unreachable!("`compile` does not fuse unit operations"),
+        }
+    }
+
+    /// One group of a fused run's operations, in order; each row is loaded at most once (a
+    /// row written is used from the value stored, not reloaded), and only for what the
+    /// operations read. `mask`: the group's active lanes, if not all.
+    fn fused_group(&mut self, ops: &[Fused], ends: &[usize], g: GroupAt, mask: Option<Value>) {
+        // This group's rows as loaded or last written, and the lane sets the run wrote (active
+        // lanes only).
         let mut rows: Vec<(u8, Value)> = Vec::new();
+        let mut sets: Vec<(u8, Value)> = Vec::new();
         let row = |e: &mut Self, rows: &mut Vec<(u8, Value)>, r: u8| {
             if let Some(&(_, v)) = rows.iter().find(|(at, _)| *at == r) {
                 return v;
@@ -350,40 +384,209 @@ impl Emitter<'_> {
             rows.push((r, v));
             v
         };
-        let mut results = Vec::with_capacity(2);
-        for (k, (op, dst, src, modifiers)) in fused.rows.iter().enumerate() {
-            // Only what the operation reads is loaded: Cranelift keeps every load it is given.
-            let reads = op.reads();
-            let [a, b, c] = std::array::from_fn(|n| match (src[n], fused.splats[k][n]) {
-                (_, Some(v)) => v,
-                (Src::Row(r), None) if reads[n] => {
-                    let x = row(self, &mut rows, r);
-                    self.modify(x, n, *modifiers)
+        let source = |e: &mut Self,
+                      rows: &mut Vec<(u8, Value)>,
+                      src: Src,
+                      splat: Option<Value>,
+                      n: usize,
+                      modifiers: (u8, u8)| match (src, splat) {
+            (_, Some(v)) => v,
+            (Src::Row(r), None) => {
+                let x = row(e, rows, r);
+                e.modify(x, n, modifiers)
+            }
+            (Src::Uniform(_), None) => unreachable!("uniform sources are splatted"),
+        };
+        let set_lanes = |e: &mut Self, sets: &[(u8, Value)], slot: u8| {
+            sets.iter()
+                .rev()
+                .find(|(at, _)| *at == slot)
+                .map(|&(_, v)| v)
+                // Every earlier operation of the run ran for this group.
+                .unwrap_or_else(|| e.zero_group())
+        };
+        let merge = |e: &mut Self, value: Value, old: Value| match mask {
+            Some(mask) => e.b.ins().bitselect(mask, value, old),
+            None => value,
+        };
+        let active = |e: &mut Self, lanes: Value| match mask {
+            Some(mask) => e.b.ins().band(lanes, mask),
+            None => lanes,
+        };
+        let mut row_results: Vec<(u8, Value)> = Vec::with_capacity(2);
+        let mut set_results: Vec<(u8, Value)> = Vec::new();
+        for (k, op) in ops.iter().enumerate() {
+            match op {
+                Fused::Row {
+                    op,
+                    dst,
+                    src,
+                    modifiers,
+                    setup,
+                    splats,
+                } => {
+                    // Only what the operation reads is loaded: Cranelift keeps every load it
+                    // is given.
+                    let reads = op.reads();
+                    let [a, b, c] = std::array::from_fn(|n| match src[n] {
+                        Src::Row(_) if !reads[n] && splats[n].is_none() => self.zero_group(),
+                        s => source(self, &mut rows, s, splats[n], n, *modifiers),
+                    });
+                    let old = if mask.is_some() || *op == RowOp::Fmac {
+                        row(self, &mut rows, *dst)
+                    } else {
+                        self.zero_group()
+                    };
+                    let in_run;
+                    let setup = match setup {
+                        RowSetup::MaskInRun(slot) => {
+                            in_run = RowSetup::Lanes(set_lanes(self, &sets, *slot));
+                            &in_run
+                        }
+                        other => other,
+                    };
+                    let value = self.row_compute(*op, setup, [a, b, c, old], g);
+                    let value = merge(self, value, old);
+                    row_results.push((*dst, value));
                 }
-                (Src::Row(_), None) => self.zero_group(),
-                (Src::Uniform(_), None) => unreachable!("uniform sources are splatted"),
-            });
-            let old = if mask.is_some() || *op == RowOp::Fmac {
-                row(self, &mut rows, *dst)
-            } else {
-                self.zero_group()
-            };
-            let value = self.row_compute(*op, &fused.setups[k], [a, b, c, old], g);
-            let value = match mask {
-                Some(mask) => self.b.ins().bitselect(mask, value, old),
-                None => value,
-            };
-            results.push((*dst, value));
-            if fused.ends.contains(&(k + 1)) {
-                for (dst, value) in results.drain(..) {
+                Fused::Compare {
+                    cond,
+                    src,
+                    dst,
+                    modifiers,
+                    splats,
+                    bits,
+                } => {
+                    let a = source(self, &mut rows, src[0], splats[0], 0, *modifiers);
+                    let b = source(self, &mut rows, src[1], splats[1], 1, *modifiers);
+                    let lanes = match *cond {
+                        Cond::Int(cc) => self.b.ins().icmp(cc, a, b),
+                        Cond::Float(cc) => {
+                            let (x, y) = (self.float(a), self.float(b));
+                            self.b.ins().fcmp(cc, x, y)
+                        }
+                        Cond::FloatLg => {
+                            let (x, y) = (self.float(a), self.float(b));
+                            let below = self.b.ins().fcmp(FloatCC::LessThan, x, y);
+                            let above = self.b.ins().fcmp(FloatCC::GreaterThan, x, y);
+                            self.b.ins().bor(below, above)
+                        }
+                        Cond::Class => self.class_test(a, b),
+                    };
+                    let lanes = active(self, lanes);
+                    self.add_group_bits(*bits, lanes, g);
+                    if *dst != NULL {
+                        set_results.push((*dst, lanes));
+                    }
+                }
+                Fused::Carry {
+                    subtract,
+                    src,
+                    carry_in,
+                    dst,
+                    carry,
+                    splats,
+                    bits,
+                } => {
+                    let x = source(self, &mut rows, src[0], splats[0], 0, (0, 0));
+                    let y = source(self, &mut rows, src[1], splats[1], 1, (0, 0));
+                    // `cin` is all ones (-1) in lanes whose carry-in bit is set.
+                    let cin = carry_in.as_ref().map(|c| match *c {
+                        SetSource::Loaded(set) => self.lane_mask(set, g),
+                        SetSource::InRun(slot) => set_lanes(self, &sets, slot),
+                    });
+                    let (value, out) = self.carry_lanes(*subtract, x, y, cin);
+                    let old = row(self, &mut rows, *dst);
+                    let value = merge(self, value, old);
+                    row_results.push((*dst, value));
+                    let out = active(self, out);
+                    self.add_group_bits(*bits, out, g);
+                    if *carry != NULL {
+                        set_results.push((*carry, out));
+                    }
+                }
+                Fused::Shl64 {
+                    src,
+                    dst,
+                    big,
+                    n,
+                    back,
+                } => {
+                    let lo = row(self, &mut rows, *src);
+                    let hi = row(self, &mut rows, *src + 1);
+                    let lo_shifted = self.b.ins().ishl(lo, *n);
+                    let hi_shifted = self.b.ins().ishl(hi, *n);
+                    let carried = self.b.ins().ushr_imm(lo, 1);
+                    let carried = self.b.ins().ushr(carried, *back);
+                    let joined = self.b.ins().bor(hi_shifted, carried);
+                    let zero = self.zero_group();
+                    let new_lo = self.b.ins().select(*big, zero, lo_shifted);
+                    let new_hi = self.b.ins().select(*big, lo_shifted, joined);
+                    let (new_lo, new_hi) = if mask.is_some() {
+                        let old_lo = row(self, &mut rows, *dst);
+                        let old_hi = row(self, &mut rows, *dst + 1);
+                        (merge(self, new_lo, old_lo), merge(self, new_hi, old_hi))
+                    } else {
+                        (new_lo, new_hi)
+                    };
+                    row_results.push((*dst, new_lo));
+                    row_results.push((*dst + 1, new_hi));
+                }
+            }
+            if ends.contains(&(k + 1)) {
+                for (dst, value) in row_results.drain(..) {
                     self.store_group(dst, g, value);
                     match rows.iter_mut().find(|(at, _)| *at == dst) {
                         Some(known) => known.1 = value,
                         None => rows.push((dst, value)),
                     }
                 }
+                sets.append(&mut set_results);
             }
         }
+    }
+
+    /// `v_add_co_u32` and relatives over a group: the sum (or difference) and the carry-out
+    /// (or borrow) lanes, all ones where set; `cin`: the carry-in lanes, if any.
+    fn carry_lanes(
+        &mut self,
+        subtract: bool,
+        x: Value,
+        y: Value,
+        cin: Option<Value>,
+    ) -> (Value, Value) {
+        if subtract {
+            let below = self.b.ins().icmp(IntCC::UnsignedLessThan, x, y);
+            let t = self.b.ins().isub(x, y);
+            match cin {
+                None => (t, below),
+                Some(cin) => {
+                    let zero = self.zero_group();
+                    let zero = self.b.ins().icmp(IntCC::Equal, t, zero);
+                    let wraps = self.b.ins().band(zero, cin);
+                    let value = self.b.ins().iadd(t, cin);
+                    (value, self.b.ins().bor(below, wraps))
+                }
+            }
+        } else {
+            let t = self.b.ins().iadd(x, y);
+            let wrapped = self.b.ins().icmp(IntCC::UnsignedLessThan, t, x);
+            match cin {
+                None => (t, wrapped),
+                Some(cin) => {
+                    let value = self.b.ins().isub(t, cin);
+                    let again = self.b.ins().icmp(IntCC::UnsignedLessThan, value, t);
+                    (value, self.b.ins().bor(wrapped, again))
+                }
+            }
+        }
+    }
+
+    /// ORs a group's lanes (all ones where set) into the 32-bit lane set in stack slot `bits`.
+    fn add_group_bits(&mut self, bits: StackSlot, lanes: Value, g: GroupAt) {
+        let so_far = self.b.ins().stack_load(types::I32, bits, 0);
+        let more = self.add_mask_bits(so_far, lanes, g);
+        self.b.ins().stack_store(more, bits, 0);
     }
 
     /// `bits` with a group's four lanes of a compare result (all ones where true) set at the
@@ -394,37 +597,6 @@ impl Emitter<'_> {
         let these = self.b.ins().ishl(these, g.shift);
         let these = self.b.ins().ireduce(types::I32, these);
         self.b.ins().bor(bits, these)
-    }
-
-    pub(super) fn emit_compare(&mut self, cond: Cond, src: [Src; 2], dst: u8, modifiers: (u8, u8)) {
-        let splats = self.splats(&src, modifiers);
-        let exec = self.exec();
-        let none = self.b.ins().iconst(types::I32, 0);
-        let (looped, index, g, [bits]) = self.group_loop([none]);
-        let [bits] = self.if_group_active(exec, g, [bits], |e, _| {
-            let a = e.group_of(src[0], splats[0], g, 0, modifiers);
-            let b = e.group_of(src[1], splats[1], g, 1, modifiers);
-            let lanes = match cond {
-                Cond::Int(cc) => e.b.ins().icmp(cc, a, b),
-                Cond::Float(cc) => {
-                    let (x, y) = (e.float(a), e.float(b));
-                    e.b.ins().fcmp(cc, x, y)
-                }
-                Cond::FloatLg => {
-                    let (x, y) = (e.float(a), e.float(b));
-                    let below = e.b.ins().fcmp(FloatCC::LessThan, x, y);
-                    let above = e.b.ins().fcmp(FloatCC::GreaterThan, x, y);
-                    e.b.ins().bor(below, above)
-                }
-                Cond::Class => e.class_test(a, b),
-            };
-            [e.add_mask_bits(bits, lanes, g)]
-        });
-        let [mask] = self.end_group_loop(looped, index, [bits]);
-        let mask = self.b.ins().band(mask, exec);
-        if dst != NULL {
-            self.store_scalar(dst, mask);
-        }
     }
 
     /// Lanes (all ones) whose float `x` is of a class in the mask `classes`.
@@ -485,62 +657,6 @@ impl Emitter<'_> {
         }
         result
     }
-
-    pub(super) fn emit_carry(
-        &mut self,
-        subtract: bool,
-        src: [Src; 2],
-        carry_in: Option<Uniform>,
-        dst: u8,
-        carry: u8,
-    ) {
-        let splats = self.splats(&src, (0, 0));
-        let carry_in = carry_in.map(|u| self.scalar(u));
-        let exec = self.exec();
-        let none = self.b.ins().iconst(types::I32, 0);
-        let (looped, index, g, [bits]) = self.group_loop([none]);
-        let [bits] = self.if_group_active(exec, g, [bits], |e, mask| {
-            let x = e.group_of(src[0], splats[0], g, 0, (0, 0));
-            let y = e.group_of(src[1], splats[1], g, 1, (0, 0));
-            // `cin` is all ones (-1) in lanes whose carry-in bit is set.
-            let cin = carry_in.map(|set| e.lane_mask(set, g));
-            let (value, out) = if subtract {
-                let below = e.b.ins().icmp(IntCC::UnsignedLessThan, x, y);
-                let t = e.b.ins().isub(x, y);
-                match cin {
-                    None => (t, below),
-                    Some(cin) => {
-                        let zero = e.b.ins().iconst(types::I32, 0);
-                        let zero = e.b.ins().splat(types::I32X4, zero);
-                        let zero = e.b.ins().icmp(IntCC::Equal, t, zero);
-                        let wraps = e.b.ins().band(zero, cin);
-                        let value = e.b.ins().iadd(t, cin);
-                        (value, e.b.ins().bor(below, wraps))
-                    }
-                }
-            } else {
-                let t = e.b.ins().iadd(x, y);
-                let wrapped = e.b.ins().icmp(IntCC::UnsignedLessThan, t, x);
-                match cin {
-                    None => (t, wrapped),
-                    Some(cin) => {
-                        let value = e.b.ins().isub(t, cin);
-                        let again = e.b.ins().icmp(IntCC::UnsignedLessThan, value, t);
-                        (value, e.b.ins().bor(wrapped, again))
-                    }
-                }
-            };
-            let old = e.load_group(dst, g);
-            let merged = e.b.ins().bitselect(mask, value, old);
-            e.store_group(dst, g, merged);
-            [e.add_mask_bits(bits, out, g)]
-        });
-        let [bits] = self.end_group_loop(looped, index, [bits]);
-        if carry != NULL {
-            let bits = self.b.ins().band(bits, exec);
-            self.store_scalar(carry, bits);
-        }
-    }
 }
 
 /// Computes the f32 transcendental-unit operation `code` (a `Vop3Op`) in place over the lanes
@@ -567,23 +683,60 @@ unsafe extern "C" fn unit_row(code: u32, lanes: *mut u32, active: u32) {
     }
 }
 
-/// A row plan's operation, destination, sources and (abs, neg) modifiers.
-type RowPlan = (RowOp, u8, [Src; 3], (u8, u8));
-
-/// A run of row operations fused into one loop ([`Emitter::emit_rows`]): each plan's
-/// operation, destination, sources and modifiers, where each instruction's plans end, and the
-/// per-instruction setup and splatted sources.
-struct FusedRows<'a> {
-    rows: &'a [RowPlan],
-    ends: &'a [usize],
-    setups: &'a [RowSetup],
-    splats: &'a [Vec<Option<Value>>],
-}
-
 pub(super) enum RowSetup {
     None,
     Amount(Value),
     Field(Value, Value),
     /// The 32-bit lane set of a select.
     Mask(Value),
+    /// A select's lane set written earlier in its fused run, to this scalar register.
+    MaskInRun(u8),
+    /// A select's lanes in the current group (all ones where set).
+    Lanes(Value),
+}
+
+/// Where a lane set an operation of a fused run reads comes from: loaded before the loop, or
+/// written by an earlier instruction of the run (to this scalar register).
+enum SetSource {
+    Loaded(Value),
+    InRun(u8),
+}
+
+/// An operation of a fused run with what it set up before the loop.
+enum Fused {
+    Row {
+        op: RowOp,
+        dst: u8,
+        src: [Src; 3],
+        modifiers: (u8, u8),
+        setup: RowSetup,
+        splats: Vec<Option<Value>>,
+    },
+    Compare {
+        cond: Cond,
+        src: [Src; 2],
+        dst: u8,
+        modifiers: (u8, u8),
+        splats: Vec<Option<Value>>,
+        /// The lane set built group by group.
+        bits: StackSlot,
+    },
+    Carry {
+        subtract: bool,
+        src: [Src; 2],
+        carry_in: Option<SetSource>,
+        dst: u8,
+        carry: u8,
+        splats: Vec<Option<Value>>,
+        bits: StackSlot,
+    },
+    Shl64 {
+        src: u8,
+        dst: u8,
+        /// Whether the amount (mod 64) is 32 or more.
+        big: Value,
+        /// The amount mod 32, and 31 less it.
+        n: Value,
+        back: Value,
+    },
 }
