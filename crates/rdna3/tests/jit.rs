@@ -402,9 +402,11 @@ fn a_fault_inside_a_block_is_the_interpreters_fault() {
     assert_same("s_trap", &expected, &actual);
 }
 
-/// Global loads and stores, each with addresses of three kinds per seed: lanes spread over a
-/// buffer (overlapping, so a store's lane order shows), lanes coalesced, and one active lane
-/// pointing past the buffer (the compiled code must leave that to the interpreter's fault).
+/// Global loads and stores, each with addresses of several kinds: lanes spread over a buffer
+/// (overlapping, so a store's lane order shows), lanes one after another at several strides
+/// (whole groups of four lanes move as vectors), pairs of lanes one after another, and one
+/// active lane pointing past the buffer (the compiled code must leave that to the
+/// interpreter's fault).
 const MEMORY_CASES: &[(&str, &[u32])] = &[
     (
         "global_load_b32 v3, v[4:5], off offset:8",
@@ -450,24 +452,34 @@ fn global_memory_matches_the_interpreter() {
         let data = Buffer::zeroed(SIZE);
         let mem = HostMemory::new(&[&code, &data]);
         let cache = CodeCache::with_jit(JitMode::Eager);
-        for seed in 0..48u64 {
+        for seed in 0..112u64 {
             let what = format!("{asm} (seed {seed})");
             let mut rng = Rng(seed ^ 0x5eed);
             let initial: Vec<u8> = (0..SIZE).map(|_| rng.next() as u8).collect();
             let prepare = |wave: &mut Wave| {
                 let mut rng = Rng(seed);
                 for lane in 0..32 {
-                    // Room for 16 bytes either side of the offsets the cases use.
-                    let offset = match seed % 3 {
+                    // Room for 16 bytes either side of the offsets the cases use. Each kind
+                    // meets every EXEC pattern of `wave` (seed % 8).
+                    let lane = lane as u64;
+                    let offset = match seed / 8 % 7 {
                         0 => 64 + (rng.next() as u64 % 240) * 16,
-                        1 => 64 + lane as u64 * 16,
+                        // One after another for 16, 4 and 8 bytes a lane (overlapping for
+                        // wider accesses, so a store's lane order shows).
+                        1 => 64 + lane * 16,
+                        3 => 64 + lane * 4,
+                        4 => 64 + lane * 8,
+                        // Pairs of lanes one after another, the pairs apart.
+                        5 => 64 + lane / 2 * 64 + lane % 2 * 16,
+                        // Four lanes at a time at one place.
+                        6 => 64 + lane / 4 * 16,
                         _ if lane == 7 => SIZE as u64 + 4096,
                         _ => 64 + (rng.next() as u64 % 240) * 16,
                     };
                     let address = data.addr() + offset;
-                    wave.vgpr[4][lane] = address as u32;
-                    wave.vgpr[5][lane] = (address >> 32) as u32;
-                    wave.vgpr[2][lane] = offset as u32;
+                    wave.vgpr[4][lane as usize] = address as u32;
+                    wave.vgpr[5][lane as usize] = (address >> 32) as u32;
+                    wave.vgpr[2][lane as usize] = offset as u32;
                 }
                 wave.sgpr[8] = data.addr() as u32;
                 wave.sgpr[9] = (data.addr() >> 32) as u32;

@@ -3,12 +3,14 @@
 //! the interpreter makes; unrolled, a block of eight `global_load_b128` would be ~50 KB of
 //! code).
 
+use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, AbiParam, InstBuilder, MemFlags, Signature, StackSlotData, StackSlotKind, Value,
+    types, AbiParam, ConstantData, InstBuilder, MemFlags, Signature, StackSlotData, StackSlotKind,
+    Value,
 };
 
 use super::plan::{MemoryPlan, Uniform};
-use super::{flags, Emitter, ROW_BYTES};
+use super::{flags, Emitter, GroupAt, ROW_BYTES};
 use crate::exec::WAVE_SIZE;
 
 impl Emitter<'_> {
@@ -87,12 +89,105 @@ impl Emitter<'_> {
 
         self.b.switch_to_block(mapped);
         (self.sgpr, self.vgpr, self.scc) = files;
+        // Under a full EXEC, a group of four lanes whose accesses follow one another moves as
+        // whole vectors, and four loads of one place are one; any other group, and every lane
+        // under a partial EXEC, one by one.
         let memory = MemFlags::new().with_notrap();
+        let exec_full = self.b.ins().icmp_imm(IntCC::Equal, exec, -1);
+        let (groups, lanes) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(exec_full, groups, &[], lanes, &[]);
+        self.b.switch_to_block(groups);
+        let (looped, index, g, []) = self.group_loop([]);
+        let first = self.b.ins().ishl_imm(index, 2);
+        let addresses: [Value; 4] = std::array::from_fn(|k| {
+            let slot = self.b.ins().ishl_imm(first, 3);
+            let slot = self.b.ins().iadd(addrs_at, slot);
+            self.b.ins().load(i64t, flags(), slot, (k * 8) as i32)
+        });
+        let stride = i64::from(p.dwords) * 4;
+        let mut following = self.b.ins().iconst(types::I8, 1);
+        let mut same = self.b.ins().iconst(types::I8, 1);
+        for k in 1..4 {
+            let step = self.b.ins().isub(addresses[k], addresses[k - 1]);
+            let next = self.b.ins().icmp_imm(IntCC::Equal, step, stride);
+            following = self.b.ins().band(following, next);
+            let again = self.b.ins().icmp_imm(IntCC::Equal, step, 0);
+            same = self.b.ins().band(same, again);
+        }
+        let (whole, single, next_group) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        let from_lo = self.b.ins().isub(addresses[0], lo);
+        let at = self.b.ins().iadd(host, from_lo);
+        // Three dwords a lane do not make whole vectors.
+        if p.dwords == 3 {
+            self.b.ins().jump(single, &[]);
+        } else {
+            let not_following = self.b.create_block();
+            self.b.ins().brif(following, whole, &[], not_following, &[]);
+            self.b.switch_to_block(not_following);
+            if p.store {
+                self.b.ins().jump(single, &[]);
+            } else {
+                // Four lanes reading the same place (a value every lane of a row uses).
+                let shared = self.b.create_block();
+                self.b.ins().brif(same, shared, &[], single, &[]);
+                self.b.switch_to_block(shared);
+                // Read as the other paths read (8-byte pieces, or a whole 16 bytes).
+                let values: Vec<Value> = match p.dwords {
+                    1 => vec![self.b.ins().load(types::I32, memory, at, 0)],
+                    2 => {
+                        let both = self.b.ins().load(types::I64, memory, at, 0);
+                        let high = self.b.ins().ushr_imm(both, 32);
+                        vec![
+                            self.b.ins().ireduce(types::I32, both),
+                            self.b.ins().ireduce(types::I32, high),
+                        ]
+                    }
+                    _ => {
+                        let all = self.b.ins().load(types::I32X4, memory, at, 0);
+                        (0..4).map(|k| self.b.ins().extractlane(all, k)).collect()
+                    }
+                };
+                for (k, value) in (0u8..).zip(values) {
+                    let lanes = self.b.ins().splat(types::I32X4, value);
+                    self.store_group(p.data + k, g, lanes);
+                }
+                self.b.ins().jump(next_group, &[]);
+            }
+        }
+        self.b.switch_to_block(whole);
+        self.move_group(&p, at, g);
+        self.b.ins().jump(next_group, &[]);
+        self.b.switch_to_block(single);
+        for k in 0..4 {
+            let lane = self.b.ins().iadd_imm(first, k);
+            self.move_lane(&p, lane, addrs_at, lo, host);
+        }
+        self.b.ins().jump(next_group, &[]);
+        self.b.switch_to_block(next_group);
+        self.end_group_loop(looped, index, []);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(lanes);
         // Lane order (a later lane's store wins where two overlap).
         let (looped, remaining, lane, []) = self.bit_loop(exec64, []);
+        self.move_lane(&p, lane, addrs_at, lo, host);
+        self.end_bit_loop(looped, remaining, []);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
+        // The helper may have run on one path: the register-file pointers are reloaded.
+        self.load_register_files();
+    }
+
+    /// Moves one lane's (an i64) dwords between memory and its registers; `addrs_at`: the
+    /// lanes' addresses, `lo` the lowest, mapped at `host`.
+    fn move_lane(&mut self, p: &MemoryPlan, lane: Value, addrs_at: Value, lo: Value, host: Value) {
+        let memory = MemFlags::new().with_notrap();
         let slot = self.b.ins().ishl_imm(lane, 3);
         let slot = self.b.ins().iadd(addrs_at, slot);
-        let address = self.b.ins().load(i64t, flags(), slot, 0);
+        let address = self.b.ins().load(types::I64, flags(), slot, 0);
         let from_lo = self.b.ins().isub(address, lo);
         let at = self.b.ins().iadd(host, from_lo);
         // Dword pairs as one 8-byte access, as the interpreter moves aligned 8-byte pieces (a
@@ -123,11 +218,79 @@ impl Emitter<'_> {
             }
             k += if pair { 2 } else { 1 };
         }
-        self.end_bit_loop(looped, remaining, []);
-        self.b.ins().jump(done, &[]);
-        self.b.switch_to_block(done);
-        // The helper may have run on one path: the register-file pointers are reloaded.
-        self.load_register_files();
+    }
+
+    /// Moves a group of four lanes whose accesses follow one another from `at` (one, two or
+    /// four dwords a lane) as 16-byte vectors, transposed between lane order in memory and
+    /// the registers' rows. x86 moves each aligned 8-byte piece of a vector access at once,
+    /// so a 64-bit value is not seen half written here either.
+    fn move_group(&mut self, p: &MemoryPlan, at: Value, g: GroupAt) {
+        let memory = MemFlags::new().with_notrap();
+        let vectors = usize::from(p.dwords);
+        if p.store {
+            let rows: Vec<Value> = (0..p.dwords)
+                .map(|k| self.load_group(p.data + k, g))
+                .collect();
+            let memory_order = self.transpose(&rows, true);
+            for (k, v) in memory_order.into_iter().enumerate() {
+                self.b.ins().store(memory, v, at, (k * 16) as i32);
+            }
+        } else {
+            let loaded: Vec<Value> = (0..vectors)
+                .map(|k| self.b.ins().load(types::I32X4, memory, at, (k * 16) as i32))
+                .collect();
+            let rows = self.transpose(&loaded, false);
+            for (k, v) in (0u8..).zip(rows) {
+                self.store_group(p.data + k, g, v);
+            }
+        }
+    }
+
+    /// Between four lanes of `n` dwords each, in lane order (`n` vectors), and `n` rows of four
+    /// lanes, to lane order if `to_lanes`: for one dword, nothing; for four, the transposition
+    /// (its own inverse).
+    fn transpose(&mut self, v: &[Value], to_lanes: bool) -> Vec<Value> {
+        match *v {
+            [a, b] if to_lanes => vec![
+                self.dword_shuffle(a, b, [0, 4, 1, 5]),
+                self.dword_shuffle(a, b, [2, 6, 3, 7]),
+            ],
+            [a, b] => vec![
+                self.dword_shuffle(a, b, [0, 2, 4, 6]),
+                self.dword_shuffle(a, b, [1, 3, 5, 7]),
+            ],
+            [a, b, c, d] => {
+                let ab_low = self.dword_shuffle(a, b, [0, 4, 1, 5]);
+                let cd_low = self.dword_shuffle(c, d, [0, 4, 1, 5]);
+                let ab_high = self.dword_shuffle(a, b, [2, 6, 3, 7]);
+                let cd_high = self.dword_shuffle(c, d, [2, 6, 3, 7]);
+                vec![
+                    self.dword_shuffle(ab_low, cd_low, [0, 1, 4, 5]),
+                    self.dword_shuffle(ab_low, cd_low, [2, 3, 6, 7]),
+                    self.dword_shuffle(ab_high, cd_high, [0, 1, 4, 5]),
+                    self.dword_shuffle(ab_high, cd_high, [2, 3, 6, 7]),
+                ]
+            }
+            _ => v.to_vec(),
+        }
+    }
+
+    /// The dwords `pick` (0-3 from `a`, 4-7 from `b`) of two four-dword vectors.
+    fn dword_shuffle(&mut self, a: Value, b: Value, pick: [u8; 4]) -> Value {
+        let bytes: Vec<u8> = pick
+            .iter()
+            .flat_map(|&d| (0..4).map(move |byte| d * 4 + byte))
+            .collect();
+        let mask = self
+            .b
+            .func
+            .dfg
+            .immediates
+            .push(ConstantData::from(bytes.as_slice()));
+        let a = self.b.ins().bitcast(types::I8X16, MemFlags::new(), a);
+        let b = self.b.ins().bitcast(types::I8X16, MemFlags::new(), b);
+        let picked = self.b.ins().shuffle(a, b, mask);
+        self.b.ins().bitcast(types::I32X4, MemFlags::new(), picked)
     }
 
     /// Host address of one lane (an i64) of a VGPR.
