@@ -510,38 +510,32 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Host pointer to `[addr, addr + len)` if the range lies inside one mapped BO.
-    pub fn translate(&self, addr: u64, len: u64) -> Option<*mut u8> {
-        let end = addr.checked_add(len)?;
+    /// The mapping containing `addr`.
+    fn entry(&self, addr: u64) -> Option<&Entry> {
         let i = self
             .entries
             .partition_point(|e| e.start <= addr)
             .checked_sub(1)?;
         let e = &self.entries[i];
-        if end > e.end || (len == 0 && addr >= e.end) {
-            return None;
-        }
+        (addr < e.end).then_some(e)
+    }
+
+    /// Host pointer to `[addr, addr + len)` if the range lies inside one mapped BO.
+    pub fn translate(&self, addr: u64, len: u64) -> Option<*mut u8> {
+        let end = addr.checked_add(len)?;
+        let e = self.entry(addr).filter(|e| end <= e.end)?;
         Some((e.storage.base + (addr - e.start)) as usize as *mut u8)
     }
 
     /// The mapping containing `addr`: its GPU start, length and host pointer.
     pub fn region(&self, addr: u64) -> Option<(u64, u64, *mut u8)> {
-        let i = self
-            .entries
-            .partition_point(|e| e.start <= addr)
-            .checked_sub(1)?;
-        let e = &self.entries[i];
-        (addr < e.end).then(|| (e.start, e.end - e.start, e.storage.base as usize as *mut u8))
+        let e = self.entry(addr)?;
+        Some((e.start, e.end - e.start, e.storage.base as usize as *mut u8))
     }
 
     /// The GPU range `[start, end)` of the mapping containing `addr`.
     pub fn mapping(&self, addr: u64) -> Option<(u64, u64)> {
-        let i = self
-            .entries
-            .partition_point(|e| e.start <= addr)
-            .checked_sub(1)?;
-        let e = &self.entries[i];
-        (addr < e.end).then_some((e.start, e.end))
+        self.entry(addr).map(|e| (e.start, e.end))
     }
 
     /// The host spans of the GPU range `[addr, addr + len)`, one per mapping it crosses (BOs
@@ -552,13 +546,7 @@ impl Snapshot {
         let mut spans = Vec::new();
         let mut at = addr;
         while at < end {
-            let e = self
-                .entries
-                .partition_point(|e| e.start <= at)
-                .checked_sub(1)
-                .map(|i| &self.entries[i])
-                .filter(|e| at < e.end)
-                .ok_or(at)?;
+            let e = self.entry(at).ok_or(at)?;
             let n = e.end.min(end) - at;
             spans.push(((e.storage.base + (at - e.start)) as usize as *mut u8, n));
             at += n;
@@ -634,13 +622,7 @@ impl Snapshot {
     /// refused: `addr` itself when it is unmapped, else the end of the BO containing it (the
     /// access ran past that BO).
     pub fn fault_address(&self, addr: u64) -> u64 {
-        let containing = self
-            .entries
-            .partition_point(|e| e.start <= addr)
-            .checked_sub(1)
-            .and_then(|i| self.entries.get(i))
-            .filter(|e| addr < e.end);
-        containing.map_or(addr, |e| e.end)
+        self.entry(addr).map_or(addr, |e| e.end)
     }
 
     /// Atomic 32-bit load (`addr` must be 4-byte aligned).
