@@ -15,6 +15,7 @@ use rdna3::jit::{run_compiled_block, BlockExit};
 use rdna3::memory::read_bytes;
 use rdna3::operand::{EXEC_LO, VCC_LO};
 use rdna3::{CodeCache, JitMode};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 const S_ENDPGM: u32 = 0xbfb0_0000;
 
@@ -450,7 +451,7 @@ fn global_memory_matches_the_interpreter() {
         words.push(S_ENDPGM);
         let code = code_buffer(&words);
         let data = Buffer::zeroed(SIZE);
-        let mem = HostMemory::new(&[&code, &data]);
+        let mem = Counting::new(HostMemory::new(&[&code, &data]));
         let cache = CodeCache::with_jit(JitMode::Eager);
         for seed in 0..112u64 {
             let what = format!("{asm} (seed {seed})");
@@ -492,6 +493,7 @@ fn global_memory_matches_the_interpreter() {
             data.write(0, &initial);
             let mut actual = wave(code.addr(), seed);
             prepare(&mut actual);
+            mem.translations.store(0, Ordering::Relaxed);
             let ran = compiled(&what, &mem, &cache, &mut actual);
             let (BlockExit::Fault(kind, pc, _), BlockExit::Fault(compiled_kind, compiled_pc, _)) =
                 (&interpreted.1, &ran.1)
@@ -499,6 +501,15 @@ fn global_memory_matches_the_interpreter() {
                 assert_eq!(interpreted, ran, "{what}: exit");
                 assert_same(&what, &expected, &actual);
                 assert!(data.read() == expected_memory, "{what}: memory differs");
+                // In bounds, the compiled code did the access itself (handing it to the
+                // interpreter, which translates, would hide a wrong address or span).
+                if seed > 0 {
+                    assert_eq!(
+                        mem.translations.load(Ordering::Relaxed),
+                        0,
+                        "{what}: the interpreter made the access"
+                    );
+                }
                 continue;
             };
             assert_eq!((kind, pc), (compiled_kind, compiled_pc), "{what}: fault");
@@ -595,6 +606,34 @@ fn random_blocks_match_the_interpreter() {
             assert_eq!(interpreted, ran, "{what}: exit");
             assert_same(&what, &expected, &actual);
         }
+    }
+}
+
+/// A memory counting its `translate` calls: compiled accesses ask for whole mappings
+/// (`region`), the interpreter's translate.
+struct Counting<'a> {
+    inner: HostMemory<'a>,
+    translations: AtomicUsize,
+}
+
+impl<'a> Counting<'a> {
+    fn new(inner: HostMemory<'a>) -> Self {
+        Self {
+            inner,
+            translations: AtomicUsize::new(0),
+        }
+    }
+}
+
+// SAFETY: `HostMemory`'s answers, passed on.
+unsafe impl rdna3::Memory for Counting<'_> {
+    fn translate(&self, addr: u64, len: u64) -> Option<*mut u8> {
+        self.translations.fetch_add(1, Ordering::Relaxed);
+        self.inner.translate(addr, len)
+    }
+
+    fn region(&self, addr: u64) -> Option<(u64, u64, *mut u8)> {
+        self.inner.region(addr)
     }
 }
 

@@ -5,8 +5,8 @@
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, AbiParam, ConstantData, InstBuilder, MemFlags, Signature, StackSlotData, StackSlotKind,
-    Value,
+    types, AbiParam, ConstantData, Endianness, InstBuilder, MemFlags, Signature, StackSlotData,
+    StackSlotKind, Value,
 };
 
 use super::plan::{MemoryPlan, Uniform};
@@ -40,6 +40,17 @@ impl Emitter<'_> {
         let addrs_at = self.b.ins().stack_addr(i64t, addrs, 0);
         let lowest = self.b.ins().iconst(i64t, -1);
         let highest = self.b.ins().iconst(i64t, 0);
+        // Under a full EXEC, four lanes at a time as two vectors of two addresses.
+        let spanned = self.b.create_block();
+        self.b.append_block_param(spanned, i64t);
+        self.b.append_block_param(spanned, i64t);
+        let (by_groups, by_lanes) = (self.b.create_block(), self.b.create_block());
+        let exec_full = self.b.ins().icmp_imm(IntCC::Equal, exec, -1);
+        self.b.ins().brif(exec_full, by_groups, &[], by_lanes, &[]);
+        self.b.switch_to_block(by_groups);
+        let [lo, hi] = self.group_addresses(&p, base, addrs_at, lowest, highest);
+        self.b.ins().jump(spanned, &[lo.into(), hi.into()]);
+        self.b.switch_to_block(by_lanes);
         let (looped, remaining, lane, [lo, hi]) = self.bit_loop(exec64, [lowest, highest]);
         let address = {
             let low = self.lane_at(p.addr, lane);
@@ -61,6 +72,12 @@ impl Emitter<'_> {
         let lo = self.b.ins().umin(lo, address);
         let hi = self.b.ins().umax(hi, address);
         let [lo, hi] = self.end_bit_loop(looped, remaining, [lo, hi]);
+        self.b.ins().jump(spanned, &[lo.into(), hi.into()]);
+        self.b.switch_to_block(spanned);
+        let (lo, hi) = (
+            self.b.block_params(spanned)[0],
+            self.b.block_params(spanned)[1],
+        );
 
         let mut sig = Signature::new(self.call_conv);
         for _ in 0..4 {
@@ -181,6 +198,59 @@ impl Emitter<'_> {
         self.load_register_files();
     }
 
+    /// Every lane's address (under a full EXEC) into the stack array at `addrs_at`, four
+    /// lanes at a time as two vectors of two; answers the lowest and highest, from `lowest`
+    /// and `highest`.
+    fn group_addresses(
+        &mut self,
+        p: &MemoryPlan,
+        base: Option<Value>,
+        addrs_at: Value,
+        lowest: Value,
+        highest: Value,
+    ) -> [Value; 2] {
+        let pairs = types::I64X2;
+        let wide = MemFlags::new().with_endianness(Endianness::Little);
+        let offset = self.b.ins().iconst(types::I64, i64::from(p.offset));
+        let offset = self.b.ins().splat(pairs, offset);
+        let base = base.map(|b| self.b.ins().splat(pairs, b));
+        let zero = self.zero_group();
+        let lo = self.b.ins().splat(pairs, lowest);
+        let hi = self.b.ins().splat(pairs, highest);
+        let (looped, index, g, [lo, hi]) = self.group_loop([lo, hi]);
+        let low = self.load_group(p.addr, g);
+        // Dwords interleaved as [a, b, c, d] and [0 or high halves] make little-endian 64-bit
+        // pairs.
+        let high = match base {
+            Some(_) => zero,
+            None => self.load_group(p.addr + 1, g),
+        };
+        let halves = [
+            self.dword_shuffle(low, high, [0, 4, 1, 5]),
+            self.dword_shuffle(low, high, [2, 6, 3, 7]),
+        ];
+        let at = self.b.ins().ishl_imm(index, 5);
+        let at = self.b.ins().iadd(addrs_at, at);
+        let (mut lo, mut hi) = (lo, hi);
+        for (k, half) in halves.into_iter().enumerate() {
+            let mut address = self.b.ins().bitcast(pairs, wide, half);
+            if let Some(base) = base {
+                address = self.b.ins().iadd(address, base);
+            }
+            let address = self.b.ins().iadd(address, offset);
+            self.b.ins().store(flags(), address, at, (k * 16) as i32);
+            lo = self.b.ins().umin(lo, address);
+            hi = self.b.ins().umax(hi, address);
+        }
+        let [lo, hi] = self.end_group_loop(looped, index, [lo, hi]);
+        let lo = [0, 1].map(|k| self.b.ins().extractlane(lo, k));
+        let hi = [0, 1].map(|k| self.b.ins().extractlane(hi, k));
+        [
+            self.b.ins().umin(lo[0], lo[1]),
+            self.b.ins().umax(hi[0], hi[1]),
+        ]
+    }
+
     /// Moves one lane's (an i64) dwords between memory and its registers; `addrs_at`: the
     /// lanes' addresses, `lo` the lowest, mapped at `host`.
     fn move_lane(&mut self, p: &MemoryPlan, lane: Value, addrs_at: Value, lo: Value, host: Value) {
@@ -287,10 +357,11 @@ impl Emitter<'_> {
             .dfg
             .immediates
             .push(ConstantData::from(bytes.as_slice()));
-        let a = self.b.ins().bitcast(types::I8X16, MemFlags::new(), a);
-        let b = self.b.ins().bitcast(types::I8X16, MemFlags::new(), b);
+        let wide = MemFlags::new().with_endianness(Endianness::Little);
+        let a = self.b.ins().bitcast(types::I8X16, wide, a);
+        let b = self.b.ins().bitcast(types::I8X16, wide, b);
         let picked = self.b.ins().shuffle(a, b, mask);
-        self.b.ins().bitcast(types::I32X4, MemFlags::new(), picked)
+        self.b.ins().bitcast(types::I32X4, wide, picked)
     }
 
     /// Host address of one lane (an i64) of a VGPR.

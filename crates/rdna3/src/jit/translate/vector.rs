@@ -46,7 +46,7 @@ impl Emitter<'_> {
     }
 
     /// Four zero lanes (standing for a source an operation does not read).
-    fn zero_group(&mut self) -> Value {
+    pub(super) fn zero_group(&mut self) -> Value {
         let zero = self.b.ins().iconst(types::I32, 0);
         self.b.ins().splat(types::I32X4, zero)
     }
