@@ -41,9 +41,7 @@ impl Emitter<'_> {
         let lowest = self.b.ins().iconst(i64t, -1);
         let highest = self.b.ins().iconst(i64t, 0);
         // Under a full EXEC, four lanes at a time as two vectors of two addresses.
-        let spanned = self.b.create_block();
-        self.b.append_block_param(spanned, i64t);
-        self.b.append_block_param(spanned, i64t);
+        let spanned = self.block_taking(&[lowest, highest]);
         let (by_groups, by_lanes) = (self.b.create_block(), self.b.create_block());
         let exec_full = self.b.ins().icmp_imm(IntCC::Equal, exec, -1);
         self.b.ins().brif(exec_full, by_groups, &[], by_lanes, &[]);

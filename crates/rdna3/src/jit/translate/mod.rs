@@ -256,6 +256,11 @@ pub(super) struct GroupAt {
     vgpr: Value,
 }
 
+/// Values as the arguments of a jump or branch.
+fn block_args(values: &[Value]) -> Vec<BlockArg> {
+    values.iter().map(|&v| BlockArg::from(v)).collect()
+}
+
 fn flags() -> MemFlags {
     MemFlags::trusted()
 }
@@ -353,6 +358,16 @@ impl Emitter<'_> {
             .store(flags(), value, self.sgpr, i32::from(slot) * 4);
     }
 
+    /// A new block with a parameter of each value's type.
+    fn block_taking(&mut self, values: &[Value]) -> Block {
+        let block = self.b.create_block();
+        for &v in values {
+            let ty = self.b.func.dfg.value_type(v);
+            self.b.append_block_param(block, ty);
+        }
+        block
+    }
+
     /// Starts a loop whose header takes an i64 (`first` on entry) and `N` carried values;
     /// answers the loop's block and its parameters.
     fn loop_head<const N: usize>(
@@ -360,15 +375,10 @@ impl Emitter<'_> {
         first: Value,
         initial: [Value; N],
     ) -> (Block, Value, [Value; N]) {
-        let looped = self.b.create_block();
-        self.b.append_block_param(looped, types::I64);
-        for &v in &initial {
-            let ty = self.b.func.dfg.value_type(v);
-            self.b.append_block_param(looped, ty);
-        }
-        let mut args: Vec<BlockArg> = vec![first.into()];
-        args.extend(initial.iter().map(|&v| BlockArg::from(v)));
-        self.b.ins().jump(looped, &args);
+        let mut entry = vec![first];
+        entry.extend(initial);
+        let looped = self.block_taking(&entry);
+        self.b.ins().jump(looped, &block_args(&entry));
         self.b.switch_to_block(looped);
         let params = self.b.block_params(looped).to_vec();
         (looped, params[0], std::array::from_fn(|i| params[i + 1]))
@@ -383,15 +393,12 @@ impl Emitter<'_> {
         more: Value,
         next: [Value; N],
     ) -> [Value; N] {
-        let after = self.b.create_block();
-        for &v in &next {
-            let ty = self.b.func.dfg.value_type(v);
-            self.b.append_block_param(after, ty);
-        }
-        let mut again: Vec<BlockArg> = vec![following.into()];
-        again.extend(next.iter().map(|&v| BlockArg::from(v)));
-        let out: Vec<BlockArg> = next.iter().map(|&v| BlockArg::from(v)).collect();
-        self.b.ins().brif(more, looped, &again, after, &out);
+        let after = self.block_taking(&next);
+        let mut again = vec![following];
+        again.extend(next);
+        self.b
+            .ins()
+            .brif(more, looped, &block_args(&again), after, &block_args(&next));
         self.b.switch_to_block(after);
         let params = self.b.block_params(after).to_vec();
         std::array::from_fn(|i| params[i])
@@ -492,18 +499,14 @@ impl Emitter<'_> {
     ) -> [Value; N] {
         let nibble = self.nibble(set, g);
         let work = self.b.create_block();
-        let join = self.b.create_block();
-        for &v in &carried {
-            let ty = self.b.func.dfg.value_type(v);
-            self.b.append_block_param(join, ty);
-        }
-        let unchanged: Vec<BlockArg> = carried.iter().map(|&v| BlockArg::from(v)).collect();
-        self.b.ins().brif(nibble, work, &[], join, &unchanged);
+        let join = self.block_taking(&carried);
+        self.b
+            .ins()
+            .brif(nibble, work, &[], join, &block_args(&carried));
         self.b.switch_to_block(work);
         let mask = self.nibble_mask(nibble);
         let next = body(self, mask);
-        let next: Vec<BlockArg> = next.iter().map(|&v| BlockArg::from(v)).collect();
-        self.b.ins().jump(join, &next);
+        self.b.ins().jump(join, &block_args(&next));
         self.b.switch_to_block(join);
         let params = self.b.block_params(join).to_vec();
         std::array::from_fn(|i| params[i])

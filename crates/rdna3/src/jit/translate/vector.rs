@@ -475,9 +475,7 @@ impl Emitter<'_> {
                     };
                     let lanes = active(self, lanes);
                     self.add_group_bits(*bits, lanes, g);
-                    if *dst != NULL {
-                        set_results.push((*dst, lanes));
-                    }
+                    set_results.extend((*dst != NULL).then_some((*dst, lanes)));
                 }
                 Fused::Carry {
                     subtract,
@@ -501,9 +499,7 @@ impl Emitter<'_> {
                     row_results.push((*dst, value));
                     let out = active(self, out);
                     self.add_group_bits(*bits, out, g);
-                    if *carry != NULL {
-                        set_results.push((*carry, out));
-                    }
+                    set_results.extend((*carry != NULL).then_some((*carry, out)));
                 }
                 Fused::Shl64 {
                     src,
