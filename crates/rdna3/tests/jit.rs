@@ -519,6 +519,86 @@ fn global_memory_matches_the_interpreter() {
     }
 }
 
+/// A run of accesses through two address sources, as compilers emit them (several offsets
+/// from one address register; a store, then a load of what it wrote; a load into its own
+/// address register), after a load into the next access's address register (whose address
+/// must be read after that load). Every word in memory is an offset into the buffer, so the
+/// loaded address is too. With lane 7 three dwords before the end (seed / 8 % 7 == 2), the
+/// fifth access faults after four went through.
+#[test]
+fn runs_of_accesses_match_the_interpreter() {
+    const SIZE: usize = 4096;
+    let words = [
+        0xdc520008, 0x027c0004, // global_load_b32 v2, v[4:5], off offset:8
+        0xdc5e0010, 0x06080002, // global_load_b128 v[6:9], v2, s[8:9] offset:16
+        0xdc521ff8, 0x03080002, // global_load_b32 v3, v2, s[8:9] offset:-8
+        0xdc6e0004, 0x007c0604, // global_store_b64 v[4:5], v[6:7], off offset:4
+        0xdc560008, 0x0a7c0004, // global_load_b64 v[10:11], v[4:5], off offset:8
+        0xdc6a1ffc, 0x00080302, // global_store_b32 v2, v3, s[8:9] offset:-4
+        0xdc560018, 0x047c0004, // global_load_b64 v[4:5], v[4:5], off offset:24
+        S_ENDPGM,
+    ];
+    let code = code_buffer(&words);
+    let data = Buffer::zeroed(SIZE);
+    let mem = Counting::new(HostMemory::new(&[&code, &data]));
+    let cache = CodeCache::with_jit(JitMode::Eager);
+    for seed in 0..112u64 {
+        let what = format!("run of accesses (seed {seed})");
+        let mut rng = Rng(seed ^ 0x5eed);
+        let initial: Vec<u8> = (0..SIZE / 4)
+            .flat_map(|_| (64 + rng.next() % 240 * 16).to_le_bytes())
+            .collect();
+        let prepare = |wave: &mut Wave| {
+            let mut rng = Rng(seed);
+            for lane in 0..32 {
+                let lane = lane as u64;
+                let offset = match seed / 8 % 7 {
+                    1 => 64 + lane * 16,
+                    3 => 64 + lane * 4,
+                    4 => 64 + lane * 8,
+                    5 => 64 + lane / 2 * 64 + lane % 2 * 16,
+                    6 => 64 + lane / 4 * 16,
+                    2 if lane == 7 => SIZE as u64 - 12,
+                    _ => 64 + (rng.next() as u64 % 240) * 16,
+                };
+                let address = data.addr() + offset;
+                wave.vgpr[4][lane as usize] = address as u32;
+                wave.vgpr[5][lane as usize] = (address >> 32) as u32;
+            }
+            wave.sgpr[8] = data.addr() as u32;
+            wave.sgpr[9] = (data.addr() >> 32) as u32;
+        };
+        data.write(0, &initial);
+        let mut expected = wave(code.addr(), seed);
+        prepare(&mut expected);
+        let interpreted = interpret(&mem, &mut expected, 8);
+        let expected_memory = data.read();
+        data.write(0, &initial);
+        let mut actual = wave(code.addr(), seed);
+        prepare(&mut actual);
+        mem.translations.store(0, Ordering::Relaxed);
+        let ran = compiled(&what, &mem, &cache, &mut actual);
+        assert!(data.read() == expected_memory, "{what}: memory differs");
+        if let (BlockExit::Fault(kind, pc, _), BlockExit::Fault(compiled_kind, compiled_pc, _)) =
+            (&interpreted.1, &ran.1)
+        {
+            assert_eq!((kind, pc), (compiled_kind, compiled_pc), "{what}: fault");
+            assert_eq!(interpreted.0, ran.0, "{what}: instructions run");
+            continue;
+        }
+        assert_eq!(interpreted, ran, "{what}: exit");
+        assert_same(&what, &expected, &actual);
+        if seed > 0 {
+            assert_eq!(
+                mem.translations.load(Ordering::Relaxed),
+                0,
+                "{what}: the interpreter made an access"
+            );
+        }
+    }
+    assert_eq!(cache.compiled_blocks(), 1);
+}
+
 #[test]
 fn forgotten_code_is_dropped_and_compiled_afresh() {
     let code = code_buffer(&[0x06060501, S_ENDPGM]); // v_add_f32_e32 v3, v1, v2

@@ -1,7 +1,7 @@
 //! Global memory emitter: whole-dword loads and stores with one translation of the span the
-//! wave's active lanes touch, as loops over the active lanes (a load is as many host loads as
-//! the interpreter makes; unrolled, a block of eight `global_load_b128` would be ~50 KB of
-//! code).
+//! wave's active lanes touch (per address source of a run of accesses), as loops over the
+//! active lanes (a load is as many host loads as the interpreter makes; unrolled, a block of
+//! eight `global_load_b128` would be ~50 KB of code).
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
@@ -13,8 +13,32 @@ use super::plan::{MemoryPlan, Uniform};
 use super::{flags, Emitter, GroupAt, ROW_BYTES};
 use crate::exec::WAVE_SIZE;
 
+/// One address source of a run of accesses (an address VGPR, with or without a scalar
+/// base): every active lane's address before the instructions' offsets, and the span the
+/// run's accesses through it touch.
+struct AddressSource {
+    addr: u8,
+    saddr: Option<u8>,
+    /// Stack array of the 32 lanes' addresses (i64; active lanes only written).
+    addrs_at: Value,
+    /// Lowest and highest active lane address.
+    lo: Value,
+    hi: Value,
+    /// Lowest offset of the run's accesses through this source, and highest offset + size.
+    first: i32,
+    end: i32,
+    /// Host address minus GPU address over the translated span (once translated).
+    bias: Option<Value>,
+}
+
 impl Emitter<'_> {
-    pub(super) fn emit_memory(&mut self, index: u32, p: MemoryPlan) {
+    /// A run of global accesses that follow one another in the block (timing-only
+    /// instructions aside), none loading a register a later one addresses through: each
+    /// distinct address source's lane addresses are computed once, and the span its accesses
+    /// touch translated once; then every access moves its lanes, in program order. A span
+    /// that does not translate has the interpreter run the whole run, instruction by
+    /// instruction (it reports what it finds).
+    pub(super) fn emit_memory_run(&mut self, run: &[(u32, MemoryPlan)]) {
         let i64t = types::I64;
         let exec = self.exec();
         let done = self.b.create_block();
@@ -22,7 +46,117 @@ impl Emitter<'_> {
         self.b.ins().brif(exec, work, &[], done, &[]);
         self.b.switch_to_block(work);
         let exec64 = self.b.ins().uextend(i64t, exec);
-        let base = match p.saddr {
+
+        let mut sources: Vec<AddressSource> = Vec::new();
+        for (_, p) in run {
+            let end = p.offset + i32::from(p.dwords) * 4;
+            if let Some(s) = sources
+                .iter_mut()
+                .find(|s| (s.addr, s.saddr) == (p.addr, p.saddr))
+            {
+                s.first = s.first.min(p.offset);
+                s.end = s.end.max(end);
+                continue;
+            }
+            let (addrs_at, lo, hi) = self.lane_addresses(p.addr, p.saddr, exec, exec64);
+            sources.push(AddressSource {
+                addr: p.addr,
+                saddr: p.saddr,
+                addrs_at,
+                lo,
+                hi,
+                first: p.offset,
+                end,
+                bias: None,
+            });
+        }
+
+        let mut sig = Signature::new(self.call_conv);
+        for _ in 0..4 {
+            sig.params.push(AbiParam::new(i64t));
+        }
+        sig.returns.push(AbiParam::new(i64t));
+        let sig = self.b.import_signature(sig);
+        let unmapped = self.b.create_block();
+        for source in &mut sources {
+            // Offsets added after the lowest and highest lane: a span that wraps around the
+            // address space comes out with its start above its end, which does not translate.
+            let lo = self.b.ins().iadd_imm(source.lo, i64::from(source.first));
+            let end = self.b.ins().iadd_imm(source.hi, i64::from(source.end));
+            let function = self.b.ins().iconst(
+                i64t,
+                crate::jit::native::translate_span as *const () as usize as i64,
+            );
+            let nothing = self.b.ins().iconst(i64t, 0);
+            let call = self
+                .b
+                .ins()
+                .call_indirect(sig, function, &[self.frame, lo, end, nothing]);
+            let host = self.b.inst_results(call)[0];
+            let mapped = self.b.create_block();
+            self.b.ins().brif(host, mapped, &[], unmapped, &[]);
+            self.b.switch_to_block(mapped);
+            // A lane's host address: its address plus the access's offset, less the span's
+            // start, plus where that is.
+            source.bias = Some(self.b.ins().isub(host, lo));
+        }
+        let mapped = self.b.create_block();
+        self.b.ins().jump(mapped, &[]);
+
+        // Not every span mapped: the interpreter decides (a fault, or lanes one by one).
+        let files = (self.sgpr, self.vgpr, self.scc);
+        self.b.switch_to_block(unmapped);
+        for (index, _) in run {
+            self.call_helper(*index);
+        }
+        self.b.ins().jump(done, &[]);
+
+        self.b.switch_to_block(mapped);
+        (self.sgpr, self.vgpr, self.scc) = files;
+        let exec_full = self.b.ins().icmp_imm(IntCC::Equal, exec, -1);
+        let (groups, lanes) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(exec_full, groups, &[], lanes, &[]);
+        self.b.switch_to_block(groups);
+        for (_, p) in run {
+            let source = sources
+                .iter()
+                .find(|s| (s.addr, s.saddr) == (p.addr, p.saddr))
+                .expect("every access has its source");
+            let (addrs_at, bias) = (source.addrs_at, source.bias.expect("translated"));
+            let bias = self.b.ins().iadd_imm(bias, i64::from(p.offset));
+            self.move_groups(p, addrs_at, bias);
+        }
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(lanes);
+        for (_, p) in run {
+            let source = sources
+                .iter()
+                .find(|s| (s.addr, s.saddr) == (p.addr, p.saddr))
+                .expect("every access has its source");
+            let (addrs_at, bias) = (source.addrs_at, source.bias.expect("translated"));
+            let bias = self.b.ins().iadd_imm(bias, i64::from(p.offset));
+            // Lane order (a later lane's store wins where two overlap).
+            let (looped, remaining, lane, []) = self.bit_loop(exec64, []);
+            self.move_lane(p, lane, addrs_at, bias);
+            self.end_bit_loop(looped, remaining, []);
+        }
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
+        // The helper may have run on one path: the register-file pointers are reloaded.
+        self.load_register_files();
+    }
+
+    /// Every active lane's address through `addr` (a pair, or an offset from the scalar pair
+    /// `saddr`) into a new stack array; answers the array and the lowest and highest address.
+    fn lane_addresses(
+        &mut self,
+        addr: u8,
+        saddr: Option<u8>,
+        exec: Value,
+        exec64: Value,
+    ) -> (Value, Value, Value) {
+        let i64t = types::I64;
+        let base = match saddr {
             Some(pair) => {
                 let low = self.scalar(Uniform::Sgpr(pair));
                 let high = self.scalar(Uniform::Sgpr(pair + 1));
@@ -30,8 +164,7 @@ impl Emitter<'_> {
             }
             None => None,
         };
-        // Every active lane's address, kept on the stack (all read before a load writes a
-        // register that may hold one), and the lowest and highest.
+        // Kept on the stack: all read before a load writes a register that may hold one.
         let addrs = self.b.create_sized_stack_slot(StackSlotData::new(
             StackSlotKind::ExplicitSlot,
             (WAVE_SIZE * 8) as u32,
@@ -46,23 +179,22 @@ impl Emitter<'_> {
         let exec_full = self.b.ins().icmp_imm(IntCC::Equal, exec, -1);
         self.b.ins().brif(exec_full, by_groups, &[], by_lanes, &[]);
         self.b.switch_to_block(by_groups);
-        let [lo, hi] = self.group_addresses(&p, base, addrs_at, lowest, highest);
+        let [lo, hi] = self.group_addresses(addr, base, addrs_at, lowest, highest);
         self.b.ins().jump(spanned, &[lo.into(), hi.into()]);
         self.b.switch_to_block(by_lanes);
         let (looped, remaining, lane, [lo, hi]) = self.bit_loop(exec64, [lowest, highest]);
         let address = {
-            let low = self.lane_at(p.addr, lane);
-            let address = match base {
+            let low = self.lane_at(addr, lane);
+            match base {
                 Some(base) => {
                     let low = self.b.ins().uextend(i64t, low);
                     self.b.ins().iadd(base, low)
                 }
                 None => {
-                    let high = self.lane_at(p.addr + 1, lane);
+                    let high = self.lane_at(addr + 1, lane);
                     self.pair(low, high)
                 }
-            };
-            self.b.ins().iadd_imm(address, i64::from(p.offset))
+            }
         };
         let slot = self.b.ins().ishl_imm(lane, 3);
         let slot = self.b.ins().iadd(addrs_at, slot);
@@ -72,46 +204,17 @@ impl Emitter<'_> {
         let [lo, hi] = self.end_bit_loop(looped, remaining, [lo, hi]);
         self.b.ins().jump(spanned, &[lo.into(), hi.into()]);
         self.b.switch_to_block(spanned);
-        let (lo, hi) = (
-            self.b.block_params(spanned)[0],
-            self.b.block_params(spanned)[1],
-        );
+        let params = self.b.block_params(spanned);
+        (addrs_at, params[0], params[1])
+    }
 
-        let mut sig = Signature::new(self.call_conv);
-        for _ in 0..4 {
-            sig.params.push(AbiParam::new(i64t));
-        }
-        sig.returns.push(AbiParam::new(i64t));
-        let sig = self.b.import_signature(sig);
-        let function = self.b.ins().iconst(
-            i64t,
-            crate::jit::native::translate_span as *const () as usize as i64,
-        );
-        let bytes = self.b.ins().iconst(i64t, i64::from(p.dwords) * 4);
-        let call = self
-            .b
-            .ins()
-            .call_indirect(sig, function, &[self.frame, lo, hi, bytes]);
-        let host = self.b.inst_results(call)[0];
-        let mapped = self.b.create_block();
-        let unmapped = self.b.create_block();
-        self.b.ins().brif(host, mapped, &[], unmapped, &[]);
-        // Not one mapped span: the interpreter decides (a fault, or lanes one by one).
-        let files = (self.sgpr, self.vgpr, self.scc);
-        self.b.switch_to_block(unmapped);
-        self.call_helper(index);
-        self.b.ins().jump(done, &[]);
-
-        self.b.switch_to_block(mapped);
-        (self.sgpr, self.vgpr, self.scc) = files;
-        // Under a full EXEC, a group of four lanes whose accesses follow one another moves as
-        // whole vectors, and four loads of one place are one; any other group, and every lane
-        // under a partial EXEC, one by one.
+    /// One access under a full EXEC, a group of four lanes at a time: a group whose accesses
+    /// follow one another moves as whole vectors, four loads of one place are one, any other
+    /// group lane by lane. A lane's host address is its address (from `addrs_at`) plus
+    /// `bias`.
+    fn move_groups(&mut self, p: &MemoryPlan, addrs_at: Value, bias: Value) {
+        let i64t = types::I64;
         let memory = MemFlags::new().with_notrap();
-        let exec_full = self.b.ins().icmp_imm(IntCC::Equal, exec, -1);
-        let (groups, lanes) = (self.b.create_block(), self.b.create_block());
-        self.b.ins().brif(exec_full, groups, &[], lanes, &[]);
-        self.b.switch_to_block(groups);
         let (looped, index, g, []) = self.group_loop([]);
         let first = self.b.ins().ishl_imm(index, 2);
         let addresses: [Value; 4] = std::array::from_fn(|k| {
@@ -134,8 +237,7 @@ impl Emitter<'_> {
             self.b.create_block(),
             self.b.create_block(),
         );
-        let from_lo = self.b.ins().isub(addresses[0], lo);
-        let at = self.b.ins().iadd(host, from_lo);
+        let at = self.b.ins().iadd(addresses[0], bias);
         // Three dwords a lane do not make whole vectors.
         if p.dwords == 3 {
             self.b.ins().jump(single, &[]);
@@ -174,34 +276,24 @@ impl Emitter<'_> {
             }
         }
         self.b.switch_to_block(whole);
-        self.move_group(&p, at, g);
+        self.move_group(p, at, g);
         self.b.ins().jump(next_group, &[]);
         self.b.switch_to_block(single);
         for k in 0..4 {
             let lane = self.b.ins().iadd_imm(first, k);
-            self.move_lane(&p, lane, addrs_at, lo, host);
+            self.move_lane(p, lane, addrs_at, bias);
         }
         self.b.ins().jump(next_group, &[]);
         self.b.switch_to_block(next_group);
         self.end_group_loop(looped, index, []);
-        self.b.ins().jump(done, &[]);
-        self.b.switch_to_block(lanes);
-        // Lane order (a later lane's store wins where two overlap).
-        let (looped, remaining, lane, []) = self.bit_loop(exec64, []);
-        self.move_lane(&p, lane, addrs_at, lo, host);
-        self.end_bit_loop(looped, remaining, []);
-        self.b.ins().jump(done, &[]);
-        self.b.switch_to_block(done);
-        // The helper may have run on one path: the register-file pointers are reloaded.
-        self.load_register_files();
     }
 
-    /// Every lane's address (under a full EXEC) into the stack array at `addrs_at`, four
-    /// lanes at a time as two vectors of two; answers the lowest and highest, from `lowest`
-    /// and `highest`.
+    /// Every lane's address through `addr` (under a full EXEC) into the stack array at
+    /// `addrs_at`, four lanes at a time as two vectors of two; answers the lowest and highest,
+    /// from `lowest` and `highest`.
     fn group_addresses(
         &mut self,
-        p: &MemoryPlan,
+        addr: u8,
         base: Option<Value>,
         addrs_at: Value,
         lowest: Value,
@@ -209,19 +301,17 @@ impl Emitter<'_> {
     ) -> [Value; 2] {
         let pairs = types::I64X2;
         let wide = MemFlags::new().with_endianness(Endianness::Little);
-        let offset = self.b.ins().iconst(types::I64, i64::from(p.offset));
-        let offset = self.b.ins().splat(pairs, offset);
         let base = base.map(|b| self.b.ins().splat(pairs, b));
         let zero = self.zero_group();
         let lo = self.b.ins().splat(pairs, lowest);
         let hi = self.b.ins().splat(pairs, highest);
         let (looped, index, g, [lo, hi]) = self.group_loop([lo, hi]);
-        let low = self.load_group(p.addr, g);
+        let low = self.load_group(addr, g);
         // Dwords interleaved as [a, b, c, d] and [0 or high halves] make little-endian 64-bit
         // pairs.
         let high = match base {
             Some(_) => zero,
-            None => self.load_group(p.addr + 1, g),
+            None => self.load_group(addr + 1, g),
         };
         let halves = [
             self.dword_shuffle(low, high, [0, 4, 1, 5]),
@@ -235,7 +325,6 @@ impl Emitter<'_> {
             if let Some(base) = base {
                 address = self.b.ins().iadd(address, base);
             }
-            let address = self.b.ins().iadd(address, offset);
             self.b.ins().store(flags(), address, at, (k * 16) as i32);
             lo = self.b.ins().umin(lo, address);
             hi = self.b.ins().umax(hi, address);
@@ -250,14 +339,13 @@ impl Emitter<'_> {
     }
 
     /// Moves one lane's (an i64) dwords between memory and its registers; `addrs_at`: the
-    /// lanes' addresses, `lo` the lowest, mapped at `host`.
-    fn move_lane(&mut self, p: &MemoryPlan, lane: Value, addrs_at: Value, lo: Value, host: Value) {
+    /// lanes' addresses, to which `bias` adds to make host addresses.
+    fn move_lane(&mut self, p: &MemoryPlan, lane: Value, addrs_at: Value, bias: Value) {
         let memory = MemFlags::new().with_notrap();
         let slot = self.b.ins().ishl_imm(lane, 3);
         let slot = self.b.ins().iadd(addrs_at, slot);
         let address = self.b.ins().load(types::I64, flags(), slot, 0);
-        let from_lo = self.b.ins().isub(address, lo);
-        let at = self.b.ins().iadd(host, from_lo);
+        let at = self.b.ins().iadd(address, bias);
         // Dword pairs as one 8-byte access, as the interpreter moves aligned 8-byte pieces (a
         // 64-bit value is never seen half written).
         let mut k = 0;

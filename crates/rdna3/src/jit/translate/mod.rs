@@ -29,7 +29,7 @@ use crate::decode::Inst;
 use crate::exec::{timing_only, WAVE_SIZE};
 use crate::isa::SoppOp;
 use crate::operand::{EXEC_LO, VCC_LO};
-use plan::{plan, plan_memory, plan_scalar, Plan, Src, Uniform};
+use plan::{plan, plan_memory, plan_scalar, MemoryPlan, Plan, Src, Uniform};
 
 /// Byte offsets of the register-file pointers in `Frame` (`#[repr(C)]`, pointers first).
 pub(super) const FRAME_SGPR: i32 = 0;
@@ -148,11 +148,32 @@ impl Translator {
         // and the scalar registers they write lane sets to.
         let mut run: Vec<Vec<Plan>> = Vec::new();
         let mut run_writes: Vec<u8> = Vec::new();
+        // Global accesses waiting to be emitted as one run (`emit_memory_run`).
+        let mut accesses: Vec<(u32, MemoryPlan)> = Vec::new();
         for (index, inst) in insts.iter().enumerate() {
             if let Inst::Sopp(i) = inst {
                 if timing_only(i.op) {
                     continue;
                 }
+            }
+            if let Some(p) = plan_memory(inst) {
+                if !run.is_empty() {
+                    e.emit_fused(&run);
+                    run.clear();
+                    run_writes.clear();
+                }
+                // The run's addresses are all read before its first access.
+                if accesses.iter().any(|(_, a)| a.loads_address_of(&p)) {
+                    e.emit_memory_run(&accesses);
+                    accesses.clear();
+                }
+                vgpr_rows = vgpr_rows.max(p.rows());
+                accesses.push((index as u32, p));
+                continue;
+            }
+            if !accesses.is_empty() {
+                e.emit_memory_run(&accesses);
+                accesses.clear();
             }
             let plans = plan(inst, self.fma);
             if let Some(plans) = plans.as_ref().filter(|p| p.iter().all(Plan::is_fusable)) {
@@ -189,11 +210,6 @@ impl Translator {
                 e.emit_scalar(p);
                 continue;
             }
-            if let Some(p) = plan_memory(inst) {
-                vgpr_rows = vgpr_rows.max(p.rows());
-                e.emit_memory(index as u32, p);
-                continue;
-            }
             match plans {
                 Some(plans) => {
                     for p in &plans {
@@ -207,6 +223,9 @@ impl Translator {
         }
         if !run.is_empty() {
             e.emit_fused(&run);
+        }
+        if !accesses.is_empty() {
+            e.emit_memory_run(&accesses);
         }
         e.leave(FELL_THROUGH);
         e.b.switch_to_block(e.exit);

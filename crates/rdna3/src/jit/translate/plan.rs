@@ -598,6 +598,13 @@ impl MemoryPlan {
         (usize::from(self.data) + usize::from(self.dwords))
             .max(usize::from(self.addr) + address_rows)
     }
+
+    /// Whether this is a load into a register `later` takes its address from.
+    pub(super) fn loads_address_of(&self, later: &MemoryPlan) -> bool {
+        let address_rows = if later.saddr.is_some() { 1 } else { 2 };
+        let loaded = self.data..self.data + self.dwords;
+        !self.store && (later.addr..later.addr + address_rows).any(|r| loaded.contains(&r))
+    }
 }
 
 pub(super) fn plan_memory(inst: &Inst) -> Option<MemoryPlan> {
