@@ -453,6 +453,7 @@ fn global_memory_matches_the_interpreter() {
         let data = Buffer::zeroed(SIZE);
         let mem = Counting::new(HostMemory::new(&[&code, &data]));
         let cache = CodeCache::with_jit(JitMode::Eager);
+        let fixture = (&mem, &cache, &code, &data);
         for seed in 0..112u64 {
             let what = format!("{asm} (seed {seed})");
             let mut rng = Rng(seed ^ 0x5eed);
@@ -485,37 +486,53 @@ fn global_memory_matches_the_interpreter() {
                 wave.sgpr[8] = data.addr() as u32;
                 wave.sgpr[9] = (data.addr() >> 32) as u32;
             };
-            data.write(0, &initial);
-            let mut expected = wave(code.addr(), seed);
-            prepare(&mut expected);
-            let interpreted = interpret(&mem, &mut expected, 2);
-            let expected_memory = data.read();
-            data.write(0, &initial);
-            let mut actual = wave(code.addr(), seed);
-            prepare(&mut actual);
-            mem.translations.store(0, Ordering::Relaxed);
-            let ran = compiled(&what, &mem, &cache, &mut actual);
-            let (BlockExit::Fault(kind, pc, _), BlockExit::Fault(compiled_kind, compiled_pc, _)) =
-                (&interpreted.1, &ran.1)
-            else {
-                assert_eq!(interpreted, ran, "{what}: exit");
-                assert_same(&what, &expected, &actual);
-                assert!(data.read() == expected_memory, "{what}: memory differs");
-                // In bounds, the compiled code did the access itself (handing it to the
-                // interpreter, which translates, would hide a wrong address or span).
-                if seed > 0 {
-                    assert_eq!(
-                        mem.translations.load(Ordering::Relaxed),
-                        0,
-                        "{what}: the interpreter made the access"
-                    );
-                }
-                continue;
-            };
-            assert_eq!((kind, pc), (compiled_kind, compiled_pc), "{what}: fault");
-            assert_eq!(interpreted.0, ran.0, "{what}: instructions run");
+            assert_both_ways_agree(&what, fixture, &initial, seed, 2, prepare);
         }
         assert_eq!(cache.compiled_blocks(), 1, "{asm}");
+    }
+}
+
+/// Runs the code in `code` interpreted (at most `count` instructions) and compiled (by
+/// `cache`, on `mem`), each from the wave of `seed` set up by `prepare` with `data` holding
+/// `initial`, and holds
+/// the compiled run to the interpreted: the same memory after, the same fault where one
+/// faults, else the same exit and registers; in bounds (`seed > 0`), with every access made
+/// by the compiled code itself (handing one to the interpreter, which translates, would hide
+/// a wrong address or span).
+fn assert_both_ways_agree(
+    what: &str,
+    (mem, cache, code, data): (&Counting, &CodeCache, &Buffer, &Buffer),
+    initial: &[u8],
+    seed: u64,
+    count: usize,
+    prepare: impl Fn(&mut Wave),
+) {
+    data.write(0, initial);
+    let mut expected = wave(code.addr(), seed);
+    prepare(&mut expected);
+    let interpreted = interpret(mem, &mut expected, count);
+    let expected_memory = data.read();
+    data.write(0, initial);
+    let mut actual = wave(code.addr(), seed);
+    prepare(&mut actual);
+    mem.translations.store(0, Ordering::Relaxed);
+    let ran = compiled(what, mem, cache, &mut actual);
+    assert!(data.read() == expected_memory, "{what}: memory differs");
+    if let (BlockExit::Fault(kind, pc, _), BlockExit::Fault(compiled_kind, compiled_pc, _)) =
+        (&interpreted.1, &ran.1)
+    {
+        assert_eq!((kind, pc), (compiled_kind, compiled_pc), "{what}: fault");
+        assert_eq!(interpreted.0, ran.0, "{what}: instructions run");
+        return;
+    }
+    assert_eq!(interpreted, ran, "{what}: exit");
+    assert_same(what, &expected, &actual);
+    if seed > 0 {
+        assert_eq!(
+            mem.translations.load(Ordering::Relaxed),
+            0,
+            "{what}: the interpreter made an access"
+        );
     }
 }
 
@@ -542,6 +559,7 @@ fn runs_of_accesses_match_the_interpreter() {
     let data = Buffer::zeroed(SIZE);
     let mem = Counting::new(HostMemory::new(&[&code, &data]));
     let cache = CodeCache::with_jit(JitMode::Eager);
+    let fixture = (&mem, &cache, &code, &data);
     for seed in 0..112u64 {
         let what = format!("run of accesses (seed {seed})");
         let mut rng = Rng(seed ^ 0x5eed);
@@ -568,33 +586,7 @@ fn runs_of_accesses_match_the_interpreter() {
             wave.sgpr[8] = data.addr() as u32;
             wave.sgpr[9] = (data.addr() >> 32) as u32;
         };
-        data.write(0, &initial);
-        let mut expected = wave(code.addr(), seed);
-        prepare(&mut expected);
-        let interpreted = interpret(&mem, &mut expected, 8);
-        let expected_memory = data.read();
-        data.write(0, &initial);
-        let mut actual = wave(code.addr(), seed);
-        prepare(&mut actual);
-        mem.translations.store(0, Ordering::Relaxed);
-        let ran = compiled(&what, &mem, &cache, &mut actual);
-        assert!(data.read() == expected_memory, "{what}: memory differs");
-        if let (BlockExit::Fault(kind, pc, _), BlockExit::Fault(compiled_kind, compiled_pc, _)) =
-            (&interpreted.1, &ran.1)
-        {
-            assert_eq!((kind, pc), (compiled_kind, compiled_pc), "{what}: fault");
-            assert_eq!(interpreted.0, ran.0, "{what}: instructions run");
-            continue;
-        }
-        assert_eq!(interpreted, ran, "{what}: exit");
-        assert_same(&what, &expected, &actual);
-        if seed > 0 {
-            assert_eq!(
-                mem.translations.load(Ordering::Relaxed),
-                0,
-                "{what}: the interpreter made an access"
-            );
-        }
+        assert_both_ways_agree(&what, fixture, &initial, seed, 8, prepare);
     }
     assert_eq!(cache.compiled_blocks(), 1);
 }

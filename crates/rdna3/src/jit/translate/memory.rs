@@ -113,28 +113,31 @@ impl Emitter<'_> {
 
         self.b.switch_to_block(mapped);
         (self.sgpr, self.vgpr, self.scc) = files;
+        // Per access: its source's lane addresses, and what makes them host addresses.
+        let lanes_of: Vec<(Value, Value)> = run
+            .iter()
+            .map(|(_, p)| {
+                let source = sources
+                    .iter()
+                    .find(|s| (s.addr, s.saddr) == (p.addr, p.saddr))
+                    .expect("every access has its source");
+                let bias = source.bias.expect("every source is translated");
+                (
+                    source.addrs_at,
+                    self.b.ins().iadd_imm(bias, i64::from(p.offset)),
+                )
+            })
+            .collect();
         let exec_full = self.b.ins().icmp_imm(IntCC::Equal, exec, -1);
         let (groups, lanes) = (self.b.create_block(), self.b.create_block());
         self.b.ins().brif(exec_full, groups, &[], lanes, &[]);
         self.b.switch_to_block(groups);
-        for (_, p) in run {
-            let source = sources
-                .iter()
-                .find(|s| (s.addr, s.saddr) == (p.addr, p.saddr))
-                .expect("every access has its source");
-            let (addrs_at, bias) = (source.addrs_at, source.bias.expect("translated"));
-            let bias = self.b.ins().iadd_imm(bias, i64::from(p.offset));
+        for ((_, p), &(addrs_at, bias)) in run.iter().zip(&lanes_of) {
             self.move_groups(p, addrs_at, bias);
         }
         self.b.ins().jump(done, &[]);
         self.b.switch_to_block(lanes);
-        for (_, p) in run {
-            let source = sources
-                .iter()
-                .find(|s| (s.addr, s.saddr) == (p.addr, p.saddr))
-                .expect("every access has its source");
-            let (addrs_at, bias) = (source.addrs_at, source.bias.expect("translated"));
-            let bias = self.b.ins().iadd_imm(bias, i64::from(p.offset));
+        for ((_, p), &(addrs_at, bias)) in run.iter().zip(&lanes_of) {
             // Lane order (a later lane's store wins where two overlap).
             let (looped, remaining, lane, []) = self.bit_loop(exec64, []);
             self.move_lane(p, lane, addrs_at, bias);
