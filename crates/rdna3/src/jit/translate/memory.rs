@@ -211,75 +211,46 @@ impl Emitter<'_> {
         (addrs_at, params[0], params[1])
     }
 
-    /// One access under a full EXEC, a group of four lanes at a time: a group whose accesses
-    /// follow one another moves as whole vectors, four loads of one place are one, any other
-    /// group lane by lane. A lane's host address is its address (from `addrs_at`) plus
-    /// `bias`.
+    /// One access under a full EXEC, a group of four lanes at a time: a load gathers each
+    /// lane's dwords (one host load a lane) and transposes them into rows; a store of a group
+    /// whose accesses follow one another moves as whole vectors, any other lane by lane (in
+    /// lane order: where two lanes' stores overlap, the later wins). A lane's host address is
+    /// its address (from `addrs_at`) plus `bias`.
     fn move_groups(&mut self, p: &MemoryPlan, addrs_at: Value, bias: Value) {
         let i64t = types::I64;
-        let memory = MemFlags::new().with_notrap();
         let (looped, index, g, []) = self.group_loop([]);
         let first = self.b.ins().ishl_imm(index, 2);
-        let addresses: [Value; 4] = std::array::from_fn(|k| {
-            let slot = self.b.ins().ishl_imm(first, 3);
-            let slot = self.b.ins().iadd(addrs_at, slot);
-            self.b.ins().load(i64t, flags(), slot, (k * 8) as i32)
-        });
+        let slots = self.b.ins().ishl_imm(first, 3);
+        let slots = self.b.ins().iadd(addrs_at, slots);
+        let addresses: [Value; 4] =
+            std::array::from_fn(|k| self.b.ins().load(i64t, flags(), slots, (k * 8) as i32));
+        // Three dwords a lane do not make whole vectors.
+        if !p.store && p.dwords != 3 {
+            let at = addresses.map(|a| self.b.ins().iadd(a, bias));
+            self.gather_group(p, at, g);
+            self.end_group_loop(looped, index, []);
+            return;
+        }
         let stride = i64::from(p.dwords) * 4;
         let mut following = self.b.ins().iconst(types::I8, 1);
-        let mut same = self.b.ins().iconst(types::I8, 1);
         for k in 1..4 {
             let step = self.b.ins().isub(addresses[k], addresses[k - 1]);
             let next = self.b.ins().icmp_imm(IntCC::Equal, step, stride);
             following = self.b.ins().band(following, next);
-            let again = self.b.ins().icmp_imm(IntCC::Equal, step, 0);
-            same = self.b.ins().band(same, again);
         }
         let (whole, single, next_group) = (
             self.b.create_block(),
             self.b.create_block(),
             self.b.create_block(),
         );
-        let at = self.b.ins().iadd(addresses[0], bias);
-        // Three dwords a lane do not make whole vectors.
         if p.dwords == 3 {
             self.b.ins().jump(single, &[]);
         } else {
-            let not_following = self.b.create_block();
-            self.b.ins().brif(following, whole, &[], not_following, &[]);
-            self.b.switch_to_block(not_following);
-            if p.store {
-                self.b.ins().jump(single, &[]);
-            } else {
-                // Four lanes reading the same place (a value every lane of a row uses).
-                let shared = self.b.create_block();
-                self.b.ins().brif(same, shared, &[], single, &[]);
-                self.b.switch_to_block(shared);
-                // Read as the other paths read (8-byte pieces, or a whole 16 bytes).
-                let values: Vec<Value> = match p.dwords {
-                    1 => vec![self.b.ins().load(types::I32, memory, at, 0)],
-                    2 => {
-                        let both = self.b.ins().load(types::I64, memory, at, 0);
-                        let high = self.b.ins().ushr_imm(both, 32);
-                        vec![
-                            self.b.ins().ireduce(types::I32, both),
-                            self.b.ins().ireduce(types::I32, high),
-                        ]
-                    }
-                    _ => {
-                        let all = self.b.ins().load(types::I32X4, memory, at, 0);
-                        (0..4).map(|k| self.b.ins().extractlane(all, k)).collect()
-                    }
-                };
-                for (k, value) in (0u8..).zip(values) {
-                    let lanes = self.b.ins().splat(types::I32X4, value);
-                    self.store_group(p.data + k, g, lanes);
-                }
-                self.b.ins().jump(next_group, &[]);
-            }
+            self.b.ins().brif(following, whole, &[], single, &[]);
         }
         self.b.switch_to_block(whole);
-        self.move_group(p, at, g);
+        let at = self.b.ins().iadd(addresses[0], bias);
+        self.store_group_following(p, at, g);
         self.b.ins().jump(next_group, &[]);
         self.b.switch_to_block(single);
         for k in 0..4 {
@@ -289,6 +260,43 @@ impl Emitter<'_> {
         self.b.ins().jump(next_group, &[]);
         self.b.switch_to_block(next_group);
         self.end_group_loop(looped, index, []);
+    }
+
+    /// Loads a group of four lanes (one, two or four dwords a lane, from the host addresses
+    /// `at`) into its rows: each lane's dwords in one host load (an aligned 8-byte piece is
+    /// read at once, as the interpreter reads it), then transposed from lane order.
+    fn gather_group(&mut self, p: &MemoryPlan, at: [Value; 4], g: GroupAt) {
+        let memory = MemFlags::new().with_notrap();
+        let wide = MemFlags::new().with_endianness(Endianness::Little);
+        let rows = match p.dwords {
+            1 => {
+                let values = at.map(|a| self.b.ins().load(types::I32, memory, a, 0));
+                let mut row = self.b.ins().scalar_to_vector(types::I32X4, values[0]);
+                for (k, &v) in (1u8..).zip(&values[1..]) {
+                    row = self.b.ins().insertlane(row, v, k);
+                }
+                vec![row]
+            }
+            2 => {
+                let values = at.map(|a| self.b.ins().load(types::I64, memory, a, 0));
+                let lanes: Vec<Value> = values
+                    .chunks(2)
+                    .map(|pair| {
+                        let v = self.b.ins().scalar_to_vector(types::I64X2, pair[0]);
+                        let v = self.b.ins().insertlane(v, pair[1], 1);
+                        self.b.ins().bitcast(types::I32X4, wide, v)
+                    })
+                    .collect();
+                self.transpose(&lanes, false)
+            }
+            _ => {
+                let lanes = at.map(|a| self.b.ins().load(types::I32X4, memory, a, 0));
+                self.transpose(&lanes, false)
+            }
+        };
+        for (k, row) in (0u8..).zip(rows) {
+            self.store_group(p.data + k, g, row);
+        }
     }
 
     /// Every lane's address through `addr` (under a full EXEC) into the stack array at
@@ -379,29 +387,18 @@ impl Emitter<'_> {
         }
     }
 
-    /// Moves a group of four lanes whose accesses follow one another from `at` (one, two or
-    /// four dwords a lane) as 16-byte vectors, transposed between lane order in memory and
-    /// the registers' rows. x86 moves each aligned 8-byte piece of a vector access at once,
-    /// so a 64-bit value is not seen half written here either.
-    fn move_group(&mut self, p: &MemoryPlan, at: Value, g: GroupAt) {
+    /// Stores a group of four lanes whose accesses follow one another at `at` (one, two or
+    /// four dwords a lane) as 16-byte vectors, transposed from the registers' rows to lane
+    /// order. x86 moves each aligned 8-byte piece of a vector access at once, so a 64-bit
+    /// value is not seen half written here either.
+    fn store_group_following(&mut self, p: &MemoryPlan, at: Value, g: GroupAt) {
         let memory = MemFlags::new().with_notrap();
-        let vectors = usize::from(p.dwords);
-        if p.store {
-            let rows: Vec<Value> = (0..p.dwords)
-                .map(|k| self.load_group(p.data + k, g))
-                .collect();
-            let memory_order = self.transpose(&rows, true);
-            for (k, v) in memory_order.into_iter().enumerate() {
-                self.b.ins().store(memory, v, at, (k * 16) as i32);
-            }
-        } else {
-            let loaded: Vec<Value> = (0..vectors)
-                .map(|k| self.b.ins().load(types::I32X4, memory, at, (k * 16) as i32))
-                .collect();
-            let rows = self.transpose(&loaded, false);
-            for (k, v) in (0u8..).zip(rows) {
-                self.store_group(p.data + k, g, v);
-            }
+        let rows: Vec<Value> = (0..p.dwords)
+            .map(|k| self.load_group(p.data + k, g))
+            .collect();
+        let memory_order = self.transpose(&rows, true);
+        for (k, v) in memory_order.into_iter().enumerate() {
+            self.b.ins().store(memory, v, at, (k * 16) as i32);
         }
     }
 
