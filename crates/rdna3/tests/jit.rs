@@ -11,7 +11,7 @@ mod common;
 use common::{Buffer, HostMemory};
 use rdna3::decode::decode;
 use rdna3::exec::{ExecContext, Flow, Wave};
-use rdna3::jit::{run_compiled_block, BlockExit};
+use rdna3::jit::{interpreted_in_compiled_block, run_compiled_block, BlockExit};
 use rdna3::memory::read_bytes;
 use rdna3::operand::{EXEC_LO, VCC_LO};
 use rdna3::{CodeCache, JitMode};
@@ -41,6 +41,15 @@ const CASES: &[(&str, &[u32])] = &[
     ("v_sub_nc_u32_e64 v3, s4, v2", &[0xd5260003, 0x00020404]),
     ("v_add3_u32 v3, v1, v2, 17", &[0xd6550003, 0x02460501]),
     ("v_mul_lo_u32 v3, v1, v2", &[0xd72c0003, 0x00020501]),
+    (
+        "v_mad_u32_u24 v3, 0xa0, v0, s4",
+        &[0xd60b0003, 0x001200ff, 0x000000a0],
+    ),
+    ("v_mad_u32_u24 v3, v1, v2, v4", &[0xd60b0003, 0x04120501]),
+    ("v_mad_i32_i24 v3, v1, s5, v4", &[0xd60a0003, 0x04100b01]),
+    ("v_mul_u32_u24_e32 v3, v1, v2", &[0x16060501]),
+    ("v_mul_i32_i24_e32 v3, s6, v2", &[0x12060406]),
+    ("v_mul_i32_i24_e64 v3, v1, v2", &[0xd5090003, 0x00020501]),
     ("v_and_b32_e32 v3, v1, v2", &[0x36060501]),
     ("v_or_b32_e32 v3, 0x7f, v2", &[0x380604ff, 0x0000007f]),
     ("v_xor_b32_e64 v3, v1, -1", &[0xd51d0003, 0x00018301]),
@@ -251,8 +260,17 @@ fn wave(pc: u64, seed: u64) -> Wave {
 /// Interprets from `wave.pc` until an instruction does not continue in sequence or `count`
 /// instructions ran; answers how many ran and where the wave goes.
 fn interpret(mem: &dyn rdna3::Memory, wave: &mut Wave, count: usize) -> (u64, BlockExit) {
-    let mut lds = [0u8; 64];
-    let mut ctx = ExecContext { mem, lds: &mut lds };
+    interpret_with_lds(mem, &mut [0u8; 64], wave, count)
+}
+
+/// [`interpret`] with the workgroup's LDS.
+fn interpret_with_lds(
+    mem: &dyn rdna3::Memory,
+    lds: &mut [u8],
+    wave: &mut Wave,
+    count: usize,
+) -> (u64, BlockExit) {
+    let mut ctx = ExecContext { mem, lds };
     for executed in 1..=count as u64 {
         let decoded = decode(&words_at(mem, wave.pc)).expect("decodes");
         let size = decoded.words as u64 * 4;
@@ -287,8 +305,18 @@ fn compiled(
     cache: &CodeCache,
     wave: &mut Wave,
 ) -> (u64, BlockExit) {
-    let mut lds = [0u8; 64];
-    let mut ctx = ExecContext { mem, lds: &mut lds };
+    compiled_with_lds(what, mem, &mut [0u8; 64], cache, wave)
+}
+
+/// [`compiled`] with the workgroup's LDS.
+fn compiled_with_lds(
+    what: &str,
+    mem: &dyn rdna3::Memory,
+    lds: &mut [u8],
+    cache: &CodeCache,
+    wave: &mut Wave,
+) -> (u64, BlockExit) {
+    let mut ctx = ExecContext { mem, lds };
     run_compiled_block(cache, wave, &mut ctx).unwrap_or_else(|| panic!("{what}: does not compile"))
 }
 
@@ -343,6 +371,11 @@ fn every_inlined_form_matches_the_interpreter() {
             assert_same(&what, &expected, &actual);
         }
         assert_eq!(cache.compiled_blocks(), 1, "{asm}");
+        assert_eq!(
+            interpreted_in_compiled_block(&cache, &mem, code.addr()),
+            Some(0),
+            "{asm}: not inlined"
+        );
     }
 }
 
@@ -449,47 +482,65 @@ fn global_memory_matches_the_interpreter() {
     for (asm, inst) in MEMORY_CASES {
         let mut words = inst.to_vec();
         words.push(S_ENDPGM);
-        let code = code_buffer(&words);
-        let data = Buffer::zeroed(SIZE);
-        let mem = Counting::new(HostMemory::new(&[&code, &data]));
-        let cache = CodeCache::with_jit(JitMode::Eager);
-        let fixture = (&mem, &cache, &code, &data);
-        for seed in 0..112u64 {
-            let what = format!("{asm} (seed {seed})");
+        let initial = |seed: u64| {
             let mut rng = Rng(seed ^ 0x5eed);
-            let initial: Vec<u8> = (0..SIZE).map(|_| rng.next() as u8).collect();
-            let prepare = |wave: &mut Wave| {
-                let mut rng = Rng(seed);
-                for lane in 0..32 {
-                    // Room for 16 bytes either side of the offsets the cases use. Each kind
-                    // meets every EXEC pattern of `wave` (seed % 8).
-                    let lane = lane as u64;
-                    let offset = match seed / 8 % 7 {
-                        0 => 64 + (rng.next() as u64 % 240) * 16,
-                        // One after another for 16, 4 and 8 bytes a lane (overlapping for
-                        // wider accesses, so a store's lane order shows).
-                        1 => 64 + lane * 16,
-                        3 => 64 + lane * 4,
-                        4 => 64 + lane * 8,
-                        // Pairs of lanes one after another, the pairs apart.
-                        5 => 64 + lane / 2 * 64 + lane % 2 * 16,
-                        // Four lanes at a time at one place.
-                        6 => 64 + lane / 4 * 16,
-                        _ if lane == 7 => SIZE as u64 + 4096,
-                        _ => 64 + (rng.next() as u64 % 240) * 16,
-                    };
-                    let address = data.addr() + offset;
-                    wave.vgpr[4][lane as usize] = address as u32;
-                    wave.vgpr[5][lane as usize] = (address >> 32) as u32;
-                    wave.vgpr[2][lane as usize] = offset as u32;
-                }
-                wave.sgpr[8] = data.addr() as u32;
-                wave.sgpr[9] = (data.addr() >> 32) as u32;
-            };
-            assert_both_ways_agree(&what, fixture, &initial, seed, 2, prepare);
-        }
-        assert_eq!(cache.compiled_blocks(), 1, "{asm}");
+            (0..SIZE).map(|_| rng.next() as u8).collect()
+        };
+        let prepare = |seed: u64, data: &Buffer, wave: &mut Wave| {
+            let mut rng = Rng(seed);
+            for lane in 0..32 {
+                // Room for 16 bytes either side of the offsets the cases use. Each kind
+                // meets every EXEC pattern of `wave` (seed % 8).
+                let lane = lane as u64;
+                let offset = match seed / 8 % 7 {
+                    0 => 64 + (rng.next() as u64 % 240) * 16,
+                    // One after another for 16, 4 and 8 bytes a lane (overlapping for
+                    // wider accesses, so a store's lane order shows).
+                    1 => 64 + lane * 16,
+                    3 => 64 + lane * 4,
+                    4 => 64 + lane * 8,
+                    // Pairs of lanes one after another, the pairs apart.
+                    5 => 64 + lane / 2 * 64 + lane % 2 * 16,
+                    // Four lanes at a time at one place.
+                    6 => 64 + lane / 4 * 16,
+                    _ if lane == 7 => SIZE as u64 + 4096,
+                    _ => 64 + (rng.next() as u64 % 240) * 16,
+                };
+                let address = data.addr() + offset;
+                wave.vgpr[4][lane as usize] = address as u32;
+                wave.vgpr[5][lane as usize] = (address >> 32) as u32;
+                wave.vgpr[2][lane as usize] = offset as u32;
+            }
+            wave.sgpr[8] = data.addr() as u32;
+            wave.sgpr[9] = (data.addr() >> 32) as u32;
+        };
+        check_memory_block(asm, &words, SIZE, 112, 2, initial, prepare);
     }
+}
+
+/// Checks the block `words` compiled against the interpreter (at most `count` instructions)
+/// for `seeds` waves, each with a data buffer of `size` bytes holding `initial(seed)`, the
+/// wave set up by `prepare(seed, data, wave)` ([`assert_both_ways_agree`]).
+fn check_memory_block(
+    name: &str,
+    words: &[u32],
+    size: usize,
+    seeds: u64,
+    count: usize,
+    initial: impl Fn(u64) -> Vec<u8>,
+    prepare: impl Fn(u64, &Buffer, &mut Wave),
+) {
+    let code = code_buffer(words);
+    let data = Buffer::zeroed(size);
+    let mem = Counting::new(HostMemory::new(&[&code, &data]));
+    let cache = CodeCache::with_jit(JitMode::Eager);
+    let fixture = (&mem, &cache, &code, &data);
+    for seed in 0..seeds {
+        let what = format!("{name} (seed {seed})");
+        let set_up = |wave: &mut Wave| prepare(seed, &data, wave);
+        assert_both_ways_agree(&what, fixture, &initial(seed), seed, count, set_up);
+    }
+    assert_eq!(cache.compiled_blocks(), 1, "{name}");
 }
 
 /// Runs the code in `code` interpreted (at most `count` instructions) and compiled (by
@@ -517,6 +568,11 @@ fn assert_both_ways_agree(
     prepare(&mut actual);
     mem.translations.store(0, Ordering::Relaxed);
     let ran = compiled(what, mem, cache, &mut actual);
+    assert_eq!(
+        interpreted_in_compiled_block(cache, mem, code.addr()),
+        Some(0),
+        "{what}: not inlined"
+    );
     assert!(data.read() == expected_memory, "{what}: memory differs");
     if let (BlockExit::Fault(kind, pc, _), BlockExit::Fault(compiled_kind, compiled_pc, _)) =
         (&interpreted.1, &ran.1)
@@ -555,40 +611,131 @@ fn runs_of_accesses_match_the_interpreter() {
         0xdc560018, 0x047c0004, // global_load_b64 v[4:5], v[4:5], off offset:24
         S_ENDPGM,
     ];
-    let code = code_buffer(&words);
-    let data = Buffer::zeroed(SIZE);
-    let mem = Counting::new(HostMemory::new(&[&code, &data]));
-    let cache = CodeCache::with_jit(JitMode::Eager);
-    let fixture = (&mem, &cache, &code, &data);
-    for seed in 0..112u64 {
-        let what = format!("run of accesses (seed {seed})");
+    let initial = |seed: u64| {
         let mut rng = Rng(seed ^ 0x5eed);
-        let initial: Vec<u8> = (0..SIZE / 4)
+        (0..SIZE / 4)
             .flat_map(|_| (64 + rng.next() % 240 * 16).to_le_bytes())
-            .collect();
+            .collect()
+    };
+    let prepare = |seed: u64, data: &Buffer, wave: &mut Wave| {
+        let mut rng = Rng(seed);
+        for lane in 0..32 {
+            let lane = lane as u64;
+            let offset = match seed / 8 % 7 {
+                1 => 64 + lane * 16,
+                3 => 64 + lane * 4,
+                4 => 64 + lane * 8,
+                5 => 64 + lane / 2 * 64 + lane % 2 * 16,
+                6 => 64 + lane / 4 * 16,
+                2 if lane == 7 => SIZE as u64 - 12,
+                _ => 64 + (rng.next() as u64 % 240) * 16,
+            };
+            let address = data.addr() + offset;
+            wave.vgpr[4][lane as usize] = address as u32;
+            wave.vgpr[5][lane as usize] = (address >> 32) as u32;
+        }
+        wave.sgpr[8] = data.addr() as u32;
+        wave.sgpr[9] = (data.addr() >> 32) as u32;
+    };
+    check_memory_block("run of accesses", &words, SIZE, 112, 8, initial, prepare);
+}
+
+/// LDS loads and stores of one to four dwords, lanes at any byte address (a store then loads
+/// of what it wrote; a load into its own address register), under every EXEC pattern; with
+/// lane 5 of v3 near the end (seed / 8 % 4 == 3), the fourth access faults after three went
+/// through.
+#[test]
+fn lds_accesses_match_the_interpreter() {
+    const LDS: usize = 1024;
+    let words = [
+        0xd8340004, 0x00000201, // ds_store_b32 v1, v2 offset:4
+        0xd9340040, 0x00000601, // ds_store_b64 v1, v[6:7] offset:64
+        0xdbfc0010, 0x08000001, // ds_load_b128 v[8:11], v1 offset:16
+        0xdb7c0000, 0x00000803, // ds_store_b128 v3, v[8:11]
+        0xd8d80008, 0x0c000003, // ds_load_b32 v12, v3 offset:8
+        0xd9d80000, 0x01000001, // ds_load_b64 v[1:2], v1
+        0xdb780064, 0x00000803, // ds_store_b96 v3, v[8:10] offset:100
+        0xdbf80064, 0x0d000003, // ds_load_b96 v[13:15], v3 offset:100
+        S_ENDPGM,
+    ];
+    let code = code_buffer(&words);
+    let mem = HostMemory::new(&[&code]);
+    let cache = CodeCache::with_jit(JitMode::Eager);
+    for seed in 0..64u64 {
+        let what = format!("LDS accesses (seed {seed})");
+        let mut rng = Rng(seed ^ 0x1d5);
+        let initial: Vec<u8> = (0..LDS).map(|_| rng.next() as u8).collect();
         let prepare = |wave: &mut Wave| {
             let mut rng = Rng(seed);
             for lane in 0..32 {
-                let lane = lane as u64;
-                let offset = match seed / 8 % 7 {
-                    1 => 64 + lane * 16,
-                    3 => 64 + lane * 4,
-                    4 => 64 + lane * 8,
-                    5 => 64 + lane / 2 * 64 + lane % 2 * 16,
-                    6 => 64 + lane / 4 * 16,
-                    2 if lane == 7 => SIZE as u64 - 12,
-                    _ => 64 + (rng.next() as u64 % 240) * 16,
-                };
-                let address = data.addr() + offset;
-                wave.vgpr[4][lane as usize] = address as u32;
-                wave.vgpr[5][lane as usize] = (address >> 32) as u32;
+                for row in [1, 3] {
+                    wave.vgpr[row][lane] = match seed / 8 % 4 {
+                        0 => rng.next() % 800,
+                        1 => (rng.next() % 200) * 4,
+                        2 => lane as u32 * 16,
+                        _ if row == 3 && lane == 5 => LDS as u32 - 8,
+                        _ => rng.next() % 800,
+                    };
+                }
             }
-            wave.sgpr[8] = data.addr() as u32;
-            wave.sgpr[9] = (data.addr() >> 32) as u32;
         };
-        assert_both_ways_agree(&what, fixture, &initial, seed, 8, prepare);
+        let mut expected_lds = initial.clone();
+        let mut expected = wave(code.addr(), seed);
+        prepare(&mut expected);
+        let interpreted = interpret_with_lds(&mem, &mut expected_lds, &mut expected, 9);
+        let mut lds = initial.clone();
+        let mut actual = wave(code.addr(), seed);
+        prepare(&mut actual);
+        let ran = compiled_with_lds(&what, &mem, &mut lds, &cache, &mut actual);
+        assert!(lds == expected_lds, "{what}: LDS differs");
+        if let (BlockExit::Fault(kind, pc, _), BlockExit::Fault(compiled_kind, compiled_pc, _)) =
+            (&interpreted.1, &ran.1)
+        {
+            assert_eq!((kind, pc), (compiled_kind, compiled_pc), "{what}: fault");
+            continue;
+        }
+        assert_eq!(interpreted, ran, "{what}: exit");
+        assert_same(&what, &expected, &actual);
     }
-    assert_eq!(cache.compiled_blocks(), 1);
+    assert_eq!(
+        interpreted_in_compiled_block(&cache, &mem, code.addr()),
+        Some(0),
+        "LDS accesses: not inlined"
+    );
+}
+
+/// Scalar loads of one to eight dwords: into their own base pair, with an offset register, a
+/// negative offset, and an unaligned offset (the address's low two bits are ignored); with
+/// s[8:9] past the buffer (seed % 4 == 3) the second load faults after the first went through.
+#[test]
+fn scalar_loads_match_the_interpreter() {
+    const SIZE: usize = 256;
+    let words = [
+        0xf4040000, 0xf8000010, // s_load_b64 s[0:1], s[0:1], 0x10
+        0xf4080104, 0x14000008, // s_load_b128 s[4:7], s[8:9], s10 offset:0x8
+        0xf40c0304, 0xf81ffffc, // s_load_b256 s[12:19], s[8:9], -0x4
+        0xf4000504, 0xf8000003, // s_load_b32 s20, s[8:9], 0x3
+        S_ENDPGM,
+    ];
+    let initial = |seed: u64| {
+        let mut rng = Rng(seed ^ 0x5ca1);
+        (0..SIZE).map(|_| rng.next() as u8).collect()
+    };
+    let prepare = |seed: u64, data: &Buffer, wave: &mut Wave| {
+        let mut rng = Rng(seed);
+        let first = data.addr() + u64::from(rng.next() % 64) * 4;
+        let second = if seed % 4 == 3 {
+            data.addr() + SIZE as u64
+        } else {
+            data.addr() + 8 + u64::from(rng.next() % 32) * 4
+        };
+        wave.sgpr[0] = first as u32;
+        wave.sgpr[1] = (first >> 32) as u32;
+        wave.sgpr[8] = second as u32;
+        wave.sgpr[9] = (second >> 32) as u32;
+        wave.sgpr[10] = rng.next() % 16 * 4 + rng.next() % 4;
+    };
+    check_memory_block("scalar loads", &words, SIZE, 32, 5, initial, prepare);
 }
 
 #[test]

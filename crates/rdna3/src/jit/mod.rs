@@ -4,8 +4,8 @@
 //! target, the instruction after a branch or a barrier) and runs to the first instruction that
 //! may change the flow ([`ends_block`]) or to [`MAX_BLOCK_INSTRUCTIONS`]. The interpreter
 //! counts how often each block start is reached; once a block is hot ([`JitMode`]) it is
-//! compiled: the common vector and scalar ALU operations and whole-dword global loads and
-//! stores become host code, timing-only instructions (`s_waitcnt`, `s_delay_alu`, ...) become
+//! compiled: the common vector and scalar ALU operations, whole-dword global and LDS loads
+//! and stores, and scalar loads become host code, timing-only instructions (`s_waitcnt`, `s_delay_alu`, ...) become
 //! nothing, a final branch or `s_endpgm` becomes the block's exit, and every other
 //! instruction becomes a call back into the interpreter for that one instruction. The two
 //! share the wave's registers in memory, so a block may mix them freely; every fault (a
@@ -39,9 +39,9 @@ use crate::decode::Inst;
 use crate::isa::{Sop1Op, SopkOp};
 
 #[cfg(all(target_arch = "x86_64", unix))]
-pub(crate) use native::{run_block, run_once, Jit, LocalBlocks};
+pub(crate) use native::{interpreted_in_block, run_block, run_once, Jit, LocalBlocks};
 #[cfg(not(all(target_arch = "x86_64", unix)))]
-pub(crate) use portable::{run_block, run_once, Jit, LocalBlocks};
+pub(crate) use portable::{interpreted_in_block, run_block, run_once, Jit, LocalBlocks};
 
 use crate::exec::{ExecContext, Wave};
 use crate::CodeCache;
@@ -59,6 +59,19 @@ pub fn run_compiled_block(
     let mem = ctx.mem;
     run_once(cache, mem, wave, ctx).map(|run| (run.executed, run.exit))
 }
+/// How many instructions of the block at `pc` the compiled code hands to the interpreter
+/// every time it runs (they have no inlined form); `None` where there is no block compiler or
+/// the block does not compile. The hook through which the tests check that what they hold
+/// to the interpreter is compiled code.
+#[doc(hidden)]
+pub fn interpreted_in_compiled_block(
+    cache: &CodeCache,
+    mem: &dyn crate::Memory,
+    pc: u64,
+) -> Option<usize> {
+    interpreted_in_block(cache, mem, pc)
+}
+
 /// Longest block, in instructions.
 pub const MAX_BLOCK_INSTRUCTIONS: usize = 256;
 
@@ -192,6 +205,14 @@ mod portable {
         _wave: &mut Wave,
         _ctx: &mut ExecContext<'_>,
     ) -> Option<BlockRun> {
+        None
+    }
+
+    pub(crate) fn interpreted_in_block(
+        _cache: &crate::CodeCache,
+        _mem: &dyn Memory,
+        _pc: u64,
+    ) -> Option<usize> {
         None
     }
 }

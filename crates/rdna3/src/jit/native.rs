@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use super::translate::{
-    Translator, BRANCHED, ENDED, FELL_THROUGH, FRAME_SCC, FRAME_SGPR, FRAME_VGPR, STOPPED,
+    Translator, BRANCHED, ENDED, FELL_THROUGH, FRAME_LDS, FRAME_LDS_LEN, FRAME_SCC, FRAME_SGPR,
+    FRAME_VGPR, STOPPED,
 };
 use super::{ends_block, BlockExit, BlockRun, JitMode, MAX_BLOCK_INSTRUCTIONS};
 use crate::code_cache::{CachedInst, LocalCodeCache, PcMap};
@@ -154,6 +155,8 @@ pub(crate) struct Block {
     code: ExecutableCode,
     vgpr_rows: usize,
     needs_f32_denormals: bool,
+    /// Instructions run through the interpreter on every run.
+    interpreted: usize,
     /// Generation of the code cache in which every instruction was last known to match memory.
     checked_generation: AtomicU64,
 }
@@ -198,6 +201,7 @@ impl Block {
             branch_target,
             code: ExecutableCode::new(&compiled.code)?,
             vgpr_rows: compiled.vgpr_rows,
+            interpreted: compiled.interpreted,
             needs_f32_denormals: compiled.needs_f32_denormals,
             insts,
             checked_generation: AtomicU64::new(generation),
@@ -241,6 +245,10 @@ impl Block {
             vgpr: unsafe { (*wave).vgpr.as_mut_ptr().cast() },
             // SAFETY: as above.
             scc: unsafe { &raw mut (*wave).scc },
+            // A pointer, not a reference: `run_instruction` reaches the LDS through `ctx`
+            // while compiled code is stopped in it.
+            lds: ctx.lds.as_mut_ptr(),
+            lds_len: ctx.lds.len() as u64,
             wave,
             ctx: (ctx as *mut ExecContext<'_>).cast(),
             block: self,
@@ -288,6 +296,9 @@ pub(super) struct Frame {
     sgpr: *mut u32,
     vgpr: *mut u32,
     scc: *mut bool,
+    /// The workgroup's LDS and its size in bytes.
+    lds: *mut u8,
+    lds_len: u64,
     wave: *mut Wave,
     /// `*mut ExecContext<'_>`, lifetime erased.
     ctx: *mut c_void,
@@ -302,6 +313,8 @@ const _: () = {
     assert!(std::mem::offset_of!(Frame, sgpr) == FRAME_SGPR as usize);
     assert!(std::mem::offset_of!(Frame, vgpr) == FRAME_VGPR as usize);
     assert!(std::mem::offset_of!(Frame, scc) == FRAME_SCC as usize);
+    assert!(std::mem::offset_of!(Frame, lds) == FRAME_LDS as usize);
+    assert!(std::mem::offset_of!(Frame, lds_len) == FRAME_LDS_LEN as usize);
 };
 
 /// The host address of the GPU range `[lo, hi + bytes)` if it is mapped (one translation,
@@ -416,6 +429,12 @@ pub(crate) fn run_once(
     block
         .fits(wave, u64::MAX)
         .then(|| block.run(wave, ctx, &mut [None; 4]))
+}
+
+/// How many instructions of the compiled block at `pc` have no inlined form (compiling it if
+/// need be); `None` if it does not compile.
+pub(crate) fn interpreted_in_block(cache: &CodeCache, mem: &dyn Memory, pc: u64) -> Option<usize> {
+    Some(cache.jit.block_at(cache, mem, pc)?.interpreted)
 }
 
 /// Runs the compiled block starting at the wave's PC if there is one that fits; `None` means

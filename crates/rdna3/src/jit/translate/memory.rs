@@ -1,16 +1,17 @@
-//! Global memory emitter: whole-dword loads and stores with one translation of the span the
-//! wave's active lanes touch (per address source of a run of accesses), as loops over the
-//! active lanes (a load is as many host loads as the interpreter makes; unrolled, a block of
-//! eight `global_load_b128` would be ~50 KB of code).
+//! Memory emitter. Global memory: whole-dword loads and stores with one translation of the
+//! span the wave's active lanes touch (per address source of a run of accesses), as loops
+//! over the active lanes (a load is as many host loads as the interpreter makes; unrolled, a
+//! block of eight `global_load_b128` would be ~50 KB of code). LDS: whole-dword loads and
+//! stores checked once against the workgroup's LDS. Scalar loads into SGPRs.
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, AbiParam, ConstantData, Endianness, InstBuilder, MemFlags, Signature, StackSlotData,
-    StackSlotKind, Value,
+    types, AbiParam, Block, ConstantData, Endianness, InstBuilder, MemFlags, Signature,
+    StackSlotData, StackSlotKind, Value,
 };
 
-use super::plan::{MemoryPlan, Uniform};
-use super::{flags, Emitter, GroupAt, ROW_BYTES};
+use super::plan::{LdsPlan, MemoryPlan, ScalarLoadPlan, Uniform};
+use super::{flags, Emitter, GroupAt, FRAME_LDS, FRAME_LDS_LEN, ROW_BYTES};
 use crate::exec::WAVE_SIZE;
 
 /// One address source of a run of accesses (an address VGPR, with or without a scalar
@@ -71,28 +72,13 @@ impl Emitter<'_> {
             });
         }
 
-        let mut sig = Signature::new(self.call_conv);
-        for _ in 0..4 {
-            sig.params.push(AbiParam::new(i64t));
-        }
-        sig.returns.push(AbiParam::new(i64t));
-        let sig = self.b.import_signature(sig);
         let unmapped = self.b.create_block();
         for source in &mut sources {
             // Offsets added after the lowest and highest lane: a span that wraps around the
             // address space comes out with its start above its end, which does not translate.
             let lo = self.b.ins().iadd_imm(source.lo, i64::from(source.first));
             let end = self.b.ins().iadd_imm(source.hi, i64::from(source.end));
-            let function = self.b.ins().iconst(
-                i64t,
-                crate::jit::native::translate_span as *const () as usize as i64,
-            );
-            let nothing = self.b.ins().iconst(i64t, 0);
-            let call = self
-                .b
-                .ins()
-                .call_indirect(sig, function, &[self.frame, lo, end, nothing]);
-            let host = self.b.inst_results(call)[0];
+            let host = self.translate(lo, end);
             let mapped = self.b.create_block();
             self.b.ins().brif(host, mapped, &[], unmapped, &[]);
             self.b.switch_to_block(mapped);
@@ -147,6 +133,122 @@ impl Emitter<'_> {
         self.b.switch_to_block(done);
         // The helper may have run on one path: the register-file pointers are reloaded.
         self.load_register_files();
+    }
+
+    /// The host address of the GPU range `[lo, end)` if one mapping holds it, else null
+    /// (`native::translate_span`).
+    fn translate(&mut self, lo: Value, end: Value) -> Value {
+        let i64t = types::I64;
+        let mut sig = Signature::new(self.call_conv);
+        for _ in 0..4 {
+            sig.params.push(AbiParam::new(i64t));
+        }
+        sig.returns.push(AbiParam::new(i64t));
+        let sig = self.b.import_signature(sig);
+        let function = self.b.ins().iconst(
+            i64t,
+            crate::jit::native::translate_span as *const () as usize as i64,
+        );
+        let nothing = self.b.ins().iconst(i64t, 0);
+        let call = self
+            .b
+            .ins()
+            .call_indirect(sig, function, &[self.frame, lo, end, nothing]);
+        self.b.inst_results(call)[0]
+    }
+
+    /// A scalar load: the dwords read from memory first, then written to their registers
+    /// (the destination may be the base pair).
+    pub(super) fn emit_scalar_load(&mut self, index: u32, p: ScalarLoadPlan) {
+        let i64t = types::I64;
+        let low = self.scalar(Uniform::Sgpr(p.sbase));
+        let high = self.scalar(Uniform::Sgpr(p.sbase + 1));
+        let mut address = self.pair(low, high);
+        address = self.b.ins().iadd_imm(address, i64::from(p.offset));
+        if let Some(slot) = p.soffset {
+            let soffset = self.scalar(Uniform::Sgpr(slot));
+            let soffset = self.b.ins().uextend(i64t, soffset);
+            address = self.b.ins().iadd(address, soffset);
+        }
+        let address = self.b.ins().band_imm(address, !3);
+        let end = self.b.ins().iadd_imm(address, i64::from(p.dwords) * 4);
+        let host = self.translate(address, end);
+        let done = self.b.create_block();
+        self.interpreted_unless(host, index, done);
+        let memory = MemFlags::new().with_notrap();
+        let values: Vec<Value> = (0..i32::from(p.dwords))
+            .map(|k| self.b.ins().load(types::I32, memory, host, k * 4))
+            .collect();
+        for (k, value) in (0u8..).zip(values) {
+            self.store_scalar(p.sdata + k, value);
+        }
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
+        self.load_register_files();
+    }
+
+    /// An LDS access: every active lane's address (the address VGPR plus the offset, in 32
+    /// bits) below the LDS size less the access's, checked once through the highest; then
+    /// each active lane's dwords moved, in lane order. Any lane outside has the interpreter
+    /// run the instruction (which faults there).
+    pub(super) fn emit_lds(&mut self, index: u32, p: LdsPlan) {
+        let i64t = types::I64;
+        let exec = self.exec();
+        let (work, done) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(exec, work, &[], done, &[]);
+        self.b.switch_to_block(work);
+        let exec64 = self.b.ins().uextend(i64t, exec);
+        let lds = self.b.ins().load(i64t, flags(), self.frame, FRAME_LDS);
+        let lds_len = self.b.ins().load(i64t, flags(), self.frame, FRAME_LDS_LEN);
+        let zero = self.b.ins().iconst(i64t, 0);
+        let (looped, remaining, lane, [highest]) = self.bit_loop(exec64, [zero]);
+        let address = self.lds_address(&p, lane);
+        let highest = self.b.ins().umax(highest, address);
+        let [highest] = self.end_bit_loop(looped, remaining, [highest]);
+        let end = self.b.ins().iadd_imm(highest, i64::from(p.dwords) * 4);
+        let fits = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedLessThanOrEqual, end, lds_len);
+        self.interpreted_unless(fits, index, done);
+        let (looped, remaining, lane, []) = self.bit_loop(exec64, []);
+        let address = self.lds_address(&p, lane);
+        let at = self.b.ins().iadd(lds, address);
+        for k in 0..p.dwords {
+            let offset = i32::from(k) * 4;
+            if p.store {
+                let value = self.lane_at(p.data + k, lane);
+                self.b.ins().store(flags(), value, at, offset);
+            } else {
+                let value = self.b.ins().load(types::I32, flags(), at, offset);
+                self.set_lane(p.data + k, lane, value);
+            }
+        }
+        self.end_bit_loop(looped, remaining, []);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
+        self.load_register_files();
+    }
+
+    /// Goes on if `ok` is nonzero; else the interpreter runs instruction `index` and the code
+    /// continues at `done` (where the register files are to be reloaded).
+    fn interpreted_unless(&mut self, ok: Value, index: u32, done: Block) {
+        let (go, fallback) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(ok, go, &[], fallback, &[]);
+        let files = (self.sgpr, self.vgpr, self.scc);
+        self.b.switch_to_block(fallback);
+        self.call_helper(index);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(go);
+        (self.sgpr, self.vgpr, self.scc) = files;
+    }
+
+    /// A lane's LDS byte address (an i64 below 2^32): its address VGPR plus the offset,
+    /// wrapping in 32 bits as the hardware adds them.
+    fn lds_address(&mut self, p: &LdsPlan, lane: Value) -> Value {
+        let base = self.lane_at(p.addr, lane);
+        let address = self.b.ins().iadd_imm(base, i64::from(p.offset));
+        self.b.ins().uextend(types::I64, address)
     }
 
     /// Every active lane's address through `addr` (a pair, or an offset from the scalar pair

@@ -3,7 +3,8 @@
 //! The function is `extern "C" fn(frame: *mut Frame, helper: usize) -> u32`. Instructions with
 //! a plan (`plan.rs`) become host code: vector ALU operations as 128-bit vectors over the VGPR
 //! rows, four lanes each (`vector.rs`), scalar ALU operations on the scalar file and SCC
-//! (`scalar.rs`), whole-dword global loads and stores (`memory.rs`), a final branch or
+//! (`scalar.rs`), whole-dword global and LDS loads and stores and scalar loads (`memory.rs`;
+//! consecutive global accesses as one run), a final branch or
 //! `s_endpgm` as the block's exit, timing-only instructions as nothing. Every other instruction
 //! becomes a call of `helper(frame, index)`, which runs the interpreter on it; a helper
 //! answering nonzero ends the block with that answer. Wave state stays in memory (the `Wave`'s
@@ -29,12 +30,16 @@ use crate::decode::Inst;
 use crate::exec::{timing_only, WAVE_SIZE};
 use crate::isa::SoppOp;
 use crate::operand::{EXEC_LO, VCC_LO};
-use plan::{plan, plan_memory, plan_scalar, MemoryPlan, Plan, Src, Uniform};
+use plan::{
+    plan, plan_lds, plan_memory, plan_scalar, plan_scalar_load, MemoryPlan, Plan, Src, Uniform,
+};
 
 /// Byte offsets of the register-file pointers in `Frame` (`#[repr(C)]`, pointers first).
 pub(super) const FRAME_SGPR: i32 = 0;
 pub(super) const FRAME_VGPR: i32 = 8;
 pub(super) const FRAME_SCC: i32 = 16;
+pub(super) const FRAME_LDS: i32 = 24;
+pub(super) const FRAME_LDS_LEN: i32 = 32;
 
 /// What a compiled block answers: it ran to its end, or a helper stopped it (the frame says
 /// why), or its last instruction branched to its target, or ended the wave.
@@ -75,6 +80,8 @@ pub(super) struct Compiled {
     pub(super) vgpr_rows: usize,
     /// Whether inlined f32 arithmetic assumes MODE keeps f32 denormals.
     pub(super) needs_f32_denormals: bool,
+    /// Instructions the block hands to the interpreter every time (no inlined form).
+    pub(super) interpreted: usize,
 }
 
 /// The host code generator.
@@ -144,6 +151,7 @@ impl Translator {
         e.load_register_files();
         let mut vgpr_rows = 0;
         let mut needs_f32_denormals = false;
+        let mut interpreted = 0;
         // Instructions waiting to be emitted as one loop over the lane groups (`emit_fused`),
         // and the scalar registers they write lane sets to.
         let mut run: Vec<Vec<Plan>> = Vec::new();
@@ -210,6 +218,15 @@ impl Translator {
                 e.emit_scalar(p);
                 continue;
             }
+            if let Some(p) = plan_lds(inst) {
+                vgpr_rows = vgpr_rows.max(p.rows());
+                e.emit_lds(index as u32, p);
+                continue;
+            }
+            if let Some(p) = plan_scalar_load(inst) {
+                e.emit_scalar_load(index as u32, p);
+                continue;
+            }
             match plans {
                 Some(plans) => {
                     for p in &plans {
@@ -218,7 +235,10 @@ impl Translator {
                     }
                     e.emit(&plans);
                 }
-                None => e.call_helper(index as u32),
+                None => {
+                    interpreted += 1;
+                    e.call_helper(index as u32);
+                }
             }
         }
         if !run.is_empty() {
@@ -247,6 +267,7 @@ impl Translator {
             code: compiled.code_buffer().to_vec(),
             vgpr_rows,
             needs_f32_denormals,
+            interpreted,
         })
     }
 }

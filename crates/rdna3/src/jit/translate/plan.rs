@@ -39,6 +39,12 @@ pub(super) enum RowOp {
     Sub,
     Add3,
     MulLo,
+    /// The low 32 bits of the product of the low 24 bits of `a` and `b`, unsigned or signed,
+    /// plus `c` for the multiply-adds.
+    MulU24,
+    MulI24,
+    MadU24,
+    MadI24,
     And,
     Or,
     Xor,
@@ -128,9 +134,9 @@ impl RowOp {
             Mov | SqrtF | BfeU => [true, false, false],
             ShlRev | ShrRev | AshrRev => [false, true, false],
             ShlAdd | ShlOr => [true, false, true],
-            Fma | Add3 => [true, true, true],
-            AddF | SubF | MulF | Fmac | Add | Sub | MulLo | And | Or | Xor | MinI | MaxI | MinU
-            | MaxU | MinF | MaxF | Cndmask(_) => [true, true, false],
+            Fma | Add3 | MadU24 | MadI24 => [true, true, true],
+            AddF | SubF | MulF | Fmac | Add | Sub | MulLo | MulU24 | MulI24 | And | Or | Xor
+            | MinI | MaxI | MinU | MaxU | MinF | MaxF | Cndmask(_) => [true, true, false],
         }
     }
 }
@@ -260,7 +266,9 @@ fn uniform(operand: Operand) -> Option<Uniform> {
 fn source(v: &ValuInst, n: usize) -> Option<Src> {
     match v.src_bits[n] {
         0 => Some(Src::Uniform(Uniform::Const(0))),
-        32 => match v.src[n] {
+        // The 24-bit multiplies' factors are fetched as 32-bit values (the operation takes
+        // their low 24 bits).
+        24 | 32 => match v.src[n] {
             Operand::Vgpr(r) => Some(Src::Row(r)),
             other => uniform(other).map(Src::Uniform),
         },
@@ -378,6 +386,10 @@ fn plan_valu(v: &ValuInst, fma: bool) -> Option<Plan> {
                 V_SUB_NC_U32_E64 => RowOp::Sub,
                 V_ADD3_U32 => RowOp::Add3,
                 V_MUL_LO_U32 => RowOp::MulLo,
+                V_MUL_U32_U24_E64 => RowOp::MulU24,
+                V_MUL_I32_I24_E64 => RowOp::MulI24,
+                V_MAD_U32_U24 => RowOp::MadU24,
+                V_MAD_I32_I24 => RowOp::MadI24,
                 V_AND_B32_E64 => RowOp::And,
                 V_OR_B32_E64 => RowOp::Or,
                 V_XOR_B32_E64 => RowOp::Xor,
@@ -673,4 +685,114 @@ pub(super) fn plan(inst: &Inst, fma: bool) -> Option<Vec<Plan>> {
         }
         _ => None,
     }
+}
+
+/// A whole-dword LDS load or store (`ds_load_b32`..`_b128`, `ds_store_b32`..`_b128`): the
+/// highest active lane's address checked against the workgroup's LDS once (if any access
+/// would fall outside, the interpreter runs the instruction and faults where it does), then
+/// each active lane's dwords moved.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct LdsPlan {
+    pub(super) store: bool,
+    pub(super) dwords: u8,
+    /// First data VGPR (destination of a load, source of a store).
+    pub(super) data: u8,
+    /// Address VGPR (a byte offset into LDS, added to `offset` in 32 bits).
+    pub(super) addr: u8,
+    pub(super) offset: u32,
+}
+
+impl LdsPlan {
+    pub(super) fn rows(&self) -> usize {
+        (usize::from(self.data) + usize::from(self.dwords)).max(usize::from(self.addr) + 1)
+    }
+}
+
+pub(super) fn plan_lds(inst: &Inst) -> Option<LdsPlan> {
+    use crate::isa::DsOp::*;
+    let Inst::Ds(i) = inst else {
+        return None;
+    };
+    if i.gds {
+        return None;
+    }
+    let (store, dwords) = match i.op {
+        DS_LOAD_B32 => (false, 1),
+        DS_LOAD_B64 => (false, 2),
+        DS_LOAD_B96 => (false, 3),
+        DS_LOAD_B128 => (false, 4),
+        DS_STORE_B32 => (true, 1),
+        DS_STORE_B64 => (true, 2),
+        DS_STORE_B96 => (true, 3),
+        DS_STORE_B128 => (true, 4),
+        _ => return None,
+    };
+    let data = if store { i.data0 } else { i.vdst };
+    let (Operand::Vgpr(data), Operand::Vgpr(addr)) = (data, i.addr) else {
+        return None;
+    };
+    Some(LdsPlan {
+        store,
+        dwords,
+        data,
+        addr,
+        offset: i.offset16(),
+    })
+}
+
+/// A scalar load (`s_load_b32`..`_b512`) into scalar registers: the address from a register
+/// pair, the offset and an optional offset register, translated once (if that fails the
+/// interpreter runs the instruction and reports what it finds).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct ScalarLoadPlan {
+    pub(super) dwords: u8,
+    /// First destination slot.
+    pub(super) sdata: u8,
+    /// Base address pair's first slot.
+    pub(super) sbase: u8,
+    pub(super) offset: i32,
+    pub(super) soffset: Option<u8>,
+}
+
+pub(super) fn plan_scalar_load(inst: &Inst) -> Option<ScalarLoadPlan> {
+    use crate::isa::SmemOp::*;
+    use crate::operand::SGPR_COUNT;
+    let Inst::Smem(i) = inst else {
+        return None;
+    };
+    let dwords = match i.op {
+        S_LOAD_B32 => 1,
+        S_LOAD_B64 => 2,
+        S_LOAD_B128 => 4,
+        S_LOAD_B256 => 8,
+        S_LOAD_B512 => 16,
+        _ => return None,
+    };
+    // Plain SGPR tuples only (the interpreter checks the rest).
+    let Operand::Sgpr(sdata) = i.sdata else {
+        return None;
+    };
+    let Operand::Sgpr(sbase) = i.sbase else {
+        return None;
+    };
+    let fits = |first: u8, count: u8| usize::from(first) + usize::from(count) <= SGPR_COUNT;
+    if !i.sdata.starts_tuple(u32::from(dwords))
+        || !fits(sdata, dwords)
+        || !i.sbase.starts_tuple(2)
+        || !fits(sbase, 2)
+    {
+        return None;
+    }
+    let soffset = match i.soffset {
+        Operand::Null => None,
+        Operand::Sgpr(n) if fits(n, 1) => Some(n),
+        _ => return None,
+    };
+    Some(ScalarLoadPlan {
+        dwords,
+        sdata,
+        sbase,
+        offset: i.offset,
+        soffset,
+    })
 }

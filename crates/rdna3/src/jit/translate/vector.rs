@@ -119,6 +119,25 @@ impl Emitter<'_> {
                 self.b.ins().iadd(s, c)
             }
             RowOp::MulLo => self.b.ins().imul(a, b),
+            RowOp::MulU24 | RowOp::MulI24 | RowOp::MadU24 | RowOp::MadI24 => {
+                // Each factor's low 24 bits, zero- or sign-extended: the low 32 bits of the
+                // product are those of the 32-bit product.
+                let signed = matches!(op, RowOp::MulI24 | RowOp::MadI24);
+                let [x, y] = [a, b].map(|v| {
+                    let high = self.b.ins().ishl_imm(v, 8);
+                    if signed {
+                        self.b.ins().sshr_imm(high, 8)
+                    } else {
+                        self.b.ins().ushr_imm(high, 8)
+                    }
+                });
+                let product = self.b.ins().imul(x, y);
+                if matches!(op, RowOp::MadU24 | RowOp::MadI24) {
+                    self.b.ins().iadd(product, c)
+                } else {
+                    product
+                }
+            }
             RowOp::And => self.b.ins().band(a, b),
             RowOp::Or => self.b.ins().bor(a, b),
             RowOp::Xor => self.b.ins().bxor(a, b),
