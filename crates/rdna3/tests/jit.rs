@@ -800,6 +800,35 @@ fn arrivals_add_up_across_dispatches() {
 /// Random runs of the cases above as one block: what one instruction leaves, the next reads
 /// (the cases share registers), across the compiled code's own boundaries (row operations
 /// fused into one loop over the lane groups, compares, carries, scalar operations, calls).
+/// A fused run longer than the compiler keeps row values for: later operations read their
+/// rows from the register file again (the value a row has at that point in the run).
+#[test]
+fn a_long_run_reads_its_rows_again() {
+    let body: [(&str, u32); 4] = [
+        ("v_add_f32_e32 v3, v1, v2", 0x06060501),
+        ("v_fmac_f32_e32 v3, v1, v2", 0x56060501),
+        ("v_add_nc_u32_e32 v1, v3, v4", 0x4a020903),
+        ("v_and_b32_e32 v2, v1, v3", 0x36040701),
+    ];
+    let words: Vec<u32> = (0..40).map(|k| body[k % 4].1).chain([S_ENDPGM]).collect();
+    let code = code_buffer(&words);
+    let mem = HostMemory::new(&[&code]);
+    let cache = CodeCache::with_jit(JitMode::Eager);
+    for seed in 0..32u64 {
+        let what = format!("long run, f32 (seed {seed})");
+        let mut expected = wave(code.addr(), seed);
+        let mut actual = wave(code.addr(), seed);
+        let interpreted = interpret(&mem, &mut expected, words.len());
+        let ran = compiled(&what, &mem, &cache, &mut actual);
+        assert_eq!(interpreted, ran, "{what}: exit");
+        assert_same(&what, &expected, &actual);
+    }
+    assert_eq!(
+        interpreted_in_compiled_block(&cache, &mem, code.addr()),
+        Some(0)
+    );
+}
+
 #[test]
 fn random_blocks_match_the_interpreter() {
     let mut rng = Rng(0x0b10c);
