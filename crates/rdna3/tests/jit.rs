@@ -400,19 +400,27 @@ fn timing_instructions_vanish_and_final_branches_exit() {
     for (asm, branch) in branches {
         let mut words = body.to_vec();
         words.push(branch);
-        let code = code_buffer(&words);
-        let mem = HostMemory::new(&[&code]);
-        let cache = CodeCache::with_jit(JitMode::Eager);
-        for seed in 0..32u64 {
-            let what = format!("block ending in {asm} (seed {seed})");
-            let mut expected = wave(code.addr(), seed);
-            let mut actual = wave(code.addr(), seed);
-            let interpreted = interpret(&mem, &mut expected, words.len());
-            let ran = compiled(&what, &mem, &cache, &mut actual);
-            assert_eq!(interpreted, ran, "{what}: exit");
-            assert_same(&what, &expected, &actual);
-        }
+        check_block(&format!("block ending in {asm}"), &words, 32);
     }
+}
+
+/// Runs the block `words` compiled and interpreted on the waves of `seeds` seeds and holds the
+/// one to the other; answers how many of its instructions the compiled block hands to the
+/// interpreter.
+fn check_block(name: &str, words: &[u32], seeds: u64) -> Option<usize> {
+    let code = code_buffer(words);
+    let mem = HostMemory::new(&[&code]);
+    let cache = CodeCache::with_jit(JitMode::Eager);
+    for seed in 0..seeds {
+        let what = format!("{name} (seed {seed})");
+        let mut expected = wave(code.addr(), seed);
+        let mut actual = wave(code.addr(), seed);
+        let interpreted = interpret(&mem, &mut expected, words.len());
+        let ran = compiled(&what, &mem, &cache, &mut actual);
+        assert_eq!(interpreted, ran, "{what}: exit");
+        assert_same(&what, &expected, &actual);
+    }
+    interpreted_in_compiled_block(&cache, &mem, code.addr())
 }
 
 #[test]
@@ -811,22 +819,7 @@ fn a_long_run_reads_its_rows_again() {
         ("v_and_b32_e32 v2, v1, v3", 0x36040701),
     ];
     let words: Vec<u32> = (0..40).map(|k| body[k % 4].1).chain([S_ENDPGM]).collect();
-    let code = code_buffer(&words);
-    let mem = HostMemory::new(&[&code]);
-    let cache = CodeCache::with_jit(JitMode::Eager);
-    for seed in 0..32u64 {
-        let what = format!("long run, f32 (seed {seed})");
-        let mut expected = wave(code.addr(), seed);
-        let mut actual = wave(code.addr(), seed);
-        let interpreted = interpret(&mem, &mut expected, words.len());
-        let ran = compiled(&what, &mem, &cache, &mut actual);
-        assert_eq!(interpreted, ran, "{what}: exit");
-        assert_same(&what, &expected, &actual);
-    }
-    assert_eq!(
-        interpreted_in_compiled_block(&cache, &mem, code.addr()),
-        Some(0)
-    );
+    assert_eq!(check_block("long run, f32", &words, 32), Some(0));
 }
 
 #[test]
