@@ -558,9 +558,9 @@ fn check_memory_block(
 /// faults, else the same exit and registers; in bounds (`seed > 0`), with every access made
 /// by the compiled code itself (handing one to the interpreter, which translates, would hide
 /// a wrong address or span).
-fn assert_both_ways_agree(
+fn assert_both_ways_agree<M: CountsTranslations>(
     what: &str,
-    (mem, cache, code, data): (&Counting, &CodeCache, &Buffer, &Buffer),
+    (mem, cache, code, data): (&M, &CodeCache, &Buffer, &Buffer),
     initial: &[u8],
     seed: u64,
     count: usize,
@@ -574,7 +574,7 @@ fn assert_both_ways_agree(
     data.write(0, initial);
     let mut actual = wave(code.addr(), seed);
     prepare(&mut actual);
-    mem.translations.store(0, Ordering::Relaxed);
+    mem.translations().store(0, Ordering::Relaxed);
     let ran = compiled(what, mem, cache, &mut actual);
     assert_eq!(
         interpreted_in_compiled_block(cache, mem, code.addr()),
@@ -593,7 +593,7 @@ fn assert_both_ways_agree(
     assert_same(what, &expected, &actual);
     if seed > 0 {
         assert_eq!(
-            mem.translations.load(Ordering::Relaxed),
+            mem.translations().load(Ordering::Relaxed),
             0,
             "{what}: the interpreter made an access"
         );
@@ -850,6 +850,23 @@ fn random_blocks_match_the_interpreter() {
     }
 }
 
+/// A test memory that counts the interpreter's translations.
+trait CountsTranslations: rdna3::Memory {
+    fn translations(&self) -> &AtomicUsize;
+}
+
+impl CountsTranslations for Counting<'_> {
+    fn translations(&self) -> &AtomicUsize {
+        &self.translations
+    }
+}
+
+impl CountsTranslations for AcrossFourGib<'_> {
+    fn translations(&self) -> &AtomicUsize {
+        &self.translations
+    }
+}
+
 /// A memory counting its `translate` calls: compiled accesses ask for whole mappings
 /// (`region`), the interpreter's translate.
 struct Counting<'a> {
@@ -911,6 +928,87 @@ unsafe impl rdna3::Memory for ShiftedMemory<'_> {
             (addr >= start && addr < start + b.len() as u64)
                 .then(|| (start, b.len() as u64, b.addr() as *mut u8))
         })
+    }
+}
+
+/// A data buffer the GPU sees across a 4 GiB line (half below 2^32, half above), the code at
+/// its host address; counts the interpreter's translations.
+struct AcrossFourGib<'a> {
+    code: &'a Buffer,
+    data: &'a Buffer,
+    translations: AtomicUsize,
+}
+
+impl AcrossFourGib<'_> {
+    fn data_at(&self) -> u64 {
+        (1 << 32) - self.data.len() as u64 / 2
+    }
+}
+
+// SAFETY: the buffers outlive the view and are only reached by pointer while a block runs.
+unsafe impl rdna3::Memory for AcrossFourGib<'_> {
+    fn translate(&self, addr: u64, len: u64) -> Option<*mut u8> {
+        self.translations.fetch_add(1, Ordering::Relaxed);
+        let (start, size, base) = self.region(addr)?;
+        let end = addr.checked_add(len)?;
+        (end <= start + size).then(|| base.wrapping_add((addr - start) as usize))
+    }
+
+    fn region(&self, addr: u64) -> Option<(u64, u64, *mut u8)> {
+        [(self.data_at(), self.data), (self.code.addr(), self.code)]
+            .into_iter()
+            .find(|(start, b)| addr >= *start && addr < start + b.len() as u64)
+            .map(|(start, b)| (start, b.len() as u64, b.addr() as *mut u8))
+    }
+}
+
+/// Lanes' 64-bit addresses with different high words (a buffer across a 4 GiB line): the
+/// compiled code orders them as whole addresses, and does the accesses itself.
+#[test]
+fn addresses_across_a_four_gib_line() {
+    const SIZE: usize = 4096;
+    let words = [
+        0xdc5e1ff0, 0x067c0004, // global_load_b128 v[6:9], v[4:5], off offset:-16
+        0xdc760020, 0x007c0604, // global_store_b128 v[4:5], v[6:9], off offset:32
+        S_ENDPGM,
+    ];
+    let code = code_buffer(&words);
+    let data = Buffer::zeroed(SIZE);
+    let mem = AcrossFourGib {
+        code: &code,
+        data: &data,
+        translations: AtomicUsize::new(0),
+    };
+    let cache = CodeCache::with_jit(JitMode::Eager);
+    for seed in 0..80u64 {
+        let what = format!("across 4 GiB (seed {seed})");
+        let mut rng = Rng(seed ^ 0x4919);
+        let initial: Vec<u8> = (0..SIZE).map(|_| rng.next() as u8).collect();
+        let prepare = |wave: &mut Wave| {
+            let mut rng = Rng(seed);
+            for lane in 0..32 {
+                // Below, above, or both sides of the line; or one lane before the buffer
+                // (the lowest address decides that the access faults), or past it.
+                let offset = match seed / 8 % 5 {
+                    2 => 64 + (rng.next() as u64 % 240) * 16,
+                    3 if lane == 13 => -4096i64 as u64,
+                    4 if lane == 21 => SIZE as u64 + 4096,
+                    1 | 4 => SIZE as u64 / 2 + (rng.next() as u64 % 120) * 16,
+                    _ => 64 + (rng.next() as u64 % 120) * 16,
+                };
+                let address = mem.data_at().wrapping_add(offset);
+                wave.vgpr[4][lane] = address as u32;
+                wave.vgpr[5][lane] = (address >> 32) as u32;
+            }
+        };
+        assert_both_ways_agree(
+            &what,
+            (&mem, &cache, &code, &data),
+            &initial,
+            seed,
+            3,
+            prepare,
+        );
     }
 }
 

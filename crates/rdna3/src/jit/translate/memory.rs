@@ -278,13 +278,13 @@ impl Emitter<'_> {
         let addrs_at = self.b.ins().stack_addr(i64t, addrs, 0);
         let lowest = self.b.ins().iconst(i64t, -1);
         let highest = self.b.ins().iconst(i64t, 0);
-        // Under a full EXEC, four lanes at a time as two vectors of two addresses.
+        // Under a full EXEC, four lanes at a time.
         let spanned = self.block_taking(&[lowest, highest]);
         let (by_groups, by_lanes) = (self.b.create_block(), self.b.create_block());
         let exec_full = self.b.ins().icmp_imm(IntCC::Equal, exec, -1);
         self.b.ins().brif(exec_full, by_groups, &[], by_lanes, &[]);
         self.b.switch_to_block(by_groups);
-        let [lo, hi] = self.group_addresses(addr, base, addrs_at, lowest, highest);
+        let [lo, hi] = self.group_addresses(addr, base, addrs_at);
         self.b.ins().jump(spanned, &[lo.into(), hi.into()]);
         self.b.switch_to_block(by_lanes);
         let (looped, remaining, lane, [lo, hi]) = self.bit_loop(exec64, [lowest, highest]);
@@ -402,53 +402,101 @@ impl Emitter<'_> {
     }
 
     /// Every lane's address through `addr` (under a full EXEC) into the stack array at
-    /// `addrs_at`, four lanes at a time as two vectors of two; answers the lowest and highest,
-    /// from `lowest` and `highest`.
-    fn group_addresses(
-        &mut self,
-        addr: u8,
-        base: Option<Value>,
-        addrs_at: Value,
-        lowest: Value,
-        highest: Value,
-    ) -> [Value; 2] {
+    /// `addrs_at`, four lanes at a time; answers the lowest and highest. Kept as 32-bit halves:
+    /// the lowest and highest high word and low word of the lanes. Where every lane has one
+    /// high word (or the scalar base makes the high words one), the low words order the
+    /// addresses; otherwise the stored addresses are searched one by one.
+    fn group_addresses(&mut self, addr: u8, base: Option<Value>, addrs_at: Value) -> [Value; 2] {
+        let i64t = types::I64;
         let pairs = types::I64X2;
         let wide = MemFlags::new().with_endianness(Endianness::Little);
-        let base = base.map(|b| self.b.ins().splat(pairs, b));
+        let base_pairs = base.map(|b| self.b.ins().splat(pairs, b));
         let zero = self.zero_group();
-        let lo = self.b.ins().splat(pairs, lowest);
-        let hi = self.b.ins().splat(pairs, highest);
-        let (looped, index, g, [lo, hi]) = self.group_loop([lo, hi]);
+        let all_ones = self.b.ins().iconst(types::I32, -1);
+        let all_ones = self.b.ins().splat(types::I32X4, all_ones);
+        let (looped, index, g, [low_min, low_max, high_min, high_max]) =
+            self.group_loop([all_ones, zero, all_ones, zero]);
         let low = self.load_group(addr, g);
-        // Dwords interleaved as [a, b, c, d] and [0 or high halves] make little-endian 64-bit
-        // pairs.
         let high = match base {
             Some(_) => zero,
             None => self.load_group(addr + 1, g),
         };
+        let low_min = self.b.ins().umin(low_min, low);
+        let low_max = self.b.ins().umax(low_max, low);
+        let high_min = self.b.ins().umin(high_min, high);
+        let high_max = self.b.ins().umax(high_max, high);
+        // Dwords interleaved as [a, b, c, d] and [0 or high halves] make little-endian 64-bit
+        // pairs.
         let halves = [
             self.dword_shuffle(low, high, [0, 4, 1, 5]),
             self.dword_shuffle(low, high, [2, 6, 3, 7]),
         ];
         let at = self.b.ins().ishl_imm(index, 5);
         let at = self.b.ins().iadd(addrs_at, at);
-        let (mut lo, mut hi) = (lo, hi);
         for (k, half) in halves.into_iter().enumerate() {
             let mut address = self.b.ins().bitcast(pairs, wide, half);
-            if let Some(base) = base {
+            if let Some(base) = base_pairs {
                 address = self.b.ins().iadd(address, base);
             }
             self.b.ins().store(flags(), address, at, (k * 16) as i32);
-            lo = self.b.ins().umin(lo, address);
-            hi = self.b.ins().umax(hi, address);
         }
-        let [lo, hi] = self.end_group_loop(looped, index, [lo, hi]);
-        let lo = [0, 1].map(|k| self.b.ins().extractlane(lo, k));
-        let hi = [0, 1].map(|k| self.b.ins().extractlane(hi, k));
-        [
-            self.b.ins().umin(lo[0], lo[1]),
-            self.b.ins().umax(hi[0], hi[1]),
-        ]
+        let [low_min, low_max, high_min, high_max] =
+            self.end_group_loop(looped, index, [low_min, low_max, high_min, high_max]);
+        let [low_min, high_min] = [low_min, high_min].map(|v| self.across(v, false));
+        let [low_max, high_max] = [low_max, high_max].map(|v| self.across(v, true));
+        let one_high = self.b.ins().icmp(IntCC::Equal, high_min, high_max);
+        let (ordered, searched, spanned) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.append_block_param(spanned, i64t);
+        self.b.append_block_param(spanned, i64t);
+        self.b.ins().brif(one_high, ordered, &[], searched, &[]);
+        self.b.switch_to_block(ordered);
+        let high = self.b.ins().uextend(i64t, high_min);
+        let high = self.b.ins().ishl_imm(high, 32);
+        let [lo, hi] = [low_min, low_max].map(|low| {
+            let low = self.b.ins().uextend(i64t, low);
+            let address = self.b.ins().bor(high, low);
+            // A scalar base plus offsets that wrap around the address space makes a span
+            // whose end is below its start, which does not translate.
+            match base {
+                Some(base) => self.b.ins().iadd(base, address),
+                None => address,
+            }
+        });
+        self.b.ins().jump(spanned, &[lo.into(), hi.into()]);
+        self.b.switch_to_block(searched);
+        let lowest = self.b.ins().iconst(i64t, -1);
+        let highest = self.b.ins().iconst(i64t, 0);
+        let (looped, lane, [lo, hi]) = self.counted_loop([lowest, highest]);
+        let slot = self.b.ins().ishl_imm(lane, 3);
+        let slot = self.b.ins().iadd(addrs_at, slot);
+        let address = self.b.ins().load(i64t, flags(), slot, 0);
+        let lo = self.b.ins().umin(lo, address);
+        let hi = self.b.ins().umax(hi, address);
+        let [lo, hi] = self.end_counted_loop(looped, lane, WAVE_SIZE, [lo, hi]);
+        self.b.ins().jump(spanned, &[lo.into(), hi.into()]);
+        self.b.switch_to_block(spanned);
+        let params = self.b.block_params(spanned);
+        [params[0], params[1]]
+    }
+
+    /// The lowest (or highest, if `max`) of a vector's four dwords.
+    fn across(&mut self, v: Value, max: bool) -> Value {
+        let pick = |e: &mut Self, a: Value, b: Value| {
+            if max {
+                e.b.ins().umax(a, b)
+            } else {
+                e.b.ins().umin(a, b)
+            }
+        };
+        let swapped = self.dword_shuffle(v, v, [2, 3, 0, 1]);
+        let two = pick(self, v, swapped);
+        let swapped = self.dword_shuffle(two, two, [1, 0, 3, 2]);
+        let one = pick(self, two, swapped);
+        self.b.ins().extractlane(one, 0)
     }
 
     /// Moves one lane's (an i64) dwords between memory and its registers; `addrs_at`: the
