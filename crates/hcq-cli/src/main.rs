@@ -35,7 +35,7 @@ Environment:
   HCQ_EMU_WRAPPED_RPTR 1: engines report read pointers as offsets within the ring [0]
   HCQ_EMU_SDMA_QUEUES  SDMA queues each emulated GPU gives out, 0 to 12 on a gfx1100 [all]
   HCQ_EXEC_LIB         `hcq exec`'s libhcq_exec.so [beside the hcq executable]
-  HCQ_EXEC_NICE        nice levels `hcq exec` puts the program below the GPU's threads, 0 to 19 [10]
+  HCQ_EXEC_NICE        how `hcq exec` puts the program below the GPU's threads: idle, or nice 0 to 19 [idle]
   RUST_BACKTRACE       1: a backtrace with an internal error
   RUST_LOG             what to log to stderr, e.g. hcq=debug or hcq::kernel=debug [-v: hcq=debug]";
 

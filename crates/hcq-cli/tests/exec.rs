@@ -412,10 +412,11 @@ fn tinygrad_0_9_meets_linux_6_12s_queue_checks() {
     );
 }
 
-/// Once a program opens an emulated device, its threads run `HCQ_EXEC_NICE` (10 unless set)
-/// nice levels below the emulator's, which keep the program's starting priority: a thread
-/// spinning on a GPU signal gives its core to the GPU's work. `HCQ_EXEC_NICE=0` leaves every
-/// thread where it was; a malformed value stops the program with a message naming it.
+/// Once a program opens an emulated device, its threads give way to the emulator's, which
+/// keep the program's starting priority and policy: under `SCHED_IDLE` unless
+/// `HCQ_EXEC_NICE` says otherwise, or that many nice levels below. A thread spinning on a GPU
+/// signal gives its core to the GPU's work. `HCQ_EXEC_NICE=0` leaves every thread where it
+/// was; a malformed value stops the program with a message naming it.
 #[test]
 fn the_programs_threads_give_way_to_the_emulated_gpu() {
     let Some(python) = tinygrad_python("HCQ_TEST_TINYGRAD_PYTHON") else {
@@ -431,46 +432,60 @@ fn the_programs_threads_give_way_to_the_emulated_gpu() {
         python.to_str().unwrap(),
         script.to_str().unwrap(),
     ];
-    for (setting, lowered) in [(None, 10), (Some("4"), 4), (Some("0"), 0)] {
+    // SAFETY: sched_getscheduler reads no memory; 0 names the calling thread.
+    let own_policy = unsafe { libc::sched_getscheduler(0) };
+    let settings = [
+        (None, 0, libc::SCHED_IDLE),
+        (Some("idle"), 0, libc::SCHED_IDLE),
+        (Some("4"), 4, own_policy),
+        (Some("0"), 0, own_policy),
+    ];
+    for (setting, lowered, program_policy) in settings {
         let env: Vec<(&str, &str)> = setting.map(|s| ("HCQ_EXEC_NICE", s)).into_iter().collect();
         let o = hcq_exec_with(&args, &env);
         let out = stdout(&o);
         assert!(o.status.success(), "{out}\n{}", stderr(&o));
-        let threads: Vec<(&str, &str, i32)> = out
+        let threads: Vec<(&str, &str, i32, i32)> = out
             .lines()
             .filter_map(|l| {
                 let mut words = l.split(' ');
                 let kind = words.next()?;
                 let name = words.next()?;
                 let nice = words.next()?.parse().ok()?;
-                Some((kind, name, nice))
+                let policy = words.next()?.parse().ok()?;
+                Some((kind, name, nice, policy))
             })
             .collect();
-        let program = (base + lowered).min(19);
-        for (kind, name, nice) in &threads {
-            let want = if *kind == "emulator" { base } else { program };
+        let program = ((base + lowered).min(19), program_policy);
+        for &(kind, name, nice, policy) in &threads {
+            let want = if kind == "emulator" {
+                (base, own_policy)
+            } else {
+                program
+            };
             assert_eq!(
-                *nice, want,
-                "{kind} thread {name} with HCQ_EXEC_NICE={setting:?}:\n{out}"
+                (nice, policy),
+                want,
+                "{kind} thread {name} (nice, policy) with HCQ_EXEC_NICE={setting:?}:\n{out}"
             );
         }
         for engine in ["hcq-emu-cp0-q", "hcq-emu-sdma0-"] {
             assert!(
                 threads
                     .iter()
-                    .any(|(kind, name, _)| *kind == "emulator" && name.starts_with(engine)),
+                    .any(|(kind, name, ..)| *kind == "emulator" && name.starts_with(engine)),
                 "no {engine}* thread:\n{out}"
             );
         }
         assert!(
-            threads.iter().any(|(kind, _, _)| *kind == "program"),
+            threads.iter().any(|(kind, ..)| *kind == "program"),
             "no thread of the program:\n{out}"
         );
     }
     let o = hcq_exec_with(&args, &[("HCQ_EXEC_NICE", "eleven")]);
     assert_eq!(o.status.code(), Some(127), "{o:?}");
     assert!(
-        stderr(&o).contains("HCQ_EXEC_NICE=eleven is not valid: expected 0 to 19"),
+        stderr(&o).contains("HCQ_EXEC_NICE=eleven is not valid: expected idle or 0 to 19"),
         "{}",
         stderr(&o)
     );
