@@ -622,7 +622,7 @@ impl Emitter<'_> {
     }
 
     /// `low | high << 32`.
-    fn pair(&mut self, low: Value, high: Value) -> Value {
+    pub(super) fn pair(&mut self, low: Value, high: Value) -> Value {
         let low = self.b.ins().uextend(types::I64, low);
         let high = self.b.ins().uextend(types::I64, high);
         let high = self.b.ins().ishl_imm(high, 32);

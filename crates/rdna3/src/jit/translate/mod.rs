@@ -31,7 +31,8 @@ use crate::exec::{timing_only, WAVE_SIZE};
 use crate::isa::SoppOp;
 use crate::operand::{EXEC_LO, VCC_LO};
 use plan::{
-    plan, plan_lds, plan_memory, plan_scalar, plan_scalar_load, MemoryPlan, Plan, Src, Uniform,
+    plan, plan_lds, plan_memory, plan_scalar, plan_scalar_load, plan_shift64, MemoryPlan, Plan,
+    Src, Uniform,
 };
 
 /// Byte offsets of the register-file pointers in `Frame` (`#[repr(C)]`, pointers first).
@@ -216,6 +217,10 @@ impl Translator {
             }
             if let Some(p) = plan_scalar(inst) {
                 e.emit_scalar(p);
+                continue;
+            }
+            if let Some(p) = plan_shift64(inst) {
+                e.emit_shift64(p);
                 continue;
             }
             if let Some(p) = plan_lds(inst) {

@@ -587,6 +587,49 @@ pub(super) fn plan_scalar(inst: &Inst) -> Option<ScalarPlan> {
     Some(ScalarPlan { op, dst, a, b })
 }
 
+/// A 64-bit scalar shift (`s_lshl_b64`, `s_lshr_b64`, `s_ashr_i64`) of a register pair by a
+/// 32-bit amount (its low six bits), into a register pair; SCC = result nonzero.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Shift64Plan {
+    /// `Ushr`, `Sshr` or `Ishl`.
+    pub(super) op: Shift64,
+    pub(super) dst: u8,
+    pub(super) src: u8,
+    pub(super) amount: Uniform,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Shift64 {
+    Left,
+    Right,
+    RightArithmetic,
+}
+
+pub(super) fn plan_shift64(inst: &Inst) -> Option<Shift64Plan> {
+    use crate::isa::Sop2Op::*;
+    use crate::operand::SGPR_COUNT;
+    let Inst::Sop2(i) = inst else {
+        return None;
+    };
+    let op = match i.op {
+        S_LSHL_B64 => Shift64::Left,
+        S_LSHR_B64 => Shift64::Right,
+        S_ASHR_I64 => Shift64::RightArithmetic,
+        _ => return None,
+    };
+    // Plain SGPR pairs only (the interpreter checks the rest).
+    let pair = |operand: Operand| match operand {
+        Operand::Sgpr(n) if operand.starts_tuple(2) && usize::from(n) + 2 <= SGPR_COUNT => Some(n),
+        _ => None,
+    };
+    Some(Shift64Plan {
+        op,
+        dst: pair(i.sdst)?,
+        src: pair(i.ssrc0)?,
+        amount: uniform(i.ssrc1)?,
+    })
+}
+
 /// A whole-dword global load or store (`global_load_b32`..`_b128`, `global_store_b32`..
 /// `_b128`): addresses computed per lane, the span the active lanes touch translated once
 /// through `native::translate_span` (if that fails the interpreter runs the instruction and

@@ -1,13 +1,35 @@
-//! Scalar ALU emitter: 32-bit operations on the scalar register file and SCC.
+//! Scalar ALU emitter: 32-bit operations (and 64-bit shifts) on the scalar register file and
+//! SCC.
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, InstBuilder};
 
-use super::plan::{ScalarOp, ScalarPlan};
+use super::plan::{ScalarOp, ScalarPlan, Shift64, Shift64Plan, Uniform};
 use super::{flags, Emitter};
 use crate::operand::NULL;
 
 impl Emitter<'_> {
+    pub(super) fn emit_shift64(&mut self, p: Shift64Plan) {
+        let low = self.scalar(Uniform::Sgpr(p.src));
+        let high = self.scalar(Uniform::Sgpr(p.src + 1));
+        let x = self.pair(low, high);
+        let amount = self.scalar(p.amount);
+        let amount = self.b.ins().band_imm(amount, 63);
+        let amount = self.b.ins().uextend(types::I64, amount);
+        let r = match p.op {
+            Shift64::Left => self.b.ins().ishl(x, amount),
+            Shift64::Right => self.b.ins().ushr(x, amount),
+            Shift64::RightArithmetic => self.b.ins().sshr(x, amount),
+        };
+        let r_low = self.b.ins().ireduce(types::I32, r);
+        let r_high = self.b.ins().ushr_imm(r, 32);
+        let r_high = self.b.ins().ireduce(types::I32, r_high);
+        self.store_scalar(p.dst, r_low);
+        self.store_scalar(p.dst + 1, r_high);
+        let scc = self.b.ins().icmp_imm(IntCC::NotEqual, r, 0);
+        self.b.ins().store(flags(), scc, self.scc, 0);
+    }
+
     pub(super) fn emit_scalar(&mut self, p: ScalarPlan) {
         use ScalarOp::*;
         let a = self.scalar(p.a);
