@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use crate::decode::{decode, DecodeError, Inst, MAX_INST_WORDS};
 use crate::fault::FaultKind;
@@ -67,6 +67,8 @@ pub struct CodeCache {
     entries: RwLock<PcMap<Arc<CachedInst>>>,
     generation: AtomicU64,
     pub(crate) jit: Jit,
+    /// Host nanoseconds a workgroup of the kernel at each entry took, last dispatch.
+    workgroup_cost: Mutex<PcMap<u64>>,
 }
 
 impl Default for CodeCache {
@@ -87,6 +89,18 @@ impl CodeCache {
             entries: RwLock::default(),
             generation: AtomicU64::new(0),
             jit: Jit::new(mode),
+            workgroup_cost: Mutex::default(),
+        }
+    }
+
+    /// Host nanoseconds a workgroup of the kernel at `entry` took in its last dispatch.
+    pub(crate) fn workgroup_cost(&self, entry: u64) -> Option<u64> {
+        self.workgroup_cost.lock().ok()?.get(&entry).copied()
+    }
+
+    pub(crate) fn note_workgroup_cost(&self, entry: u64, nanoseconds: u64) {
+        if let Ok(mut costs) = self.workgroup_cost.lock() {
+            costs.insert(entry, nanoseconds);
         }
     }
 

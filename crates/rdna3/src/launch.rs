@@ -67,7 +67,16 @@ pub struct DispatchStats {
     pub waves: u64,
     /// Instructions executed (summed over waves).
     pub instructions: u64,
+    /// Host threads the dispatch was given: the calling thread and the helpers offered its
+    /// workgroups (at most the host's cores and the workgroups; one for a dispatch expected to
+    /// be short).
+    pub threads: u64,
 }
+
+/// A dispatch expected to take less host time than this (from its kernel's last dispatch)
+/// runs on the calling thread alone: waking a helper and waiting for it costs ~15-20 µs, so
+/// sharing a short dispatch makes it slower (tinygrad's four-workgroup kernels: 36 -> 19 µs).
+const SHARED_DISPATCH_MIN_NS: u64 = 40_000;
 
 /// Fields of COMPUTE_PGM_RSRC2 used at wave launch.
 #[derive(Clone, Copy, Debug)]
@@ -177,6 +186,12 @@ pub fn run_dispatch<M: Memory>(
             .min(usize::try_from(ring_slots / waves_per_group).unwrap_or(usize::MAX))
             .max(1);
     }
+    let short = code
+        .workgroup_cost(d.code_entry)
+        .is_some_and(|ns| ns.saturating_mul(groups) < SHARED_DISPATCH_MIN_NS);
+    if short {
+        threads = 1;
+    }
     // Threads take chunks of consecutive workgroups, which amortises the shared counter; small
     // grids are handed out one workgroup at a time, since a thread holding the last chunk
     // while the others idle costs more than the counter (16 workgroups in chunks of four
@@ -190,7 +205,9 @@ pub fn run_dispatch<M: Memory>(
     let totals = Mutex::new(DispatchStats::default());
     let mem_dyn: &dyn Memory = mem;
 
+    let busy = AtomicU64::new(0);
     let worker = || {
+        let started = std::time::Instant::now();
         let thread_index = next_thread.fetch_add(1, Ordering::Relaxed);
         let mut local_code = LocalCodeCache::new(code);
         let mut stats = DispatchStats::default();
@@ -243,6 +260,8 @@ pub fn run_dispatch<M: Memory>(
                 }
             }
         }
+        let spent = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        busy.fetch_add(spent, Ordering::Relaxed);
         if let Ok(mut t) = totals.lock() {
             t.workgroups += stats.workgroups;
             t.waves += stats.waves;
@@ -256,7 +275,12 @@ pub fn run_dispatch<M: Memory>(
     if let Some((_, fault)) = first_fault.into_inner().ok().flatten() {
         return Err(fault);
     }
-    Ok(totals.into_inner().unwrap_or_default())
+    let mut totals = totals.into_inner().unwrap_or_default();
+    totals.threads = threads as u64;
+    if let Some(per_group) = busy.load(Ordering::Relaxed).checked_div(totals.workgroups) {
+        code.note_workgroup_cost(d.code_entry, per_group);
+    }
+    Ok(totals)
 }
 
 /// Builds the launch state of wave `wave_index` of a workgroup.

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{run_in, Args, Buffer, HostMemory, FTZ_KERNELS};
+use common::{run_with_cache, Args, Buffer, HostMemory, FTZ_KERNELS};
 use rdna3::decode::decode;
 use rdna3::exec::{ExecContext, Wave};
 use rdna3::operand::{EXEC_LO, VCC_LO};
@@ -930,7 +930,8 @@ fn a_flush_denormals_kernel_computes_as_the_hardware_would() {
         .i32(n as i32)
         .i32(block as i32);
     let grid = [(n as u32).div_ceil(block), 1, 1];
-    run_in(
+    run_with_cache(
+        &CodeCache::new(),
         FTZ_KERNELS,
         "ftz_f32",
         &args,

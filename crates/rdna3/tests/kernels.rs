@@ -3,8 +3,8 @@
 
 mod common;
 
-use common::{run, Args, Buffer};
-use rdna3::FaultKind;
+use common::{run, run_with_cache, Args, Buffer, KERNELS};
+use rdna3::{CodeCache, FaultKind};
 
 const N: usize = 1000; // not a multiple of the block size: exercises the bounds check
 const BLOCK: u32 = 256;
@@ -164,6 +164,35 @@ fn empty_kernel() {
     let stats = run("empty_kernel", &Args::default(), [3, 2, 1], [64, 1, 1], &[]).unwrap();
     assert_eq!(stats.workgroups, 6);
     assert_eq!(stats.waves, 12);
+}
+
+/// A kernel whose workgroups took so little host time last dispatch that the whole dispatch
+/// would be shorter than waking a helper thread runs on the calling thread alone; a long one
+/// is offered to every core.
+#[test]
+fn short_dispatches_run_on_one_host_thread() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let cache = CodeCache::new();
+    let dispatch = |grid: u32| {
+        run_with_cache(
+            &cache,
+            KERNELS,
+            "empty_kernel",
+            &Args::default(),
+            [grid, 1, 1],
+            [32, 1, 1],
+            &[],
+        )
+        .unwrap()
+    };
+    // Nothing known yet: shared. The first dispatch may include compiling the kernel's
+    // blocks (`HCQ_EMU_JIT=eager`), which makes it look long; the second one measures.
+    assert_eq!(dispatch(4).threads, cores.min(4));
+    dispatch(4);
+    assert_eq!(dispatch(4).threads, 1);
+    // 20000 workgroups take milliseconds.
+    assert_eq!(dispatch(20_000).threads, cores);
+    assert_eq!(dispatch(20_000).threads, cores);
 }
 
 #[test]

@@ -318,11 +318,21 @@ pub fn run(
     block: [u32; 3],
     buffers: &[&Buffer],
 ) -> Result<DispatchStats, Fault> {
-    run_in(KERNELS, kernel, args, grid, block, buffers)
+    run_with_cache(
+        &CodeCache::new(),
+        KERNELS,
+        kernel,
+        args,
+        grid,
+        block,
+        buffers,
+    )
 }
 
-/// [`run`] for a kernel of the code object `file`.
-pub fn run_in(
+/// [`run`] for a kernel of the code object `file`, with the code cache `cache` (which
+/// remembers what earlier dispatches compiled and how long their workgroups took).
+pub fn run_with_cache(
+    cache: &CodeCache,
     file: &[u8],
     kernel: &str,
     args: &Args,
@@ -348,6 +358,5 @@ pub fn run_in(
     dispatch.tmpring_size = ring_waves as u32 | ((per_wave_units as u32) << 12);
     all.push(&scratch);
     let mem = HostMemory::new(&all);
-    let cache = CodeCache::new();
-    run_dispatch(&mem, &cache, &dispatch)
+    run_dispatch(&mem, cache, &dispatch)
 }
