@@ -28,8 +28,6 @@ struct AddressSource {
     /// Lowest offset of the run's accesses through this source, and highest offset + size.
     first: i32,
     end: i32,
-    /// Host address minus GPU address over the translated span (once translated).
-    bias: Option<Value>,
 }
 
 impl Emitter<'_> {
@@ -48,18 +46,22 @@ impl Emitter<'_> {
         self.b.switch_to_block(work);
         let exec64 = self.b.ins().uextend(i64t, exec);
 
+        // Each access's source (an index into `sources`).
         let mut sources: Vec<AddressSource> = Vec::new();
+        let mut source_of: Vec<usize> = Vec::with_capacity(run.len());
         for (_, p) in run {
             let end = p.offset + i32::from(p.dwords) * 4;
-            if let Some(s) = sources
-                .iter_mut()
-                .find(|s| (s.addr, s.saddr) == (p.addr, p.saddr))
-            {
-                s.first = s.first.min(p.offset);
-                s.end = s.end.max(end);
+            let known = sources
+                .iter()
+                .position(|s| (s.addr, s.saddr) == (p.addr, p.saddr));
+            if let Some(k) = known {
+                let s = &mut sources[k];
+                (s.first, s.end) = (s.first.min(p.offset), s.end.max(end));
+                source_of.push(k);
                 continue;
             }
             let (addrs_at, lo, hi) = self.lane_addresses(p.addr, p.saddr, exec, exec64);
+            source_of.push(sources.len());
             sources.push(AddressSource {
                 addr: p.addr,
                 saddr: p.saddr,
@@ -68,50 +70,37 @@ impl Emitter<'_> {
                 hi,
                 first: p.offset,
                 end,
-                bias: None,
             });
         }
 
-        let unmapped = self.b.create_block();
-        for source in &mut sources {
-            // Offsets added after the lowest and highest lane: a span that wraps around the
-            // address space comes out with its start above its end, which does not translate.
-            let lo = self.b.ins().iadd_imm(source.lo, i64::from(source.first));
-            let end = self.b.ins().iadd_imm(source.hi, i64::from(source.end));
-            let host = self.translate(lo, end);
-            let mapped = self.b.create_block();
-            self.b.ins().brif(host, mapped, &[], unmapped, &[]);
-            self.b.switch_to_block(mapped);
-            // A lane's host address: its address plus the access's offset, less the span's
-            // start, plus where that is.
-            source.bias = Some(self.b.ins().isub(host, lo));
-        }
-        let mapped = self.b.create_block();
-        self.b.ins().jump(mapped, &[]);
-
+        // Per source, its host address less its GPU address over its span; and whether every
+        // span translated.
+        let mut all_mapped = self.b.ins().iconst(types::I8, 1);
+        let biases: Vec<Value> = sources
+            .iter()
+            .map(|source| {
+                // Offsets added after the lowest and highest lane: a span that wraps around
+                // the address space comes out with its start above its end, which does not
+                // translate.
+                let lo = self.b.ins().iadd_imm(source.lo, i64::from(source.first));
+                let end = self.b.ins().iadd_imm(source.hi, i64::from(source.end));
+                let host = self.translate(lo, end);
+                let mapped = self.b.ins().icmp_imm(IntCC::NotEqual, host, 0);
+                all_mapped = self.b.ins().band(all_mapped, mapped);
+                self.b.ins().isub(host, lo)
+            })
+            .collect();
         // Not every span mapped: the interpreter decides (a fault, or lanes one by one).
-        let files = (self.sgpr, self.vgpr, self.scc);
-        self.b.switch_to_block(unmapped);
-        for (index, _) in run {
-            self.call_helper(*index);
-        }
-        self.b.ins().jump(done, &[]);
-
-        self.b.switch_to_block(mapped);
-        (self.sgpr, self.vgpr, self.scc) = files;
-        // Per access: its source's lane addresses, and what makes them host addresses.
+        let indices: Vec<u32> = run.iter().map(|&(index, _)| index).collect();
+        self.interpreted_unless(all_mapped, &indices, done);
+        // Per access: its source's lane addresses, and what makes them host addresses (a lane's
+        // address plus the access's offset, less the span's start, plus where that is).
         let lanes_of: Vec<(Value, Value)> = run
             .iter()
-            .map(|(_, p)| {
-                let source = sources
-                    .iter()
-                    .find(|s| (s.addr, s.saddr) == (p.addr, p.saddr))
-                    .expect("every access has its source");
-                let bias = source.bias.expect("every source is translated");
-                (
-                    source.addrs_at,
-                    self.b.ins().iadd_imm(bias, i64::from(p.offset)),
-                )
+            .zip(&source_of)
+            .map(|((_, p), &k)| {
+                let bias = self.b.ins().iadd_imm(biases[k], i64::from(p.offset));
+                (sources[k].addrs_at, bias)
             })
             .collect();
         let exec_full = self.b.ins().icmp_imm(IntCC::Equal, exec, -1);
@@ -174,7 +163,7 @@ impl Emitter<'_> {
         let end = self.b.ins().iadd_imm(address, i64::from(p.dwords) * 4);
         let host = self.translate(address, end);
         let done = self.b.create_block();
-        self.interpreted_unless(host, index, done);
+        self.interpreted_unless(host, &[index], done);
         let memory = MemFlags::new().with_notrap();
         let values: Vec<Value> = (0..i32::from(p.dwords))
             .map(|k| self.b.ins().load(types::I32, memory, host, k * 4))
@@ -210,7 +199,7 @@ impl Emitter<'_> {
             .b
             .ins()
             .icmp(IntCC::UnsignedLessThanOrEqual, end, lds_len);
-        self.interpreted_unless(fits, index, done);
+        self.interpreted_unless(fits, &[index], done);
         let (looped, remaining, lane, []) = self.bit_loop(exec64, []);
         let address = self.lds_address(&p, lane);
         let at = self.b.ins().iadd(lds, address);
@@ -230,14 +219,16 @@ impl Emitter<'_> {
         self.load_register_files();
     }
 
-    /// Goes on if `ok` is nonzero; else the interpreter runs instruction `index` and the code
-    /// continues at `done` (where the register files are to be reloaded).
-    fn interpreted_unless(&mut self, ok: Value, index: u32, done: Block) {
+    /// Goes on if `ok` is nonzero; else the interpreter runs the instructions `indices` in
+    /// order and the code continues at `done` (where the register files are to be reloaded).
+    fn interpreted_unless(&mut self, ok: Value, indices: &[u32], done: Block) {
         let (go, fallback) = (self.b.create_block(), self.b.create_block());
         self.b.ins().brif(ok, go, &[], fallback, &[]);
         let files = (self.sgpr, self.vgpr, self.scc);
         self.b.switch_to_block(fallback);
-        self.call_helper(index);
+        for &index in indices {
+            self.call_helper(index);
+        }
         self.b.ins().jump(done, &[]);
         self.b.switch_to_block(go);
         (self.sgpr, self.vgpr, self.scc) = files;

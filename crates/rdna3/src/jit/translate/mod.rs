@@ -153,12 +153,7 @@ impl Translator {
         let mut vgpr_rows = 0;
         let mut needs_f32_denormals = false;
         let mut interpreted = 0;
-        // Instructions waiting to be emitted as one loop over the lane groups (`emit_fused`),
-        // and the scalar registers they write lane sets to.
-        let mut run: Vec<Vec<Plan>> = Vec::new();
-        let mut run_writes: Vec<u8> = Vec::new();
-        // Global accesses waiting to be emitted as one run (`emit_memory_run`).
-        let mut accesses: Vec<(u32, MemoryPlan)> = Vec::new();
+        let mut pending = Pending::default();
         for (index, inst) in insts.iter().enumerate() {
             if let Inst::Sopp(i) = inst {
                 if timing_only(i.op) {
@@ -166,24 +161,16 @@ impl Translator {
                 }
             }
             if let Some(p) = plan_memory(inst) {
-                if !run.is_empty() {
-                    e.emit_fused(&run);
-                    run.clear();
-                    run_writes.clear();
-                }
+                pending.emit_fused(&mut e);
                 // The run's addresses are all read before its first access.
-                if accesses.iter().any(|(_, a)| a.loads_address_of(&p)) {
-                    e.emit_memory_run(&accesses);
-                    accesses.clear();
+                if pending.accesses.iter().any(|(_, a)| a.loads_address_of(&p)) {
+                    pending.emit_accesses(&mut e);
                 }
                 vgpr_rows = vgpr_rows.max(p.rows());
-                accesses.push((index as u32, p));
+                pending.accesses.push((index as u32, p));
                 continue;
             }
-            if !accesses.is_empty() {
-                e.emit_memory_run(&accesses);
-                accesses.clear();
-            }
+            pending.emit_accesses(&mut e);
             let plans = plan(inst, self.fma);
             if let Some(plans) = plans.as_ref().filter(|p| p.iter().all(Plan::is_fusable)) {
                 // The run reads scalar values before its loop: one that an earlier instruction
@@ -191,25 +178,19 @@ impl Translator {
                 let reads_a_write = plans
                     .iter()
                     .flat_map(Plan::scalar_reads)
-                    .any(|(slot, as_set)| !as_set && run_writes.contains(&slot));
+                    .any(|(slot, as_set)| !as_set && pending.lane_sets.contains(&slot));
                 if reads_a_write {
-                    e.emit_fused(&run);
-                    run.clear();
-                    run_writes.clear();
+                    pending.emit_fused(&mut e);
                 }
                 for p in plans {
                     vgpr_rows = vgpr_rows.max(p.rows());
                     needs_f32_denormals |= p.is_float();
-                    run_writes.extend(p.writes_lane_set());
+                    pending.lane_sets.extend(p.writes_lane_set());
                 }
-                run.push(plans.clone());
+                pending.fused.push(plans.clone());
                 continue;
             }
-            if !run.is_empty() {
-                e.emit_fused(&run);
-                run.clear();
-                run_writes.clear();
-            }
+            pending.emit_fused(&mut e);
             if let Inst::Sopp(i) = inst {
                 if index + 1 == insts.len() && e.block_exit(i.op) {
                     continue;
@@ -246,12 +227,8 @@ impl Translator {
                 }
             }
         }
-        if !run.is_empty() {
-            e.emit_fused(&run);
-        }
-        if !accesses.is_empty() {
-            e.emit_memory_run(&accesses);
-        }
+        pending.emit_fused(&mut e);
+        pending.emit_accesses(&mut e);
         e.leave(FELL_THROUGH);
         e.b.switch_to_block(e.exit);
         let result = e.b.block_params(e.exit)[0];
@@ -274,6 +251,33 @@ impl Translator {
             needs_f32_denormals,
             interpreted,
         })
+    }
+}
+
+/// Instructions waiting to be emitted together (at most one kind at a time): a fused run of
+/// vector operations (`emit_fused`) with the scalar registers it writes lane sets to, or a run
+/// of global accesses (`emit_memory_run`).
+#[derive(Default)]
+struct Pending {
+    fused: Vec<Vec<Plan>>,
+    lane_sets: Vec<u8>,
+    accesses: Vec<(u32, MemoryPlan)>,
+}
+
+impl Pending {
+    fn emit_fused(&mut self, e: &mut Emitter<'_>) {
+        if !self.fused.is_empty() {
+            e.emit_fused(&self.fused);
+            self.fused.clear();
+            self.lane_sets.clear();
+        }
+    }
+
+    fn emit_accesses(&mut self, e: &mut Emitter<'_>) {
+        if !self.accesses.is_empty() {
+            e.emit_memory_run(&self.accesses);
+            self.accesses.clear();
+        }
     }
 }
 

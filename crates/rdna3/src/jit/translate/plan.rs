@@ -587,11 +587,24 @@ pub(super) fn plan_scalar(inst: &Inst) -> Option<ScalarPlan> {
     Some(ScalarPlan { op, dst, a, b })
 }
 
+/// The first slot of `operand` as a tuple of `count` plain SGPRs (aligned as the hardware
+/// wants it, inside the file); anything else is left to the interpreter, which checks it.
+fn sgpr_tuple(operand: Operand, count: u8) -> Option<u8> {
+    match operand {
+        Operand::Sgpr(n)
+            if operand.starts_tuple(u32::from(count))
+                && usize::from(n) + usize::from(count) <= crate::operand::SGPR_COUNT =>
+        {
+            Some(n)
+        }
+        _ => None,
+    }
+}
+
 /// A 64-bit scalar shift (`s_lshl_b64`, `s_lshr_b64`, `s_ashr_i64`) of a register pair by a
 /// 32-bit amount (its low six bits), into a register pair; SCC = result nonzero.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Shift64Plan {
-    /// `Ushr`, `Sshr` or `Ishl`.
     pub(super) op: Shift64,
     pub(super) dst: u8,
     pub(super) src: u8,
@@ -607,7 +620,6 @@ pub(super) enum Shift64 {
 
 pub(super) fn plan_shift64(inst: &Inst) -> Option<Shift64Plan> {
     use crate::isa::Sop2Op::*;
-    use crate::operand::SGPR_COUNT;
     let Inst::Sop2(i) = inst else {
         return None;
     };
@@ -617,15 +629,10 @@ pub(super) fn plan_shift64(inst: &Inst) -> Option<Shift64Plan> {
         S_ASHR_I64 => Shift64::RightArithmetic,
         _ => return None,
     };
-    // Plain SGPR pairs only (the interpreter checks the rest).
-    let pair = |operand: Operand| match operand {
-        Operand::Sgpr(n) if operand.starts_tuple(2) && usize::from(n) + 2 <= SGPR_COUNT => Some(n),
-        _ => None,
-    };
     Some(Shift64Plan {
         op,
-        dst: pair(i.sdst)?,
-        src: pair(i.ssrc0)?,
+        dst: sgpr_tuple(i.sdst, 2)?,
+        src: sgpr_tuple(i.ssrc0, 2)?,
         amount: uniform(i.ssrc1)?,
     })
 }
@@ -664,7 +671,6 @@ impl MemoryPlan {
 
 pub(super) fn plan_memory(inst: &Inst) -> Option<MemoryPlan> {
     use crate::decode::{FlatSegment, MemAccess, D16};
-    use crate::operand::SGPR_COUNT;
     let Inst::Flat(i) = inst else {
         return None;
     };
@@ -691,8 +697,7 @@ pub(super) fn plan_memory(inst: &Inst) -> Option<MemoryPlan> {
     };
     let saddr = match i.saddr {
         Operand::Null => None,
-        Operand::Sgpr(n) if n % 2 == 0 && usize::from(n) + 2 <= SGPR_COUNT => Some(n),
-        _ => return None,
+        other => Some(sgpr_tuple(other, 2)?),
     };
     Some(MemoryPlan {
         store,
@@ -799,7 +804,6 @@ pub(super) struct ScalarLoadPlan {
 
 pub(super) fn plan_scalar_load(inst: &Inst) -> Option<ScalarLoadPlan> {
     use crate::isa::SmemOp::*;
-    use crate::operand::SGPR_COUNT;
     let Inst::Smem(i) = inst else {
         return None;
     };
@@ -811,30 +815,14 @@ pub(super) fn plan_scalar_load(inst: &Inst) -> Option<ScalarLoadPlan> {
         S_LOAD_B512 => 16,
         _ => return None,
     };
-    // Plain SGPR tuples only (the interpreter checks the rest).
-    let Operand::Sgpr(sdata) = i.sdata else {
-        return None;
-    };
-    let Operand::Sgpr(sbase) = i.sbase else {
-        return None;
-    };
-    let fits = |first: u8, count: u8| usize::from(first) + usize::from(count) <= SGPR_COUNT;
-    if !i.sdata.starts_tuple(u32::from(dwords))
-        || !fits(sdata, dwords)
-        || !i.sbase.starts_tuple(2)
-        || !fits(sbase, 2)
-    {
-        return None;
-    }
     let soffset = match i.soffset {
         Operand::Null => None,
-        Operand::Sgpr(n) if fits(n, 1) => Some(n),
-        _ => return None,
+        other => Some(sgpr_tuple(other, 1)?),
     };
     Some(ScalarLoadPlan {
         dwords,
-        sdata,
-        sbase,
+        sdata: sgpr_tuple(i.sdata, dwords)?,
+        sbase: sgpr_tuple(i.sbase, 2)?,
         offset: i.offset,
         soffset,
     })

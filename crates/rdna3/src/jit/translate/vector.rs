@@ -20,6 +20,14 @@ use crate::operand::NULL;
 /// operations 1.0 ms, none 1.25 ms).
 const REUSE_WINDOW: usize = 12;
 
+/// Records `value` as row `r`'s current group in a fused run, as of operation `k`.
+fn remember(rows: &mut Vec<(u8, Value, usize)>, r: u8, value: Value, k: usize) {
+    match rows.iter_mut().find(|(at, _, _)| *at == r) {
+        Some(known) => (known.1, known.2) = (value, k),
+        None => rows.push((r, value, k)),
+    }
+}
+
 impl Emitter<'_> {
     /// Setup an operation needs once per instruction (uniform scalars).
     pub(super) fn row_setup(&mut self, op: RowOp, src: &[Src; 3]) -> RowSetup {
@@ -407,22 +415,17 @@ impl Emitter<'_> {
         let now = std::cell::Cell::new(0usize);
         let row = |e: &mut Self, rows: &mut Vec<(u8, Value, usize)>, r: u8| {
             let k = now.get();
-            match rows.iter_mut().find(|(at, _, _)| *at == r) {
-                Some(&mut (_, v, since)) if k - since <= REUSE_WINDOW => v,
-                // Every result is in the register file by the end of its instruction (and an
-                // instruction reads its sources before it writes): reading the row again is
-                // reading its current value.
-                Some(known) => {
-                    let v = e.load_group(r, g);
-                    (known.1, known.2) = (v, k);
-                    v
-                }
-                None => {
-                    let v = e.load_group(r, g);
-                    rows.push((r, v, k));
-                    v
+            if let Some(&(_, v, since)) = rows.iter().find(|(at, _, _)| *at == r) {
+                if k - since <= REUSE_WINDOW {
+                    return v;
                 }
             }
+            // Every result is in the register file by the end of its instruction (and an
+            // instruction reads its sources before it writes): reading the row again is reading
+            // its current value.
+            let v = e.load_group(r, g);
+            remember(rows, r, v, k);
+            v
         };
         let source = |e: &mut Self,
                       rows: &mut Vec<(u8, Value, usize)>,
@@ -573,10 +576,7 @@ impl Emitter<'_> {
             if ends.contains(&(k + 1)) {
                 for (dst, value) in row_results.drain(..) {
                     self.store_group(dst, g, value);
-                    match rows.iter_mut().find(|(at, _, _)| *at == dst) {
-                        Some(known) => (known.1, known.2) = (value, k),
-                        None => rows.push((dst, value, k)),
-                    }
+                    remember(&mut rows, dst, value, k);
                 }
                 sets.append(&mut set_results);
             }
